@@ -1,0 +1,109 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* cctl.h - the only declaration of data shared between the BPF programs and Rust.
+ *
+ * Rust never mirrors these by hand: libbpf-cargo emits them into each skeleton's
+ * `types` module (the dummy instances at the end of trace.bpf.c make sure of that),
+ * and a test checks that the sizes agree.
+ *
+ * Include after vmlinux.h (BPF side) or <linux/types.h> (host-side tests).
+ */
+#ifndef CCTL_H
+#define CCTL_H
+
+/* Upper 16 bits of cctl_meas.magic: marks a socket's icsk_ca_priv as ours. */
+#define CCTL_CA_MAGIC 0xCC7Cu
+/* Bytes of icsk_ca_priv copied into every sample (13 u64 on Linux >= 4.x). */
+#define CCTL_CA_PRIV_BYTES 104
+/* Fixed-point scale of β and α in the shared state: 1.0 == 1 << 10. */
+#define CCTL_FP_SHIFT 10
+#define CCTL_FP_ONE (1u << CCTL_FP_SHIFT)
+
+/* Algorithm identifiers stored in cctl_meas.magic bits 8..15. */
+enum cctl_algo_id {
+	CCTL_ALGO_NONE = 0,
+	CCTL_ALGO_RENO = 1,
+	CCTL_ALGO_HTCP = 2,
+};
+
+/*
+ * The shared per-flow measurement layer (spec §0.3, §5 "per-flow state", §18.3).
+ * It lives at the start of every cctl algorithm's icsk_ca_priv, so the collector
+ * can read it from any of our flows without knowing the algorithm.
+ * 48 bytes.
+ */
+struct cctl_meas {
+	__u32 magic;          /* CCTL_CA_MAGIC << 16 | algo id << 8 | layout version */
+	__u32 tmin_us;        /* Tmin: minimum RTT sample seen, usec (0 = none yet) */
+	__u32 tmax_us;        /* Tmax: maximum RTT sample since the last reset, usec */
+	__u32 srtt_us;        /* EWMA (gain 1/8) of the RTT samples, usec */
+	__u64 cong_us;        /* tcp_mstamp of the last congestion event, usec; Δ = now - cong_us */
+	__u64 epoch_bytes0;   /* tp->bytes_acked when the current congestion epoch began, bytes */
+	__u64 epoch_tput_Bps; /* throughput over the last complete epoch, bytes/s (0 = none yet) */
+	__u32 backoffs;       /* number of window reductions (ssthresh calls) so far */
+	__u16 last_beta;      /* β applied at the last reduction, << CCTL_FP_SHIFT */
+	__u16 _pad;
+};
+
+/* Reno's private state: only the shared layer. */
+struct cctl_reno_ca {
+	struct cctl_meas m;
+};
+
+/*
+ * H-TCP's private state (spec §5). 96 bytes; must fit icsk_ca_priv, which
+ * htcp.bpf.c checks against the kernel's BTF at compile time.
+ */
+struct cctl_htcp_ca {
+	struct cctl_meas m;
+	__u64 undo_cong_us;  /* cong_us before the current reduction, for undo (0 = nothing to undo) */
+	__u32 alpha;         /* α: increase per RTT, packets << CCTL_FP_SHIFT */
+	__u16 beta;          /* β: backoff multiplier, << CCTL_FP_SHIFT */
+	__u8 modeswitch;     /* 1 once a congestion event has passed: adaptive β allowed */
+	__u8 _pad;
+	__u32 packetcount;   /* packets acked since the last throughput sample */
+	__u32 lasttime_us;   /* low 32 bits of tcp_mstamp at the last throughput sample, usec */
+	__u32 bi_pps;        /* B_i: smoothed throughput, packets/s */
+	__u32 maxb_pps;      /* B_max of the current epoch, packets/s */
+	__u32 old_maxb_pps;  /* B_max of the previous epoch, packets/s */
+	__u32 undo_tmax_us;  /* Tmax before the current reduction, usec */
+	__u32 undo_old_maxb_pps; /* old_maxb_pps before the current reduction */
+	__u32 _pad2;
+};
+
+/* Flags of cctl_sample.flags. */
+#define CCTL_SAMPLE_STATE_CHANGE 1u /* emitted because the CA state changed */
+#define CCTL_SAMPLE_OURS 2u         /* icsk_ca_priv carries a cctl_meas */
+
+/*
+ * One collector sample, sent through the ring buffer (trace.bpf.c).
+ * Addresses are in network byte order; IPv4 uses the first 4 bytes.
+ */
+struct cctl_sample {
+	__u64 ts_ns;          /* bpf_ktime_get_ns(), CLOCK_MONOTONIC, ns */
+	__u64 cookie;         /* socket cookie */
+	__u64 mstamp_us;      /* tp->tcp_mstamp, usec (clock of cctl_meas.cong_us) */
+	__u64 bytes_acked;    /* tp->bytes_acked, bytes (RFC 4898 tcpEStatsAppHCThruOctetsAcked) */
+	__u8 saddr[16];
+	__u8 daddr[16];
+	__u16 sport;          /* host byte order */
+	__u16 dport;          /* host byte order */
+	__u16 family;         /* AF_INET or AF_INET6 */
+	__u8 ca_state;        /* TCP_CA_Open .. TCP_CA_Loss */
+	__u8 flags;           /* CCTL_SAMPLE_* */
+	__u32 snd_cwnd;       /* segments */
+	__u32 snd_ssthresh;   /* segments */
+	__u32 srtt_us;        /* kernel srtt, usec */
+	__u32 rttvar_us;      /* kernel mdev (rttvar), usec */
+	__u32 min_rtt_us;     /* kernel windowed min RTT, usec */
+	__u32 lost_out;       /* segments currently marked lost */
+	__u32 retrans_out;    /* retransmitted segments in flight */
+	__u32 total_retrans;  /* retransmitted segments over the connection's life */
+	__u32 packets_out;    /* segments sent and not yet acked */
+	__u32 in_flight;      /* packets_out - (sacked_out + lost_out) + retrans_out, segments */
+	__u32 mss_cache;      /* current MSS, bytes */
+	__u32 delivered;      /* segments delivered (tp->delivered) */
+	char cc_name[16];     /* icsk_ca_ops->name */
+	__u8 ca_priv[CCTL_CA_PRIV_BYTES]; /* raw icsk_ca_priv: a cctl_*_ca when flags has OURS */
+};
+
+#endif /* CCTL_H */

@@ -1,0 +1,141 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* htcp_math.h - H-TCP's fixed-point rules, free of kernel types, so that the
+ * very same code runs in htcp.bpf.c and in the host-side unit tests that check
+ * it against a floating-point model of spec §5 (loader/src/htcp_model.rs).
+ *
+ * Fixed point: α, β, S and f_α are << CCTL_FP_SHIFT (1.0 == 1024).
+ * Include after cctl.h and something that defines __u32/__u64.
+ */
+#ifndef HTCP_MATH_H
+#define HTCP_MATH_H
+
+#ifndef HTCP_INLINE
+#define HTCP_INLINE static inline __attribute__((always_inline))
+#endif
+
+#define HTCP_DELTA_CAP_US 1000000000ull /* Δ - Δ_L is capped at 1000 s so f_α fits u32 */
+
+/*
+ * f_α(Δ) of [P0] §IV-C with the RTT scaling of spec §5 (Linux-compatible form):
+ *   f̄ = 1                                   for Δ <= Δ_L
+ *   f̄ = 1 + 10 (Δ-Δ_L) + 0.25 (Δ-Δ_L)²      for Δ > Δ_L (Δ in s)
+ *   f = max(f̄ · S, 1),  S = clamp(Tmin / T_ref, s_lo, s_hi) when RTT scaling is on.
+ * delta_us, delta_l_us, tmin_us, rtt_ref_us in usec; s_lo, s_hi and the result << 10.
+ */
+HTCP_INLINE __u32 htcp_factor_fp(__u64 delta_us, __u64 delta_l_us, __u32 tmin_us,
+				 __u32 use_rtt_scaling, __u32 rtt_ref_us, __u32 s_lo, __u32 s_hi)
+{
+	__u64 f = CCTL_FP_ONE;
+
+	if (delta_us > delta_l_us) {
+		__u64 d_us = delta_us - delta_l_us;
+		__u64 d_ms;
+
+		if (d_us > HTCP_DELTA_CAP_US)
+			d_us = HTCP_DELTA_CAP_US;
+		d_ms = d_us / 1000;
+		/* 10 d: 10 * 1024 * d_us / 1e6;  0.25 d²: 256 * d_ms² / 1e6 */
+		f += (10ull * CCTL_FP_ONE * d_us) / 1000000ull;
+		f += (256ull * d_ms * d_ms) / 1000000ull;
+	}
+
+	if (use_rtt_scaling && tmin_us && rtt_ref_us) {
+		__u64 s = ((__u64)tmin_us << CCTL_FP_SHIFT) / rtt_ref_us;
+
+		if (s < s_lo)
+			s = s_lo;
+		if (s > s_hi)
+			s = s_hi;
+		f = (f * s) >> CCTL_FP_SHIFT;
+		if (f < CCTL_FP_ONE)
+			f = CCTL_FP_ONE;
+	}
+	return (__u32)f;
+}
+
+/* α = 2 (1 - β) f_α: the increase per RTT in packets, << 10 (never 0). */
+HTCP_INLINE __u32 htcp_alpha_fp(__u32 factor_fp, __u32 beta_fp)
+{
+	__u64 a = 2ull * (CCTL_FP_ONE - beta_fp) * factor_fp >> CCTL_FP_SHIFT;
+
+	return a ? (__u32)a : 1;
+}
+
+/*
+ * β at a congestion event (spec §5 "Backoff factor").
+ *   - fixed_beta_fp != 0: that value ([P2]'s variant).
+ *   - With the bandwidth switch on, if B_max of the ending epoch differs from
+ *     the previous epoch's by more than Δ_B (delta_b_pct %), β = beta_lo and
+ *     adaptive mode is left (*modeswitch = 0).
+ *   - Otherwise, in adaptive mode with Tmin > tmin_adaptive_us and Tmax > 0,
+ *     β = clamp(Tmin / Tmax, beta_lo, beta_hi); else β = beta_lo and adaptive
+ *     mode starts (*modeswitch = 1).
+ * Throughputs in packets/s, times in usec, β << 10.
+ */
+HTCP_INLINE __u32 htcp_beta_fp(__u32 maxb, __u32 old_maxb, __u32 use_bandwidth_switch,
+			       __u32 delta_b_pct, __u8 *modeswitch, __u32 tmin_us, __u32 tmax_us,
+			       __u32 tmin_adaptive_us, __u32 beta_lo, __u32 beta_hi,
+			       __u32 fixed_beta_fp)
+{
+	__u64 b;
+
+	if (fixed_beta_fp)
+		return fixed_beta_fp;
+
+	if (use_bandwidth_switch) {
+		__u64 now = 100ull * maxb;
+		__u64 lo = (__u64)(100 - delta_b_pct) * old_maxb;
+		__u64 hi = (__u64)(100 + delta_b_pct) * old_maxb;
+
+		if (now < lo || now > hi) {
+			*modeswitch = 0;
+			return beta_lo;
+		}
+	}
+
+	if (!*modeswitch || tmin_us <= tmin_adaptive_us || !tmax_us) {
+		*modeswitch = 1;
+		return beta_lo;
+	}
+
+	b = ((__u64)tmin_us << CCTL_FP_SHIFT) / tmax_us;
+	if (b < beta_lo)
+		b = beta_lo;
+	if (b > beta_hi)
+		b = beta_hi;
+	return (__u32)b;
+}
+
+/* Tmax fading at a congestion event: Tmax <- Tmin + 0.95 (Tmax - Tmin). */
+HTCP_INLINE __u32 htcp_fade_tmax(__u32 tmin_us, __u32 tmax_us)
+{
+	if (!tmin_us || tmax_us <= tmin_us)
+		return tmax_us;
+	return tmin_us + (__u32)(((__u64)(tmax_us - tmin_us) * 95) / 100);
+}
+
+/* ssthresh = max(β w, 2) segments. */
+HTCP_INLINE __u32 htcp_fp_ssthresh(__u32 cwnd, __u32 beta_fp)
+{
+	__u32 s = (__u32)(((__u64)cwnd * beta_fp) >> CCTL_FP_SHIFT);
+
+	return s > 2 ? s : 2;
+}
+
+/*
+ * Congestion-avoidance step: w += α/w per acked packet is done as one extra
+ * segment per w/α acked packets (rounded down, at least 1): the "w" argument
+ * of the kfunc tcp_cong_avoid_ai, which keeps the remainder in snd_cwnd_cnt.
+ */
+HTCP_INLINE __u32 htcp_ai_divisor(__u32 cwnd, __u32 alpha_fp)
+{
+	__u64 w = ((__u64)cwnd << CCTL_FP_SHIFT) / (alpha_fp ? alpha_fp : 1);
+
+	if (w < 1)
+		w = 1;
+	if (w > 0xffffffffull)
+		w = 0xffffffffull;
+	return (__u32)w;
+}
+
+#endif /* HTCP_MATH_H */

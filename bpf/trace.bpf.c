@@ -1,0 +1,151 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* trace.bpf.c - the collector: per-flow samples of any TCP flow's congestion
+ * state, from the tcp_probe tracepoint (tp_btf), into a BPF ring buffer.
+ *
+ * tcp_probe fires for every segment an established socket receives, so the
+ * program rate-limits per flow (socket cookie): at most one sample per
+ * interval_ns, plus one whenever the CA state changes (so every congestion
+ * event is seen). It works for every congestion control, native ones
+ * included; for cctl's own algorithms the raw icsk_ca_priv carries the shared
+ * measurement layer and the algorithm's variables (see cctl.h), which user
+ * space decodes. A full ring buffer is counted in `drops`, never silent.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_endian.h>
+#include "cctl.h"
+
+char _license[] SEC("license") = "Dual BSD/GPL";
+
+#define AF_INET 2
+#define AF_INET6 10
+
+/* Set by the loader before load. */
+const volatile __u64 interval_ns = 100000000; /* minimum gap between samples of a flow, ns */
+const volatile __u16 filter_port = 0;         /* keep flows with this local or remote port; 0 = all */
+const volatile char filter_cc[16] = {};       /* keep flows with this CC name; "" = all */
+
+/* Counters read by user space (.bss is memory-mapped). */
+__u64 samples_emitted = 0;
+__u64 samples_dropped = 0; /* ring buffer full */
+
+/* Dummy instances so that libbpf-cargo emits these types into the skeleton. */
+struct cctl_sample _cctl_sample_type = {};
+struct cctl_htcp_ca _cctl_htcp_type = {};
+struct cctl_reno_ca _cctl_reno_type = {};
+
+struct flow_state {
+	__u64 last_ns; /* ts of the last emitted sample */
+	__u8 last_state;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u64); /* socket cookie */
+	__type(value, struct flow_state);
+} flows SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4 << 20); /* bytes */
+} samples SEC(".maps");
+
+static __always_inline bool trace_cc_matches(const char *name)
+{
+	if (!filter_cc[0])
+		return true;
+#pragma unroll
+	for (int i = 0; i < 16; i++) {
+		if (name[i] != filter_cc[i])
+			return false;
+		if (!name[i])
+			return true;
+	}
+	return true;
+}
+
+SEC("tp_btf/tcp_probe")
+int BPF_PROG(cctl_tcp_probe, struct sock *sk, const struct sk_buff *skb)
+{
+	struct tcp_sock *tp = bpf_skc_to_tcp_sock(sk);
+	const struct inet_connection_sock *icsk;
+	struct flow_state *fs, nfs = {};
+	struct cctl_sample *e;
+	__u16 sport, dport, family;
+	char name[16] = {};
+	__u64 now, cookie;
+	__u8 state;
+
+	if (!tp)
+		return 0;
+	icsk = &tp->inet_conn;
+
+	sport = sk->__sk_common.skc_num;
+	dport = bpf_ntohs(sk->__sk_common.skc_dport);
+	if (filter_port && sport != filter_port && dport != filter_port)
+		return 0;
+
+	bpf_probe_read_kernel(name, sizeof(name), icsk->icsk_ca_ops->name);
+	if (!trace_cc_matches(name))
+		return 0;
+
+	now = bpf_ktime_get_ns();
+	cookie = bpf_get_socket_cookie(sk);
+	state = BPF_CORE_READ_BITFIELD(icsk, icsk_ca_state);
+
+	fs = bpf_map_lookup_elem(&flows, &cookie);
+	if (fs && now - fs->last_ns < interval_ns && state == fs->last_state)
+		return 0;
+
+	e = bpf_ringbuf_reserve(&samples, sizeof(*e), 0);
+	if (!e) {
+		__sync_fetch_and_add(&samples_dropped, 1);
+		return 0;
+	}
+
+	e->ts_ns = now;
+	e->cookie = cookie;
+	e->mstamp_us = tp->tcp_mstamp;
+	e->bytes_acked = tp->bytes_acked;
+	family = sk->__sk_common.skc_family;
+	e->family = family;
+	__builtin_memset(e->saddr, 0, sizeof(e->saddr));
+	__builtin_memset(e->daddr, 0, sizeof(e->daddr));
+	if (family == AF_INET6) {
+		bpf_probe_read_kernel(e->saddr, 16, &sk->__sk_common.skc_v6_rcv_saddr);
+		bpf_probe_read_kernel(e->daddr, 16, &sk->__sk_common.skc_v6_daddr);
+	} else {
+		bpf_probe_read_kernel(e->saddr, 4, &sk->__sk_common.skc_rcv_saddr);
+		bpf_probe_read_kernel(e->daddr, 4, &sk->__sk_common.skc_daddr);
+	}
+	e->sport = sport;
+	e->dport = dport;
+	e->ca_state = state;
+	e->flags = (fs && state != fs->last_state) ? CCTL_SAMPLE_STATE_CHANGE : 0;
+	e->snd_cwnd = tp->snd_cwnd;
+	e->snd_ssthresh = tp->snd_ssthresh;
+	e->srtt_us = tp->srtt_us >> 3;
+	e->rttvar_us = tp->mdev_us >> 2;
+	e->min_rtt_us = tp->rtt_min.s[0].v;
+	e->lost_out = tp->lost_out;
+	e->retrans_out = tp->retrans_out;
+	e->total_retrans = tp->total_retrans;
+	e->packets_out = tp->packets_out;
+	e->in_flight = tp->packets_out - (tp->sacked_out + tp->lost_out) + tp->retrans_out;
+	e->mss_cache = tp->mss_cache;
+	e->delivered = tp->delivered;
+	__builtin_memcpy(e->cc_name, name, sizeof(name));
+	bpf_probe_read_kernel(e->ca_priv, sizeof(e->ca_priv), icsk->icsk_ca_priv);
+	if ((*(__u32 *)e->ca_priv >> 16) == CCTL_CA_MAGIC)
+		e->flags |= CCTL_SAMPLE_OURS;
+	bpf_ringbuf_submit(e, 0);
+	__sync_fetch_and_add(&samples_emitted, 1);
+
+	nfs.last_ns = now;
+	nfs.last_state = state;
+	bpf_map_update_elem(&flows, &cookie, &nfs, BPF_ANY);
+	return 0;
+}

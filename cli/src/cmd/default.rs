@@ -1,0 +1,42 @@
+//! `cctl default`: show or set the network namespace's default congestion control.
+
+use anyhow::{bail, Result};
+use cctl_loader::{algos, kernel};
+
+use crate::exit;
+
+/// Arguments of `cctl default`.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "The default is per network namespace: this sets it for the namespace \
+cctl runs in. Namespaces created afterwards start with the initial namespace's default; \
+existing ones keep their own. Sockets that are already open keep their algorithm.\n\
+Example: cctl default bpf_htcp")]
+pub struct Args {
+    /// Registered congestion-control name; without it, print the current default.
+    name: Option<String>,
+}
+
+/// Runs `cctl default`.
+pub fn run(args: Args) -> Result<i32> {
+    let Some(name) = args.name else {
+        println!("{}", kernel::default_cc()?);
+        return Ok(exit::OK);
+    };
+    algos::validate_cc_name(&name)?;
+    let available = kernel::available_ccs()?;
+    if !available.contains(&name) {
+        let hint = algos::find(&name)
+            .map(|a| format!(" (did you mean `cctl load {}` first, then `cctl default {}`?)", a.key, a.cc_name))
+            .unwrap_or_default();
+        bail!("'{name}' is not registered; registered: {}{hint}", available.join(" "));
+    }
+    kernel::require_privileges("setting the default congestion control")?;
+    let old = kernel::default_cc()?;
+    kernel::set_default_cc(&name)?;
+    println!(
+        "default congestion control of this network namespace: {old} -> {name}\n\
+         (new sockets here use it; network namespaces created from now on inherit the initial \
+         namespace's default; existing namespaces and open sockets are unchanged)"
+    );
+    Ok(exit::OK)
+}

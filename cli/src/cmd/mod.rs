@@ -1,0 +1,7 @@
+//! One module per `cctl` subcommand.
+
+pub mod default;
+pub mod list;
+pub mod load;
+pub mod trace;
+pub mod unload;

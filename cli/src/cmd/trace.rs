@@ -1,0 +1,170 @@
+//! `cctl trace`: stream per-flow samples from the BPF collector.
+
+use std::io::Write;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use cctl_loader::collector::{Trace, TraceConfig};
+use cctl_loader::sample::Sample;
+
+use crate::exit;
+
+/// Arguments of `cctl trace`.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Samples come from the tcp_probe tracepoint, so any TCP flow is traced \
+(native cubic too). Each flow is sampled at most once per --interval-ms, plus on every CA \
+state change. cwnd/ssthresh in segments, RTTs in usec, time in CLOCK_MONOTONIC ns.\n\
+Example: cctl trace --cc bpf_htcp --port 5201 --duration-s 10 --csv > htcp.csv")]
+pub struct Args {
+    /// Only flows using this congestion control.
+    #[arg(long)]
+    cc: Option<String>,
+    /// Only flows with this local or remote port.
+    #[arg(long)]
+    port: Option<u16>,
+    /// Minimum interval between samples of one flow, ms.
+    #[arg(long, default_value_t = 100)]
+    interval_ms: u64,
+    /// Stop after this many seconds (default: until Ctrl-C).
+    #[arg(long)]
+    duration_s: Option<f64>,
+    /// One JSON object per sample per line.
+    #[arg(long, conflicts_with = "csv")]
+    json: bool,
+    /// CSV with a header line.
+    #[arg(long)]
+    csv: bool,
+}
+
+enum Output {
+    Text(std::io::StdoutLock<'static>),
+    Json(std::io::StdoutLock<'static>),
+    Csv(csv::Writer<std::io::StdoutLock<'static>>),
+}
+
+fn fmt_opt<T: std::fmt::Display>(v: Option<T>) -> String {
+    v.map(|v| v.to_string()).unwrap_or_else(|| "-".into())
+}
+
+impl Output {
+    fn write(&mut self, s: &Sample, t0: u64) -> Result<()> {
+        match self {
+            Output::Json(w) => writeln!(w, "{}", serde_json::to_string(s)?)?,
+            Output::Csv(w) => w.serialize(s)?,
+            Output::Text(w) => {
+                let t = s.ts_ns.saturating_sub(t0) as f64 / 1e9;
+                let mut line = format!(
+                    "{t:9.3} {:>21} > {:<21} {:<10} {:<8} cwnd {:>5} ssth {:>5} srtt {:>7} rttvar {:>6} minrtt {:>6} infl {:>5} lost {:>3} retr {:>6}",
+                    format!("{}:{}", s.saddr, s.sport),
+                    format!("{}:{}", s.daddr, s.dport),
+                    s.cc,
+                    format!("{:?}", s.ca_state),
+                    s.cwnd,
+                    fmt_opt(s.ssthresh),
+                    s.srtt_us,
+                    s.rttvar_us,
+                    s.min_rtt_us,
+                    s.in_flight,
+                    s.lost_out,
+                    s.total_retrans,
+                );
+                if s.algo.is_some() {
+                    line += &format!(
+                        " | Δ {:.3}s Tmin {} Tmax {} backoffs {}",
+                        s.delta_us.unwrap_or(0) as f64 / 1e6,
+                        fmt_opt(s.tmin_us),
+                        fmt_opt(s.tmax_us),
+                        fmt_opt(s.backoffs)
+                    );
+                }
+                if let (Some(a), Some(b)) = (s.htcp_alpha, s.htcp_beta) {
+                    line += &format!(" α {a:.2} β {b:.3}");
+                }
+                writeln!(w, "{line}")?;
+            }
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        match self {
+            Output::Text(w) | Output::Json(w) => w.flush()?,
+            Output::Csv(w) => w.flush()?,
+        }
+        Ok(())
+    }
+}
+
+/// Runs `cctl trace`.
+pub fn run(args: Args) -> Result<i32> {
+    if args.interval_ms == 0 {
+        bail!("--interval-ms must be at least 1 (ms)");
+    }
+    if let Some(d) = args.duration_s {
+        if !(d > 0.0 && d.is_finite()) {
+            bail!("--duration-s must be a positive number of seconds, got {d}");
+        }
+    }
+    let cfg = TraceConfig {
+        interval: Duration::from_millis(args.interval_ms),
+        port: args.port,
+        cc: args.cc.clone(),
+    };
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    rt.block_on(async move {
+        let mut trace = Trace::start(cfg).context("starting the collector")?;
+        let stdout = std::io::stdout().lock();
+        let mut out = if args.json {
+            Output::Json(stdout)
+        } else if args.csv {
+            Output::Csv(csv::Writer::from_writer(stdout))
+        } else {
+            Output::Text(stdout)
+        };
+        let deadline = args.duration_s.map(Duration::from_secs_f64);
+        let sleep = tokio::time::sleep(deadline.unwrap_or(Duration::from_secs(u32::MAX as u64)));
+        tokio::pin!(sleep);
+        let mut interrupted = false;
+        let mut t0 = None;
+        let mut sigterm =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+        loop {
+            tokio::select! {
+                s = trace.next_sample() => match s {
+                    Some(s) => {
+                        let t0 = *t0.get_or_insert(s.ts_ns);
+                        if let Err(e) = out.write(&s, t0) {
+                            // A closed pipe (e.g. `| head`) ends the trace quietly.
+                            if e.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe) {
+                                break;
+                            }
+                            return Err(e);
+                        }
+                    }
+                    None => break,
+                },
+                _ = &mut sleep => break,
+                _ = tokio::signal::ctrl_c() => { interrupted = true; break; }
+                _ = sigterm.recv() => { interrupted = true; break; }
+            }
+        }
+        for s in trace.drain() {
+            let t0 = *t0.get_or_insert(s.ts_ns);
+            if out.write(&s, t0).is_err() {
+                break;
+            }
+        }
+        let _ = out.flush();
+        let stats = trace.finish()?;
+        let secs = stats.duration.as_secs_f64().max(1e-9);
+        eprintln!(
+            "cctl trace: {} samples, {} flows, {} ring-buffer drops in {:.1} s ({:.0} samples/s)",
+            stats.samples,
+            stats.flows,
+            stats.dropped,
+            secs,
+            stats.samples as f64 / secs
+        );
+        Ok(if interrupted { exit::INTERRUPTED } else { exit::OK })
+    })
+}

@@ -1,0 +1,38 @@
+//! Exit codes of `cctl`, in one place.
+
+use cctl_loader::Error;
+
+/// Success.
+pub const OK: i32 = 0;
+/// A runtime failure: the kernel, a file or a command failed.
+pub const FAILURE: i32 = 1;
+/// Bad input: unknown algorithm, invalid name or parameter (clap uses 2 as well).
+pub const USAGE: i32 = 2;
+/// Not root / missing capabilities.
+pub const NOT_PRIVILEGED: i32 = 3;
+/// The running kernel lacks a feature cctl needs.
+pub const MISSING_FEATURE: i32 = 4;
+/// A name conflict: already registered, or not cctl's to unload.
+pub const CONFLICT: i32 = 5;
+/// Stopped by SIGINT/SIGTERM.
+pub const INTERRUPTED: i32 = 130;
+
+/// The exit code for an error chain: the first loader error in it decides.
+pub fn code_for(err: &anyhow::Error) -> i32 {
+    for cause in err.chain() {
+        if let Some(e) = cause.downcast_ref::<Error>() {
+            return match e {
+                Error::NotPrivileged { .. } => NOT_PRIVILEGED,
+                Error::MissingFeature { .. } => MISSING_FEATURE,
+                Error::UnknownAlgorithm { .. }
+                | Error::InvalidName { .. }
+                | Error::UnknownParam { .. }
+                | Error::BadParamValue { .. }
+                | Error::BadParamCombination { .. } => USAGE,
+                Error::NameTaken { .. } | Error::NotOurs { .. } => CONFLICT,
+                Error::Bpf { .. } | Error::Io { .. } => FAILURE,
+            };
+        }
+    }
+    FAILURE
+}

@@ -1,0 +1,47 @@
+//! `cctl`: load, list, unload and trace BPF TCP congestion controls.
+
+mod cmd;
+mod exit;
+
+use clap::{Parser, Subcommand};
+
+/// TCP congestion control toolkit: BPF struct_ops algorithms from the
+/// high-speed-TCP papers, a loader, and a per-flow collector.
+#[derive(Debug, Parser)]
+#[command(name = "cctl", version, about, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Algorithms this binary carries, and every congestion control the kernel has.
+    List(cmd::list::Args),
+    /// Register an algorithm in the kernel (stays registered after cctl exits).
+    Load(cmd::load::Args),
+    /// Unregister an algorithm cctl loaded.
+    Unload(cmd::unload::Args),
+    /// Show or set the default congestion control of this network namespace.
+    Default(cmd::default::Args),
+    /// Stream per-flow samples (cwnd, RTT, CA state, algorithm variables).
+    Trace(cmd::trace::Args),
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::List(a) => cmd::list::run(a),
+        Command::Load(a) => cmd::load::run(a),
+        Command::Unload(a) => cmd::unload::run(a),
+        Command::Default(a) => cmd::default::run(a),
+        Command::Trace(a) => cmd::trace::run(a),
+    };
+    match result {
+        Ok(code) => std::process::exit(code),
+        Err(e) => {
+            eprintln!("cctl: {e:#}");
+            std::process::exit(exit::code_for(&e));
+        }
+    }
+}

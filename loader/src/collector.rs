@@ -1,0 +1,260 @@
+//! The collector: per-flow samples from the tcp_probe tracepoint (trace.bpf.c),
+//! through a BPF ring buffer, as a tokio stream of [`Sample`]s.
+//!
+//! A dedicated thread owns the BPF object and polls the ring buffer; samples go
+//! to the consumer through a bounded channel. A slow consumer makes the ring
+//! buffer fill, and the kernel counts what it then drops ([`TraceStats::dropped`]).
+
+use std::collections::HashSet;
+use std::mem::MaybeUninit;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use libbpf_rs::skel::{OpenSkel, SkelBuilder};
+use libbpf_rs::RingBufferBuilder;
+
+use crate::algos::validate_cc_name;
+use crate::error::{Error, Result};
+use crate::kernel;
+use crate::sample::Sample;
+use crate::skel::trace::TraceSkelBuilder;
+
+/// Default minimum interval between two samples of one flow: 100 ms, [P0]'s δ
+/// (spec §18.3). A CA-state change is always sampled.
+pub const DEFAULT_INTERVAL: Duration = Duration::from_millis(100);
+
+/// What to trace.
+#[derive(Debug, Clone)]
+pub struct TraceConfig {
+    /// Minimum gap between samples of one flow (in-kernel rate limit).
+    pub interval: Duration,
+    /// Keep only flows with this local or remote port.
+    pub port: Option<u16>,
+    /// Keep only flows running this congestion control.
+    pub cc: Option<String>,
+}
+
+impl Default for TraceConfig {
+    fn default() -> Self {
+        TraceConfig { interval: DEFAULT_INTERVAL, port: None, cc: None }
+    }
+}
+
+/// Counters of a finished trace.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct TraceStats {
+    /// Samples delivered to user space.
+    pub samples: u64,
+    /// Distinct flows (socket cookies) seen.
+    pub flows: usize,
+    /// Samples the kernel could not write because the ring buffer was full.
+    pub dropped: u64,
+    /// Samples the kernel wrote.
+    pub kernel_emitted: u64,
+    /// Time from attach to stop.
+    pub duration: Duration,
+}
+
+/// A running trace: a stream of samples until [`Trace::finish`].
+pub struct Trace {
+    rx: tokio::sync::mpsc::Receiver<Sample>,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<Result<TraceStats>>>,
+}
+
+const CHANNEL_DEPTH: usize = 65_536;
+
+impl Trace {
+    /// Loads and attaches the collector, returning once it is attached.
+    ///
+    /// Errors: [`Error::InvalidName`] for a bad `cc` filter, [`Error::NotPrivileged`],
+    /// [`Error::MissingFeature`] (no BTF), [`Error::Bpf`] (verifier or attach).
+    pub fn start(cfg: TraceConfig) -> Result<Trace> {
+        if let Some(cc) = &cfg.cc {
+            validate_cc_name(cc)?;
+        }
+        kernel::require_privileges("tracing TCP flows")?;
+        kernel::require_btf()?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let (tx, rx) = tokio::sync::mpsc::channel(CHANNEL_DEPTH);
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<()>>();
+        let thread_stop = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name("cctl-collector".into())
+            .spawn(move || run(cfg, tx, ready_tx, thread_stop))
+            .map_err(|e| Error::io("starting the collector thread", "-", e))?;
+        match ready_rx.recv() {
+            Ok(Ok(())) => Ok(Trace { rx, stop, thread: Some(thread) }),
+            Ok(Err(e)) => {
+                let _ = thread.join();
+                Err(e)
+            }
+            Err(_) => match thread.join() {
+                Ok(Err(e)) => Err(e),
+                _ => Err(Error::io(
+                    "collector thread ended before attaching",
+                    "-",
+                    std::io::Error::other("thread exited"),
+                )),
+            },
+        }
+    }
+
+    /// Next sample, waiting for it; `None` once the trace has stopped.
+    pub async fn next_sample(&mut self) -> Option<Sample> {
+        self.rx.recv().await
+    }
+
+    /// Next sample for callers outside an async runtime, waiting at most `timeout`.
+    pub fn recv_timeout(&mut self, timeout: Duration) -> Option<Sample> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            match self.rx.try_recv() {
+                Ok(s) => return Some(s),
+                Err(tokio::sync::mpsc::error::TryRecvError::Disconnected) => return None,
+                Err(tokio::sync::mpsc::error::TryRecvError::Empty) => {
+                    if Instant::now() >= deadline {
+                        return None;
+                    }
+                    std::thread::sleep(Duration::from_millis(2));
+                }
+            }
+        }
+    }
+
+    /// Samples already received, without waiting.
+    pub fn drain(&mut self) -> Vec<Sample> {
+        let mut out = Vec::new();
+        while let Ok(s) = self.rx.try_recv() {
+            out.push(s);
+        }
+        out
+    }
+
+    /// Stops the trace, detaches the program and returns its counters. Samples
+    /// still queued can be read with [`Trace::drain`] before calling this.
+    pub fn finish(mut self) -> Result<TraceStats> {
+        self.stop.store(true, Ordering::SeqCst);
+        // Unblock a collector waiting on a full channel.
+        self.rx.close();
+        while self.rx.try_recv().is_ok() {}
+        self.thread
+            .take()
+            .expect("collector thread joined once")
+            .join()
+            .unwrap_or_else(|_| {
+                Err(Error::io("collector thread panicked", "-", std::io::Error::other("panic")))
+            })
+    }
+}
+
+impl futures::Stream for Trace {
+    type Item = Sample;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Sample>> {
+        self.rx.poll_recv(cx)
+    }
+}
+
+impl Drop for Trace {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        self.rx.close();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// The collector thread: load, attach, poll until stopped.
+fn run(
+    cfg: TraceConfig,
+    tx: tokio::sync::mpsc::Sender<Sample>,
+    ready: std::sync::mpsc::Sender<Result<()>>,
+    stop: Arc<AtomicBool>,
+) -> Result<TraceStats> {
+    let fail = |e: Error| {
+        let _ = ready.send(Err(e));
+        Ok(TraceStats::default())
+    };
+    let mut storage = MaybeUninit::uninit();
+    let mut open = match TraceSkelBuilder::default().open(&mut storage) {
+        Ok(o) => o,
+        Err(e) => return fail(Error::bpf("opening the collector BPF object", e)),
+    };
+    {
+        let ro = open.maps.rodata_data.as_deref_mut().expect("trace .rodata is memory-mapped");
+        ro.interval_ns = cfg.interval.as_nanos().min(u64::MAX as u128) as u64;
+        ro.filter_port = cfg.port.unwrap_or(0);
+        if let Some(cc) = &cfg.cc {
+            for (d, b) in ro.filter_cc.iter_mut().zip(cc.bytes()) {
+                *d = b as _;
+            }
+        }
+    }
+    let skel = match open.load() {
+        Ok(s) => s,
+        Err(e) => return fail(Error::bpf("loading the collector (verifier)", e)),
+    };
+    let _link = match skel.progs.cctl_tcp_probe.attach() {
+        Ok(l) => l,
+        Err(e) => return fail(Error::bpf("attaching the collector to tp_btf/tcp_probe", e)),
+    };
+    let started = Instant::now();
+
+    let mut flows = HashSet::new();
+    let mut samples = 0u64;
+    {
+        let mut builder = RingBufferBuilder::new();
+        let cb_flows = &mut flows;
+        let cb_samples = &mut samples;
+        let cb_stop = stop.clone();
+        let added = builder.add(&skel.maps.samples, move |data: &[u8]| {
+            if let Some(s) = Sample::decode(data) {
+                cb_flows.insert(s.cookie);
+                *cb_samples += 1;
+                // Blocks while the consumer is behind; the kernel then counts drops.
+                while let Err(e) = tx.try_send(s.clone()) {
+                    match e {
+                        tokio::sync::mpsc::error::TrySendError::Closed(_) => return 0,
+                        tokio::sync::mpsc::error::TrySendError::Full(_) => {
+                            if cb_stop.load(Ordering::SeqCst) {
+                                return 0;
+                            }
+                            std::thread::sleep(Duration::from_millis(1));
+                        }
+                    }
+                }
+            }
+            0
+        });
+        if let Err(e) = added {
+            return fail(Error::bpf("setting up the ring buffer", e));
+        }
+        let rb = match builder.build() {
+            Ok(rb) => rb,
+            Err(e) => return fail(Error::bpf("setting up the ring buffer", e)),
+        };
+        let _ = ready.send(Ok(()));
+        while !stop.load(Ordering::SeqCst) {
+            if let Err(e) = rb.poll(Duration::from_millis(50)) {
+                if e.kind() != libbpf_rs::ErrorKind::Interrupted {
+                    return Err(Error::bpf("polling the ring buffer", e));
+                }
+            }
+        }
+        let _ = rb.consume();
+    }
+    let bss = skel.maps.bss_data.as_deref().expect("trace .bss is memory-mapped");
+    Ok(TraceStats {
+        samples,
+        flows: flows.len(),
+        dropped: bss.samples_dropped,
+        kernel_emitted: bss.samples_emitted,
+        duration: started.elapsed(),
+    })
+}

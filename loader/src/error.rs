@@ -1,0 +1,73 @@
+//! Typed errors of the loader: each says what was wrong and what is allowed.
+
+use std::path::PathBuf;
+
+/// Everything the loader can refuse or fail at.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The caller lacks the privileges BPF struct_ops needs.
+    #[error("{action} needs root (or CAP_BPF + CAP_NET_ADMIN + CAP_SYS_ADMIN); run with sudo")]
+    NotPrivileged { action: String },
+
+    /// A kernel feature cctl relies on is missing.
+    #[error("the running kernel lacks {feature}: {hint}")]
+    MissingFeature { feature: String, hint: String },
+
+    /// `cctl load X` with an X this binary does not carry.
+    #[error("unknown algorithm '{name}'; available: {available}")]
+    UnknownAlgorithm { name: String, available: String },
+
+    /// A congestion-control name the kernel would reject or that is unsafe.
+    #[error("invalid congestion-control name '{name}': {reason} (allowed: 1-15 characters of [A-Za-z0-9_.])")]
+    InvalidName { name: String, reason: String },
+
+    /// The name is already registered in the kernel, by cctl or by someone else.
+    #[error("congestion control '{name}' {detail}")]
+    NameTaken { name: String, detail: String },
+
+    /// `cctl unload X` for an X that cctl did not load.
+    #[error("'{name}' {detail}")]
+    NotOurs { name: String, detail: String },
+
+    /// An unknown `--param` key.
+    #[error("unknown parameter '{key}' for {algo}; valid parameters:\n{valid}")]
+    UnknownParam { algo: String, key: String, valid: String },
+
+    /// A `--param` value that does not parse or is out of range.
+    #[error("parameter '{key}' of {algo}: {reason}; expected {expected}")]
+    BadParamValue { algo: String, key: String, reason: String, expected: String },
+
+    /// A combination of parameters the algorithm forbids.
+    #[error("parameters of {algo}: {reason}")]
+    BadParamCombination { algo: String, reason: String },
+
+    /// A libbpf operation failed.
+    #[error("{context}: {source}")]
+    Bpf {
+        context: String,
+        #[source]
+        source: libbpf_rs::Error,
+    },
+
+    /// A file-system or system-call operation failed.
+    #[error("{context} ({path}): {source}")]
+    Io {
+        context: String,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Result alias of the loader.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    pub(crate) fn io(context: impl Into<String>, path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Error::Io { context: context.into(), path: path.into(), source }
+    }
+
+    pub(crate) fn bpf(context: impl Into<String>, source: libbpf_rs::Error) -> Self {
+        Error::Bpf { context: context.into(), source }
+    }
+}

@@ -1,0 +1,137 @@
+//! Kernel feature probes and the TCP congestion-control sysctls.
+
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
+
+/// Where the kernel lists registered congestion controls.
+pub const AVAILABLE_CC: &str = "/proc/sys/net/ipv4/tcp_available_congestion_control";
+/// Where the kernel keeps the default congestion control of this network namespace.
+pub const DEFAULT_CC: &str = "/proc/sys/net/ipv4/tcp_congestion_control";
+/// The BPF file system mount point.
+pub const BPFFS: &str = "/sys/fs/bpf";
+const VMLINUX_BTF: &str = "/sys/kernel/btf/vmlinux";
+const BPF_FS_MAGIC: i64 = 0xcafe4a11;
+
+const CAP_NET_ADMIN: u32 = 12;
+const CAP_SYS_ADMIN: u32 = 21;
+const CAP_BPF: u32 = 39;
+
+fn effective_caps() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("CapEff:"))
+                .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+        })
+        .unwrap_or(0)
+}
+
+/// Fails with [`Error::NotPrivileged`] unless the process may load and register
+/// BPF congestion controls (CAP_BPF or CAP_SYS_ADMIN, plus CAP_NET_ADMIN).
+pub fn require_privileges(action: &str) -> Result<()> {
+    let caps = effective_caps();
+    let has = |c: u32| caps & (1u64 << c) != 0;
+    if (has(CAP_BPF) || has(CAP_SYS_ADMIN)) && has(CAP_NET_ADMIN) {
+        Ok(())
+    } else {
+        Err(Error::NotPrivileged { action: action.into() })
+    }
+}
+
+/// Fails unless the kernel exposes its BTF (CONFIG_DEBUG_INFO_BTF), which
+/// struct_ops, tp_btf and CO-RE all need.
+pub fn require_btf() -> Result<()> {
+    if Path::new(VMLINUX_BTF).exists() {
+        Ok(())
+    } else {
+        Err(Error::MissingFeature {
+            feature: "BTF (/sys/kernel/btf/vmlinux)".into(),
+            hint: "rebuild the kernel with CONFIG_DEBUG_INFO_BTF=y".into(),
+        })
+    }
+}
+
+/// Fails unless the kernel supports BPF `tcp_congestion_ops` registered through
+/// struct_ops links (Linux >= 6.4), probed in the kernel's BTF.
+pub fn require_struct_ops_links() -> Result<()> {
+    require_btf()?;
+    let btf = libbpf_rs::btf::Btf::from_vmlinux()
+        .map_err(|e| Error::bpf(format!("reading {VMLINUX_BTF}"), e))?;
+    let has = |name: &str| {
+        btf.type_by_name::<libbpf_rs::btf::types::Struct<'_>>(name).is_some()
+    };
+    if !has("bpf_struct_ops_tcp_congestion_ops") && !has("tcp_congestion_ops") {
+        return Err(Error::MissingFeature {
+            feature: "tcp_congestion_ops struct_ops".into(),
+            hint: "needs CONFIG_BPF_JIT and CONFIG_INET with BPF struct_ops (Linux >= 5.6)".into(),
+        });
+    }
+    if !has("bpf_struct_ops_link") {
+        return Err(Error::MissingFeature {
+            feature: "struct_ops links (bpf_struct_ops_link)".into(),
+            hint: "cctl registers algorithms through links, which need Linux >= 6.4".into(),
+        });
+    }
+    Ok(())
+}
+
+/// Makes sure a BPF file system is mounted at [`BPFFS`], mounting one if not.
+pub fn ensure_bpffs() -> Result<()> {
+    let is_bpffs = nix::sys::statfs::statfs(BPFFS)
+        .map(|s| s.filesystem_type().0 as i64 == BPF_FS_MAGIC)
+        .unwrap_or(false);
+    if is_bpffs {
+        return Ok(());
+    }
+    std::fs::create_dir_all(BPFFS).map_err(|e| Error::io("creating bpffs mount point", BPFFS, e))?;
+    nix::mount::mount(
+        Some("bpf"),
+        BPFFS,
+        Some("bpf"),
+        nix::mount::MsFlags::empty(),
+        None::<&str>,
+    )
+    .map_err(|e| Error::io("mounting bpffs", BPFFS, e.into()))
+}
+
+fn read_trimmed(path: &str) -> Result<String> {
+    std::fs::read_to_string(path)
+        .map(|s| s.trim().to_string())
+        .map_err(|e| Error::io("reading", path, e))
+}
+
+/// Congestion controls registered in the kernel, in its order.
+pub fn available_ccs() -> Result<Vec<String>> {
+    Ok(read_trimmed(AVAILABLE_CC)?.split_whitespace().map(str::to_string).collect())
+}
+
+/// The default congestion control of the calling thread's network namespace.
+pub fn default_cc() -> Result<String> {
+    read_trimmed(DEFAULT_CC)
+}
+
+/// Sets the default congestion control of the calling thread's network namespace.
+/// The name must be registered.
+pub fn set_default_cc(name: &str) -> Result<()> {
+    std::fs::write(DEFAULT_CC, name).map_err(|e| Error::io(format!("setting default to '{name}'"), DEFAULT_CC, e))
+}
+
+/// Path of a native module `tcp_<name>` for the running kernel, if one is on disk
+/// (registering a BPF algorithm under its name would make `modprobe` fail later).
+pub fn native_module(name: &str) -> Option<PathBuf> {
+    let release = nix::sys::utsname::uname().ok()?.release().to_string_lossy().into_owned();
+    let dir = PathBuf::from("/lib/modules").join(release).join("kernel/net/ipv4");
+    let stem = format!("tcp_{name}.ko");
+    std::fs::read_dir(&dir).ok()?.flatten().map(|e| e.path()).find(|p| {
+        p.file_name().and_then(|f| f.to_str()).is_some_and(|f| f.starts_with(&stem))
+    })
+}
+
+/// The running kernel's release string (`uname -r`).
+pub fn release() -> String {
+    nix::sys::utsname::uname()
+        .map(|u| u.release().to_string_lossy().into_owned())
+        .unwrap_or_else(|_| "unknown".into())
+}

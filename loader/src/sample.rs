@@ -1,0 +1,290 @@
+//! A decoded collector sample: one flow's congestion state at one instant.
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+use crate::skel::trace::types::{cctl_htcp_ca, cctl_meas, cctl_sample};
+
+// SAFETY: these are plain C structs of integers and byte arrays (bpf/cctl.h) for
+// which every bit pattern is valid.
+unsafe impl plain::Plain for cctl_sample {}
+// SAFETY: as above.
+unsafe impl plain::Plain for cctl_meas {}
+// SAFETY: as above.
+unsafe impl plain::Plain for cctl_htcp_ca {}
+
+/// Constants of bpf/cctl.h.
+pub const CCTL_CA_MAGIC: u32 = 0xCC7C;
+const FP_ONE: f64 = 1024.0;
+const FLAG_STATE_CHANGE: u8 = 1;
+const FLAG_OURS: u8 = 2;
+const ALGO_RENO: u32 = 1;
+const ALGO_HTCP: u32 = 2;
+const INFINITE_SSTHRESH: u32 = 0x7fff_ffff;
+
+/// TCP congestion-avoidance state (`icsk_ca_state`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub enum CaState {
+    Open,
+    Disorder,
+    #[serde(rename = "CWR")]
+    Cwr,
+    Recovery,
+    Loss,
+    Unknown,
+}
+
+impl CaState {
+    fn from_raw(v: u8) -> Self {
+        match v {
+            0 => CaState::Open,
+            1 => CaState::Disorder,
+            2 => CaState::Cwr,
+            3 => CaState::Recovery,
+            4 => CaState::Loss,
+            _ => CaState::Unknown,
+        }
+    }
+
+    /// Whether the window is being reduced (CWR, Recovery or Loss).
+    pub fn is_reduction(self) -> bool {
+        matches!(self, CaState::Cwr | CaState::Recovery | CaState::Loss)
+    }
+}
+
+/// One sample of one flow. Columns of `cctl trace --csv`/`--json` in this order.
+/// Fields after `delivered` are present only for flows run by a cctl algorithm.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Sample {
+    /// CLOCK_MONOTONIC time of the sample, ns.
+    pub ts_ns: u64,
+    /// Socket cookie (stable per connection).
+    pub cookie: u64,
+    pub saddr: IpAddr,
+    pub sport: u16,
+    pub daddr: IpAddr,
+    pub dport: u16,
+    /// Congestion-control name of the socket.
+    pub cc: String,
+    pub ca_state: CaState,
+    /// Emitted because the CA state changed (not because the interval elapsed).
+    pub state_change: bool,
+    /// Congestion window, segments.
+    pub cwnd: u32,
+    /// Slow-start threshold, segments; `None` while "infinite".
+    pub ssthresh: Option<u32>,
+    /// Smoothed RTT (kernel), usec.
+    pub srtt_us: u32,
+    /// RTT variance (kernel mdev), usec.
+    pub rttvar_us: u32,
+    /// Windowed minimum RTT (kernel), usec.
+    pub min_rtt_us: u32,
+    /// Bytes acknowledged over the connection's life.
+    pub bytes_acked: u64,
+    /// Segments currently marked lost.
+    pub lost_out: u32,
+    /// Retransmitted segments in flight.
+    pub retrans_out: u32,
+    /// Segments retransmitted over the connection's life.
+    pub total_retrans: u32,
+    /// Segments sent and not yet acknowledged.
+    pub packets_out: u32,
+    /// Segments estimated in flight.
+    pub in_flight: u32,
+    /// Maximum segment size, bytes.
+    pub mss: u32,
+    /// Segments delivered over the connection's life.
+    pub delivered: u32,
+    /// cctl algorithm key (`reno`, `htcp`), from the shared measurement layer.
+    pub algo: Option<&'static str>,
+    /// Tmin: minimum RTT seen by the algorithm, usec.
+    pub tmin_us: Option<u32>,
+    /// Tmax: maximum RTT (since the last reset), usec.
+    pub tmax_us: Option<u32>,
+    /// Δ: time since the last congestion event, usec.
+    pub delta_us: Option<u64>,
+    /// Throughput of the last complete congestion epoch, bytes/s.
+    pub epoch_tput_bytes_per_s: Option<u64>,
+    /// Window reductions so far.
+    pub backoffs: Option<u32>,
+    /// β applied at the last reduction.
+    pub last_beta: Option<f64>,
+    /// H-TCP α: increase per RTT, segments.
+    pub htcp_alpha: Option<f64>,
+    /// H-TCP β: current backoff multiplier.
+    pub htcp_beta: Option<f64>,
+    /// H-TCP B_max of the current epoch, packets/s.
+    pub htcp_maxb_pps: Option<u32>,
+    /// H-TCP B_max of the previous epoch, packets/s.
+    pub htcp_old_maxb_pps: Option<u32>,
+}
+
+fn addr(family: u16, raw: &[u8; 16]) -> IpAddr {
+    if family == libc::AF_INET6 as u16 {
+        IpAddr::V6(Ipv6Addr::from(*raw)).to_canonical()
+    } else {
+        IpAddr::V4(Ipv4Addr::new(raw[0], raw[1], raw[2], raw[3]))
+    }
+}
+
+fn c_name(raw: &[std::os::raw::c_char]) -> String {
+    let bytes: Vec<u8> = raw.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect();
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+impl Sample {
+    /// Decodes one ring-buffer record (a `struct cctl_sample`). `None` if too short.
+    pub fn decode(data: &[u8]) -> Option<Sample> {
+        let mut raw = cctl_sample::default();
+        plain::copy_from_bytes(&mut raw, data).ok()?;
+        let mut s = Sample {
+            ts_ns: raw.ts_ns,
+            cookie: raw.cookie,
+            saddr: addr(raw.family, &raw.saddr),
+            sport: raw.sport,
+            daddr: addr(raw.family, &raw.daddr),
+            dport: raw.dport,
+            cc: c_name(&raw.cc_name),
+            ca_state: CaState::from_raw(raw.ca_state),
+            state_change: raw.flags & FLAG_STATE_CHANGE != 0,
+            cwnd: raw.snd_cwnd,
+            ssthresh: (raw.snd_ssthresh < INFINITE_SSTHRESH).then_some(raw.snd_ssthresh),
+            srtt_us: raw.srtt_us,
+            rttvar_us: raw.rttvar_us,
+            min_rtt_us: raw.min_rtt_us,
+            bytes_acked: raw.bytes_acked,
+            lost_out: raw.lost_out,
+            retrans_out: raw.retrans_out,
+            total_retrans: raw.total_retrans,
+            packets_out: raw.packets_out,
+            in_flight: raw.in_flight,
+            mss: raw.mss_cache,
+            delivered: raw.delivered,
+            algo: None,
+            tmin_us: None,
+            tmax_us: None,
+            delta_us: None,
+            epoch_tput_bytes_per_s: None,
+            backoffs: None,
+            last_beta: None,
+            htcp_alpha: None,
+            htcp_beta: None,
+            htcp_maxb_pps: None,
+            htcp_old_maxb_pps: None,
+        };
+        if raw.flags & FLAG_OURS != 0 {
+            s.decode_ours(&raw);
+        }
+        Some(s)
+    }
+
+    fn decode_ours(&mut self, raw: &cctl_sample) {
+        let mut m = cctl_meas::default();
+        if plain::copy_from_bytes(&mut m, &raw.ca_priv).is_err() || m.magic >> 16 != CCTL_CA_MAGIC {
+            return;
+        }
+        let algo = (m.magic >> 8) & 0xff;
+        self.algo = match algo {
+            ALGO_RENO => Some("reno"),
+            ALGO_HTCP => Some("htcp"),
+            _ => None,
+        };
+        self.tmin_us = Some(m.tmin_us);
+        self.tmax_us = Some(m.tmax_us);
+        self.delta_us = Some(raw.mstamp_us.saturating_sub(m.cong_us));
+        self.epoch_tput_bytes_per_s = Some(m.epoch_tput_Bps);
+        self.backoffs = Some(m.backoffs);
+        self.last_beta = Some(f64::from(m.last_beta) / FP_ONE);
+        if algo == ALGO_HTCP {
+            let mut h = cctl_htcp_ca::default();
+            if plain::copy_from_bytes(&mut h, &raw.ca_priv).is_ok() {
+                self.htcp_alpha = Some(f64::from(h.alpha) / FP_ONE);
+                self.htcp_beta = Some(f64::from(h.beta) / FP_ONE);
+                self.htcp_maxb_pps = Some(h.maxb_pps);
+                self.htcp_old_maxb_pps = Some(h.old_maxb_pps);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    extern "C" {
+        fn cctl_sizeof_sample() -> u32;
+        fn cctl_sizeof_meas() -> u32;
+        fn cctl_sizeof_htcp_ca() -> u32;
+    }
+
+    #[test]
+    fn rust_types_have_the_sizes_of_the_c_structs() {
+        // SAFETY: the shim functions take no arguments and return a constant.
+        unsafe {
+            assert_eq!(std::mem::size_of::<cctl_sample>() as u32, cctl_sizeof_sample());
+            assert_eq!(std::mem::size_of::<cctl_meas>() as u32, cctl_sizeof_meas());
+            assert_eq!(std::mem::size_of::<cctl_htcp_ca>() as u32, cctl_sizeof_htcp_ca());
+        }
+        assert!(std::mem::size_of::<cctl_htcp_ca>() <= 104, "must fit icsk_ca_priv");
+    }
+
+    fn bytes_of(raw: &cctl_sample) -> Vec<u8> {
+        // SAFETY: cctl_sample is Plain; reading its bytes is always valid.
+        unsafe { plain::as_bytes(raw) }.to_vec()
+    }
+
+    #[test]
+    fn decodes_a_native_flow_without_cctl_fields() {
+        let mut raw = cctl_sample::default();
+        raw.family = libc::AF_INET as u16;
+        raw.saddr[..4].copy_from_slice(&[10, 77, 0, 1]);
+        raw.daddr[..4].copy_from_slice(&[10, 77, 0, 2]);
+        raw.sport = 40000;
+        raw.dport = 5201;
+        raw.snd_cwnd = 42;
+        raw.snd_ssthresh = INFINITE_SSTHRESH;
+        raw.ca_state = 3;
+        for (d, s) in raw.cc_name.iter_mut().zip(b"cubic") {
+            *d = *s as _;
+        }
+        let s = Sample::decode(&bytes_of(&raw)).unwrap();
+        assert_eq!(s.saddr.to_string(), "10.77.0.1");
+        assert_eq!(s.dport, 5201);
+        assert_eq!(s.cc, "cubic");
+        assert_eq!(s.cwnd, 42);
+        assert_eq!(s.ssthresh, None);
+        assert_eq!(s.ca_state, CaState::Recovery);
+        assert!(s.algo.is_none() && s.htcp_beta.is_none());
+    }
+
+    #[test]
+    fn decodes_htcp_variables_from_ca_priv() {
+        let mut h = cctl_htcp_ca::default();
+        h.m.magic = (CCTL_CA_MAGIC << 16) | (ALGO_HTCP << 8) | 1;
+        h.m.tmin_us = 20_000;
+        h.m.tmax_us = 30_000;
+        h.m.cong_us = 1_000_000;
+        h.m.backoffs = 3;
+        h.m.last_beta = 700;
+        h.alpha = 3 * 1024;
+        h.beta = 512;
+        let mut raw = cctl_sample::default();
+        raw.flags = FLAG_OURS;
+        raw.mstamp_us = 3_500_000;
+        // SAFETY: cctl_htcp_ca is Plain.
+        let hb = unsafe { plain::as_bytes(&h) };
+        raw.ca_priv[..hb.len()].copy_from_slice(hb);
+        let s = Sample::decode(&bytes_of(&raw)).unwrap();
+        assert_eq!(s.algo, Some("htcp"));
+        assert_eq!(s.delta_us, Some(2_500_000));
+        assert_eq!(s.tmin_us, Some(20_000));
+        assert_eq!(s.backoffs, Some(3));
+        assert!((s.last_beta.unwrap() - 0.6836).abs() < 1e-3);
+        assert_eq!(s.htcp_alpha, Some(3.0));
+        assert_eq!(s.htcp_beta, Some(0.5));
+    }
+
+    #[test]
+    fn short_records_are_rejected() {
+        assert!(Sample::decode(&[0u8; 10]).is_none());
+    }
+}
