@@ -13,7 +13,9 @@
 #define HTCP_INLINE static inline __attribute__((always_inline))
 #endif
 
-#define HTCP_DELTA_CAP_US 1000000000ull /* Δ - Δ_L is capped at 1000 s so f_α fits u32 */
+#define HTCP_DELTA_CAP_US 1000000000ull /* Δ - Δ_L is capped at 1000 s: f̄ <= 260001 */
+/* With S <= 10 (the loader's limit) f_α << 10 stays below 2^32; saturate anyway. */
+#define HTCP_FP_MAX 0xffffffffull
 
 /*
  * f_α(Δ) of [P0] §IV-C with the RTT scaling of spec §5 (Linux-compatible form):
@@ -50,14 +52,17 @@ HTCP_INLINE __u32 htcp_factor_fp(__u64 delta_us, __u64 delta_l_us, __u32 tmin_us
 		if (f < CCTL_FP_ONE)
 			f = CCTL_FP_ONE;
 	}
-	return (__u32)f;
+	return f > HTCP_FP_MAX ? (__u32)HTCP_FP_MAX : (__u32)f;
 }
 
-/* α = 2 (1 - β) f_α: the increase per RTT in packets, << 10 (never 0). */
+/* α = 2 (1 - β) f_α: the increase per RTT in packets, << 10 (never 0,
+ * saturating at 2^32 - 1, i.e. ~4.2 million packets per RTT). */
 HTCP_INLINE __u32 htcp_alpha_fp(__u32 factor_fp, __u32 beta_fp)
 {
 	__u64 a = 2ull * (CCTL_FP_ONE - beta_fp) * factor_fp >> CCTL_FP_SHIFT;
 
+	if (a > HTCP_FP_MAX)
+		a = HTCP_FP_MAX;
 	return a ? (__u32)a : 1;
 }
 

@@ -26,6 +26,8 @@ enum Command {
     Default(cmd::default::Args),
     /// Stream per-flow samples (cwnd, RTT, CA state, algorithm variables).
     Trace(cmd::trace::Args),
+    /// The main job: two traced bulk flows through a tbf bottleneck, summarised.
+    Demo(cmd::demo::Args),
 }
 
 fn main() {
@@ -36,6 +38,7 @@ fn main() {
         Command::Unload(a) => cmd::unload::run(a),
         Command::Default(a) => cmd::default::run(a),
         Command::Trace(a) => cmd::trace::run(a),
+        Command::Demo(a) => cmd::demo::run(a),
     };
     match result {
         Ok(code) => std::process::exit(code),

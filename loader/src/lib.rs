@@ -9,6 +9,7 @@ pub mod htcp_model;
 pub mod kernel;
 pub mod registry;
 pub mod sample;
+pub mod summary;
 
 pub use error::{Error, Result};
 

@@ -1,6 +1,7 @@
 //! One module per `cctl` subcommand.
 
 pub mod default;
+pub mod demo;
 pub mod list;
 pub mod load;
 pub mod trace;

@@ -1,0 +1,612 @@
+//! Built-in bulk TCP flows across a [`Testbed`]: sender and receiver threads inside its namespaces.
+//!
+//! No subprocesses: a thread joins a network namespace with `setns(2)` before it creates its
+//! sockets, and a socket stays in the namespace it was created in whichever thread uses it.
+//! Each flow sets its congestion control with `TCP_CONGESTION` before `connect`, sends 64 KiB
+//! writes as fast as TCP allows from its start to its stop time, then shuts down its write
+//! side and waits for the receiver to read everything, so byte counts are final.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, SocketAddr, SocketAddrV4, TcpListener, TcpStream};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context};
+use nix::sched::CloneFlags;
+use serde::Serialize;
+use socket2::{Domain, Protocol, Socket, Type};
+
+use crate::testbed::{Testbed, NETNS_RUN_DIR};
+
+/// Size of each sender write, in bytes.
+pub const CHUNK_BYTES: usize = 64 * 1024;
+
+/// Socket read/write timeout, in milliseconds: how soon a blocked sender or receiver notices
+/// its stop time, the stop flag or its deadline.
+pub const IO_TIMEOUT_MS: u64 = 200;
+
+/// How long a sender waits for `connect` to complete, in milliseconds.
+pub const CONNECT_TIMEOUT_MS: u64 = 3_000;
+
+/// Grace period after a flow's stop time for draining and closing, in seconds; past it the
+/// flow is abandoned with an error instead of hanging.
+pub const GRACE_S: u64 = 10;
+
+/// Cap on data written but not yet sent that a sender keeps in its socket, in bytes
+/// (`TCP_NOTSENT_LOWAT`). It makes a flow's stop time sharp: without it, send-buffer
+/// autotuning parks enough unsent data in the socket that a flow at 20 Mbit/s kept delivering
+/// for 200-400 ms after its stop time; with it, 60-130 ms (what is in flight and queued).
+pub const NOTSENT_LOWAT_BYTES: u32 = 128 * 1024;
+
+/// How often the accept loop and a waiting sender look at the clock and the stop flag, in
+/// milliseconds.
+const POLL_MS: u64 = 10;
+
+/// Runs `f` on a new OS thread that has joined network namespace `ns` (`/run/netns/<ns>`).
+///
+/// The namespace file is opened before the thread starts, so a missing namespace is reported
+/// by this call; failing to join it (not root) is reported through the join handle.
+pub fn spawn_in_netns<T: Send + 'static>(
+    ns: &str,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> io::Result<JoinHandle<io::Result<T>>> {
+    let path = Path::new(NETNS_RUN_DIR).join(ns);
+    let file = File::open(&path).map_err(|e| {
+        io::Error::new(
+            e.kind(),
+            format!("opening network namespace {}: {e}", path.display()),
+        )
+    })?;
+    let ns = ns.to_string();
+    thread::Builder::new()
+        .name(format!("netns {ns}"))
+        .spawn(move || {
+            nix::sched::setns(&file, CloneFlags::CLONE_NEWNET).map_err(|e| {
+                io::Error::new(
+                    io::Error::from(e).kind(),
+                    format!("joining network namespace {ns}: {e}"),
+                )
+            })?;
+            drop(file);
+            Ok(f())
+        })
+}
+
+/// One bulk flow to run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FlowSpec {
+    /// Caller's identifier, copied into the [`FlowResult`].
+    pub id: usize,
+    /// Congestion control, a `TCP_CONGESTION` name (`cubic`, `reno`, `bpf_htcp`, ...).
+    pub cc: String,
+    /// When the flow connects and starts sending, after the run's t0.
+    pub start: Duration,
+    /// When the flow stops writing, after the run's t0 (it then drains and closes).
+    pub stop: Duration,
+}
+
+/// What one flow did.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FlowResult {
+    /// The [`FlowSpec::id`].
+    pub id: usize,
+    /// The congestion control asked for.
+    pub cc: String,
+    /// The sender's ephemeral port, 0 if it never connected; matches trace samples to flows.
+    pub local_port: u16,
+    /// Bytes the receiver read from this flow, in bytes.
+    pub bytes: u64,
+    /// When the connection was established (or the flow gave up), after t0.
+    pub started: Duration,
+    /// When the receiver read the flow's end of stream (or the flow gave up), after t0.
+    pub ended: Duration,
+    /// Why the flow failed or was cut short, if it did.
+    pub error: Option<String>,
+}
+
+impl FlowResult {
+    /// Mean goodput over `[started, ended]`, in bits per second (0 for an empty interval).
+    pub fn mean_throughput_bps(&self) -> f64 {
+        let secs = self.ended.saturating_sub(self.started).as_secs_f64();
+        if secs > 0.0 {
+            self.bytes as f64 * 8.0 / secs
+        } else {
+            0.0
+        }
+    }
+}
+
+/// Runs `flows` from the testbed's sender namespace to one listener on `port` in its receiver
+/// namespace and returns one result per flow, in the order given.
+///
+/// Returns when every flow has stopped and drained, or early when `stop` becomes true (flows
+/// then stop writing at once, drain and close; flows that had not started report an error).
+/// Every wait is bounded: a flow still busy [`GRACE_S`] seconds after its stop time is
+/// abandoned with an error. Errors of single flows are in their results; the call itself
+/// fails only if the run cannot be set up (listener, threads).
+pub fn run_bulk_flows(
+    bed: &Testbed,
+    port: u16,
+    flows: &[FlowSpec],
+    stop: Arc<AtomicBool>,
+) -> anyhow::Result<Vec<FlowResult>> {
+    run_bulk_flows_observed(bed, port, flows, stop, |_, _| {})
+}
+
+/// [`run_bulk_flows`], calling `on_started(flow id, sender's local port)` from the flow's
+/// thread as soon as each flow has connected (before it sends), so a caller can attach
+/// per-flow tracing while the run goes on.
+pub fn run_bulk_flows_observed(
+    bed: &Testbed,
+    port: u16,
+    flows: &[FlowSpec],
+    stop: Arc<AtomicBool>,
+    on_started: impl Fn(usize, u16) + Send + Sync + 'static,
+) -> anyhow::Result<Vec<FlowResult>> {
+    for f in flows {
+        if f.stop < f.start {
+            bail!(
+                "flow {}: stop time {:?} is before its start time {:?}",
+                f.id,
+                f.stop,
+                f.start
+            );
+        }
+    }
+    let Some(last_stop) = flows.iter().map(|f| f.stop).max() else {
+        return Ok(Vec::new());
+    };
+    let dst = SocketAddrV4::new(bed.receiver_addr(), port);
+    let listen = move || -> io::Result<TcpListener> {
+        let listener = TcpListener::bind(dst)?; // std sets SO_REUSEADDR
+        listener.set_nonblocking(true)?;
+        Ok(listener)
+    };
+    let listener = spawn_in_netns(bed.receiver_ns(), listen)
+        .and_then(join_io)
+        .and_then(|listener| listener)
+        .with_context(|| {
+            format!(
+                "listening on {dst} in network namespace {}",
+                bed.receiver_ns()
+            )
+        })?;
+
+    let t0 = Instant::now();
+    let run_deadline = t0 + last_stop + Duration::from_secs(GRACE_S);
+    let senders_done = Arc::new(AtomicBool::new(false));
+    let receiver = {
+        let senders_done = Arc::clone(&senders_done);
+        thread::Builder::new()
+            .name("bulk receiver".into())
+            .spawn(move || receive_all(listener, t0, run_deadline, &senders_done))
+            .context("starting the receiver thread")?
+    };
+
+    let on_started: Arc<dyn Fn(usize, u16) + Send + Sync> = Arc::new(on_started);
+    // Set if the run cannot be set up completely, to end the flows already started.
+    let abort = Arc::new(AtomicBool::new(false));
+    let mut senders = Vec::with_capacity(flows.len());
+    for flow in flows {
+        let flow_c = flow.clone();
+        let halt = [Arc::clone(&stop), Arc::clone(&abort)];
+        let on_started = Arc::clone(&on_started);
+        let spawned = spawn_in_netns(bed.sender_ns(), move || {
+            send_flow(&flow_c, dst, t0, &halt, &*on_started)
+        });
+        match spawned {
+            Ok(handle) => senders.push(handle),
+            Err(e) => {
+                // The flows already started end on their own, bounded, and so does the receiver.
+                abort.store(true, Ordering::Relaxed);
+                senders_done.store(true, Ordering::Relaxed);
+                return Err(anyhow!(e)).context(format!("starting the sender of flow {}", flow.id));
+            }
+        }
+    }
+    let outcomes: Vec<SenderOutcome> = senders
+        .into_iter()
+        .map(|handle| join_io(handle).unwrap_or_else(|e| SenderOutcome::failed(t0, e.to_string())))
+        .collect();
+    senders_done.store(true, Ordering::Relaxed);
+    let mut received = receiver
+        .join()
+        .map_err(|_| anyhow!("the receiver thread panicked"))?;
+
+    Ok(flows
+        .iter()
+        .zip(outcomes)
+        .map(|(flow, out)| {
+            let got = out.local_port.and_then(|p| received.remove(&p));
+            let mut error = out.error;
+            let ended = match (&got, out.local_port) {
+                (Some(r), _) => {
+                    if error.is_none() {
+                        error = r.error.clone();
+                    }
+                    r.ended.unwrap_or(out.finished)
+                }
+                (None, Some(_)) => {
+                    error
+                        .get_or_insert_with(|| "the receiver never accepted the connection".into());
+                    out.finished
+                }
+                (None, None) => out.finished,
+            };
+            FlowResult {
+                id: flow.id,
+                cc: flow.cc.clone(),
+                local_port: out.local_port.unwrap_or(0),
+                bytes: got.map_or(0, |r| r.bytes),
+                started: out.started,
+                ended,
+                error,
+            }
+        })
+        .collect())
+}
+
+/// Joins a thread started by [`spawn_in_netns`], turning a panic into an error.
+fn join_io<T>(handle: JoinHandle<io::Result<T>>) -> io::Result<T> {
+    handle
+        .join()
+        .unwrap_or_else(|_| Err(io::Error::other("the thread panicked")))
+}
+
+/// What a sender thread saw.
+struct SenderOutcome {
+    local_port: Option<u16>,
+    /// Connection established (or gave up), after t0.
+    started: Duration,
+    /// Sender finished (drained or gave up), after t0.
+    finished: Duration,
+    error: Option<String>,
+}
+
+impl SenderOutcome {
+    fn failed(t0: Instant, error: String) -> SenderOutcome {
+        let now = t0.elapsed();
+        SenderOutcome {
+            local_port: None,
+            started: now,
+            finished: now,
+            error: Some(error),
+        }
+    }
+}
+
+/// Sends one flow: waits for its start, connects with its CC, writes until its stop time (or
+/// a `halt` flag), shuts down its write side and waits for the receiver to close.
+fn send_flow(
+    flow: &FlowSpec,
+    dst: SocketAddrV4,
+    t0: Instant,
+    halt: &[Arc<AtomicBool>],
+    on_started: &(dyn Fn(usize, u16) + Send + Sync),
+) -> SenderOutcome {
+    let halted = || halt.iter().any(|h| h.load(Ordering::Relaxed));
+    let stop_at = t0 + flow.stop;
+    let deadline = stop_at + Duration::from_secs(GRACE_S);
+    let fail = |error: String| SenderOutcome::failed(t0, error);
+
+    while Instant::now() < t0 + flow.start {
+        if halted() {
+            return fail("the run was stopped before this flow's start time".into());
+        }
+        thread::sleep(
+            (t0 + flow.start)
+                .saturating_duration_since(Instant::now())
+                .min(poll()),
+        );
+    }
+    let socket = match Socket::new(Domain::IPV4, Type::STREAM, Some(Protocol::TCP)) {
+        Ok(s) => s,
+        Err(e) => return fail(format!("creating a TCP socket: {e}")),
+    };
+    if let Err(e) = socket.set_tcp_congestion(flow.cc.as_bytes()) {
+        return fail(format!("setting TCP_CONGESTION={}: {e}", flow.cc));
+    }
+    if let Err(e) = set_notsent_lowat(&socket, NOTSENT_LOWAT_BYTES) {
+        return fail(format!(
+            "setting TCP_NOTSENT_LOWAT={NOTSENT_LOWAT_BYTES}: {e}"
+        ));
+    }
+    let timeout = Duration::from_millis(CONNECT_TIMEOUT_MS);
+    if let Err(e) = socket.connect_timeout(&SocketAddr::V4(dst).into(), timeout) {
+        return fail(format!("connecting to {dst}: {e}"));
+    }
+    let started = t0.elapsed();
+    let local_port = match socket.local_addr().map(|a| a.as_socket().map(|a| a.port())) {
+        Ok(Some(p)) => p,
+        Ok(None) => return fail("the socket has no IP local address".into()),
+        Err(e) => return fail(format!("reading the local address: {e}")),
+    };
+    let mut out = SenderOutcome {
+        local_port: Some(local_port),
+        started,
+        finished: started,
+        error: None,
+    };
+    on_started(flow.id, local_port);
+
+    let io_timeout = Some(Duration::from_millis(IO_TIMEOUT_MS));
+    let mut stream: TcpStream = socket.into();
+    if let Err(e) = stream
+        .set_write_timeout(io_timeout)
+        .and(stream.set_read_timeout(io_timeout))
+    {
+        out.error = Some(format!("setting socket timeouts: {e}"));
+    }
+    let chunk = vec![0x5a_u8; CHUNK_BYTES];
+    while out.error.is_none() && Instant::now() < stop_at && !halted() {
+        match stream.write(&chunk) {
+            Ok(_) => {}
+            Err(e) if is_timeout(&e) || e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => out.error = Some(format!("sending: {e}")),
+        }
+    }
+    // Shut down cleanly: the receiver reads to EOF and then closes, which we wait for.
+    if let Err(e) = stream.shutdown(Shutdown::Write) {
+        out.error
+            .get_or_insert(format!("shutting down the write side: {e}"));
+    } else if let Err(e) = wait_for_close(&mut stream, deadline) {
+        out.error.get_or_insert(e);
+    }
+    out.finished = t0.elapsed();
+    out
+}
+
+/// Reads until the peer closes (EOF) or `deadline` passes.
+fn wait_for_close(stream: &mut TcpStream, deadline: Instant) -> Result<(), String> {
+    let mut buf = [0u8; 512];
+    loop {
+        match stream.read(&mut buf) {
+            Ok(0) => return Ok(()),
+            Ok(_) => {}
+            Err(e) if is_timeout(&e) || e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(format!("waiting for the receiver to finish: {e}")),
+        }
+        if Instant::now() >= deadline {
+            return Err(format!(
+                "gave up waiting for the receiver to finish, {GRACE_S} s after the stop time"
+            ));
+        }
+    }
+}
+
+/// What the receiver saw on one connection.
+struct Received {
+    bytes: u64,
+    /// When it read end-of-stream, after t0.
+    ended: Option<Duration>,
+    error: Option<String>,
+}
+
+/// Accepts connections until the senders are done (or `deadline`), reads each on its own
+/// thread until EOF, and returns what each sender port delivered.
+fn receive_all(
+    listener: TcpListener,
+    t0: Instant,
+    deadline: Instant,
+    senders_done: &AtomicBool,
+) -> HashMap<u16, Received> {
+    let mut readers = Vec::new();
+    while !senders_done.load(Ordering::Relaxed) && Instant::now() < deadline {
+        match listener.accept() {
+            Ok((stream, peer)) => {
+                let spawned = thread::Builder::new()
+                    .name(format!("bulk rx {}", peer.port()))
+                    .spawn(move || receive_one(stream, t0, deadline));
+                match spawned {
+                    Ok(h) => readers.push((peer.port(), Some(h))),
+                    Err(_) => readers.push((peer.port(), None)),
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => thread::sleep(poll()),
+            Err(_) => thread::sleep(poll()),
+        }
+    }
+    readers
+        .into_iter()
+        .map(|(port, h)| {
+            let got = match h.map(JoinHandle::join) {
+                Some(Ok(r)) => r,
+                Some(Err(_)) => Received::failed("the receiving thread panicked"),
+                None => Received::failed("could not start a receiving thread"),
+            };
+            (port, got)
+        })
+        .collect()
+}
+
+impl Received {
+    fn failed(why: &str) -> Received {
+        Received {
+            bytes: 0,
+            ended: None,
+            error: Some(why.into()),
+        }
+    }
+}
+
+/// Counts the bytes of one connection until EOF (then closes it) or `deadline`.
+fn receive_one(mut stream: TcpStream, t0: Instant, deadline: Instant) -> Received {
+    let mut got = Received {
+        bytes: 0,
+        ended: None,
+        error: None,
+    };
+    let setup = stream
+        .set_nonblocking(false)
+        .and(stream.set_read_timeout(Some(Duration::from_millis(IO_TIMEOUT_MS))));
+    if let Err(e) = setup {
+        got.error = Some(format!("receiver: setting socket options: {e}"));
+        return got;
+    }
+    let mut buf = vec![0u8; 4 * CHUNK_BYTES];
+    loop {
+        match stream.read(&mut buf) {
+            Ok(0) => {
+                got.ended = Some(t0.elapsed());
+                return got; // dropping the stream closes it: the sender sees EOF
+            }
+            Ok(n) => got.bytes += n as u64,
+            Err(e) if is_timeout(&e) || e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => {
+                got.ended = Some(t0.elapsed());
+                got.error = Some(format!("receiver: {e}"));
+                return got;
+            }
+        }
+        if Instant::now() >= deadline {
+            got.ended = Some(t0.elapsed());
+            got.error = Some(format!(
+                "receiver: no end of stream {GRACE_S} s after the last stop time"
+            ));
+            return got;
+        }
+    }
+}
+
+/// Sets `TCP_NOTSENT_LOWAT` (bytes), which socket2 0.5 has no wrapper for.
+fn set_notsent_lowat(socket: &Socket, bytes: u32) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let value = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
+    // SAFETY: `socket` is an open socket for the duration of the call, and we pass a pointer
+    // to a live c_int together with its exact size, as setsockopt(2) requires.
+    let rc = unsafe {
+        libc::setsockopt(
+            socket.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_NOTSENT_LOWAT,
+            (&value as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Whether `e` is a socket timeout (`SO_RCVTIMEO`/`SO_SNDTIMEO` expiry shows as EAGAIN).
+fn is_timeout(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+    )
+}
+
+fn poll() -> Duration {
+    Duration::from_millis(POLL_MS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testbed::{netns_exists, PathSpec};
+
+    fn result(bytes: u64, started_ms: u64, ended_ms: u64) -> FlowResult {
+        FlowResult {
+            id: 0,
+            cc: "cubic".into(),
+            local_port: 40000,
+            bytes,
+            started: Duration::from_millis(started_ms),
+            ended: Duration::from_millis(ended_ms),
+            error: None,
+        }
+    }
+
+    #[test]
+    fn mean_throughput_is_bits_over_the_flow_lifetime() {
+        // 2.5 MB in 2 s = 10 Mbit/s.
+        assert_eq!(result(2_500_000, 1000, 3000).mean_throughput_bps(), 10e6);
+    }
+
+    #[test]
+    fn mean_throughput_of_an_empty_interval_is_zero() {
+        assert_eq!(result(1000, 500, 500).mean_throughput_bps(), 0.0);
+        assert_eq!(result(1000, 600, 500).mean_throughput_bps(), 0.0);
+    }
+
+    #[test]
+    fn joining_a_missing_namespace_fails_before_a_thread_starts() {
+        let err = spawn_in_netns("cctl-no-such-netns", || ()).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::NotFound);
+        assert!(
+            err.to_string().contains("/run/netns/cctl-no-such-netns"),
+            "{err}"
+        );
+    }
+
+    /// Needs root: builds a 20 Mbit/s, 100-packet path and pushes one cubic flow through it.
+    #[test]
+    fn bulk_flow_through_tbf_reaches_the_bottleneck_rate() {
+        assert!(
+            nix::unistd::geteuid().is_root(),
+            "this test builds network namespaces and needs root (CAP_NET_ADMIN + CAP_SYS_ADMIN); \
+             run `cargo test -p cctl-bench` as root, as CI does"
+        );
+        let spec = PathSpec {
+            prefix: "cctl-bt".into(),
+            rate_mbit: 20,
+            queue_pkts: 100,
+            subnet_octet: 201,
+        };
+        let bed = Testbed::create(&spec).expect("creating the testbed");
+        let flows = [
+            FlowSpec {
+                id: 0,
+                cc: "cubic".into(),
+                start: Duration::ZERO,
+                stop: Duration::from_secs(4),
+            },
+            // A CC the kernel does not know fails alone, with the name in its error.
+            FlowSpec {
+                id: 1,
+                cc: "cctl_no_such".into(),
+                start: Duration::ZERO,
+                stop: Duration::from_secs(1),
+            },
+        ];
+        let started = Instant::now();
+        let results = run_bulk_flows(&bed, 5201, &flows, Arc::new(AtomicBool::new(false)))
+            .expect("running the flows");
+        let wall = started.elapsed();
+        let stats = bed
+            .bottleneck_stats()
+            .expect("reading the bottleneck's qdisc stats");
+        let cubic = &results[0];
+        let mbit = cubic.mean_throughput_bps() / 1e6;
+        eprintln!("cubic: {cubic:?}, {mbit:.2} Mbit/s; run took {wall:?}; bottleneck: {stats}");
+
+        assert_eq!(cubic.error, None);
+        assert!(cubic.local_port > 0);
+        assert!(cubic.bytes > 0);
+        assert!(
+            (12.0..=21.0).contains(&mbit),
+            "mean throughput {mbit:.2} Mbit/s"
+        );
+        assert!(stats.sent_packets > 0, "{stats}");
+        let bogus = results[1].error.as_deref().unwrap_or_default();
+        assert!(
+            bogus.starts_with("setting TCP_CONGESTION=cctl_no_such: "),
+            "{bogus}"
+        );
+        assert_eq!(results[1].bytes, 0);
+
+        let (snd, rcv) = (bed.sender_ns().to_string(), bed.receiver_ns().to_string());
+        bed.destroy().expect("destroying the testbed");
+        assert!(
+            !netns_exists(&snd) && !netns_exists(&rcv),
+            "namespaces left behind"
+        );
+    }
+}

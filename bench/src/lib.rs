@@ -1,0 +1,12 @@
+//! cctl's benchmark building blocks: a network-namespace testbed and a bulk TCP flow generator.
+//!
+//! [`testbed`] builds a two-namespace veth path whose sender egress is a `tbf` rate limiter
+//! with a drop-tail `pfifo` queue (the bottleneck); [`flows`] runs bulk TCP flows across it
+//! on threads that have joined the namespaces, with a chosen congestion control per flow.
+//! Both need root (CAP_NET_ADMIN + CAP_SYS_ADMIN).
+
+pub mod flows;
+pub mod testbed;
+
+pub use flows::{run_bulk_flows, run_bulk_flows_observed, spawn_in_netns, FlowResult, FlowSpec};
+pub use testbed::{remove_leftovers, PathSpec, QdiscStats, Testbed, TestbedError};

@@ -1,0 +1,289 @@
+//! `cctl demo`: the main job on real flows — two bulk TCP flows with one of cctl's
+//! algorithms through a 20 Mbit/s tbf bottleneck between two network namespaces,
+//! traced, written to CSV and summarised per flow; everything is removed after.
+
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use cctl_bench::flows::{run_bulk_flows, FlowResult, FlowSpec};
+use cctl_bench::testbed::{remove_leftovers, PathSpec, Testbed};
+use cctl_loader::collector::{Trace, TraceConfig};
+use cctl_loader::registry::{self, LoadGuard, LoadOptions};
+use cctl_loader::sample::Sample;
+use cctl_loader::summary::{summarize, FlowSummary};
+use cctl_loader::{algos, kernel};
+
+use crate::exit;
+
+/// Prefix of every namespace the demo creates.
+pub const PREFIX: &str = "cctl-demo";
+const PORT: u16 = 5201;
+
+/// Arguments of `cctl demo`.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Example: cctl demo --algo htcp --duration-s 30\n\
+Writes <out>/samples.csv (one row per sample, columns as `cctl trace --csv`) and \
+<out>/summary.json. Namespaces and the algorithm (if the demo loaded it) are removed \
+on exit, on Ctrl-C, and at the start of the next run after a crash.")]
+pub struct Args {
+    /// cctl algorithm both flows use (loaded for the run unless already loaded).
+    #[arg(long, default_value = "htcp")]
+    algo: String,
+    /// Length of the run, s (the first flow runs all of it).
+    #[arg(long, default_value_t = 30.0)]
+    duration_s: f64,
+    /// When the second flow starts, s after the first.
+    #[arg(long, default_value_t = 5.0)]
+    second_start_s: f64,
+    /// Bottleneck rate, Mbit/s (tbf).
+    #[arg(long, default_value_t = 20)]
+    rate_mbit: u32,
+    /// Drop-tail queue of the bottleneck, packets (pfifo).
+    #[arg(long, default_value_t = 100)]
+    queue_pkts: u32,
+    /// Directory for samples.csv and summary.json.
+    #[arg(long, default_value = "results/demo")]
+    out: PathBuf,
+    /// Print the per-flow summary as JSON lines instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+/// What the demo reports per flow.
+#[derive(Debug, serde::Serialize)]
+struct FlowReport {
+    flow: usize,
+    cc: String,
+    local_port: u16,
+    start_s: f64,
+    duration_s: f64,
+    /// Goodput measured at the receiver, Mbit/s.
+    mean_throughput_mbit: f64,
+    mean_cwnd_segments: Option<f64>,
+    mean_srtt_ms: Option<f64>,
+    backoffs: usize,
+    /// β at each backoff (null where two fell between samples).
+    betas: Vec<Option<f64>>,
+    samples: usize,
+    error: Option<String>,
+}
+
+fn report(r: &FlowResult, s: Option<&FlowSummary>) -> FlowReport {
+    FlowReport {
+        flow: r.id,
+        cc: r.cc.clone(),
+        local_port: r.local_port,
+        start_s: r.started.as_secs_f64(),
+        duration_s: r.ended.saturating_sub(r.started).as_secs_f64(),
+        mean_throughput_mbit: r.mean_throughput_bps() / 1e6,
+        mean_cwnd_segments: s.map(|s| s.mean_cwnd),
+        mean_srtt_ms: s.map(|s| s.mean_srtt_us / 1e3),
+        backoffs: s.map(|s| s.backoffs.len()).unwrap_or(0),
+        betas: s.map(|s| s.backoffs.iter().map(|b| b.beta).collect()).unwrap_or_default(),
+        samples: s.map(|s| s.samples).unwrap_or(0),
+        error: r.error.clone(),
+    }
+}
+
+fn fmt_betas(betas: &[Option<f64>]) -> String {
+    if betas.is_empty() {
+        return "-".into();
+    }
+    betas
+        .iter()
+        .map(|b| b.map(|b| format!("{b:.2}")).unwrap_or_else(|| "?".into()))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Runs `cctl demo`.
+pub fn run(args: Args) -> Result<i32> {
+    if !(args.duration_s > 0.0 && args.duration_s <= 3600.0) {
+        bail!("--duration-s must be in (0, 3600] s, got {}", args.duration_s);
+    }
+    if !(args.second_start_s >= 0.0 && args.second_start_s < args.duration_s) {
+        bail!("--second-start-s must be in [0, duration) s, got {}", args.second_start_s);
+    }
+    if !(1..=10_000).contains(&args.rate_mbit) {
+        bail!("--rate-mbit must be in [1, 10000] Mbit/s, got {}", args.rate_mbit);
+    }
+    if !(2..=100_000).contains(&args.queue_pkts) {
+        bail!("--queue-pkts must be in [2, 100000] packets, got {}", args.queue_pkts);
+    }
+    let algorithm = algos::find(&args.algo)?;
+    kernel::require_privileges("running the demo")?;
+    kernel::require_struct_ops_links()?;
+    kernel::ensure_bpffs()?;
+
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, stop.clone()).context("installing signal handlers")?;
+    }
+
+    // Leftovers of a crashed earlier run.
+    let stale_ns = remove_leftovers(PREFIX)?;
+    let stale_cc = registry::remove_orphans()?;
+    if !stale_ns.is_empty() || !stale_cc.is_empty() {
+        eprintln!("cctl demo: removed leftovers of an earlier run: {:?} {:?}", stale_ns, stale_cc);
+    }
+
+    let cc = algorithm.cc_name.to_string();
+    let already = registry::list_loaded()?.into_iter().any(|l| l.name == cc);
+    let guard = if already {
+        eprintln!("cctl demo: using the already loaded {cc} (it stays loaded)");
+        None
+    } else {
+        let opts = LoadOptions { owned: true, ..Default::default() };
+        registry::load(algorithm.key, &opts).with_context(|| format!("loading {}", algorithm.key))?;
+        Some(LoadGuard::new(cc.clone()))
+    };
+
+    let spec = PathSpec::new(PREFIX, args.rate_mbit, args.queue_pkts);
+    let bed = Testbed::create(&spec).context("building the veth/tbf path")?;
+    let result = run_on(&args, &cc, &bed, stop.clone());
+
+    let qdisc = bed.bottleneck_stats().ok();
+    let destroyed = bed.destroy();
+    let unloaded = guard.map(LoadGuard::unload).transpose();
+    let (reports, trace_stats, samples_path, wall) = result?;
+    destroyed.context("removing the demo namespaces")?;
+    unloaded.context("unloading the demo's algorithm")?;
+
+    if args.json {
+        for r in &reports {
+            println!("{}", serde_json::to_string(r)?);
+        }
+    } else {
+        println!(
+            "\n{} flows with {cc} through a {} Mbit/s tbf bottleneck, drop-tail queue {} packets, {:.1} s",
+            reports.len(),
+            args.rate_mbit,
+            args.queue_pkts,
+            wall
+        );
+        println!(
+            "{:<4} {:<9} {:>7} {:>7} {:>11} {:>10} {:>10} {:>8}  β at each backoff",
+            "flow", "cc", "start s", "dur s", "thr Mbit/s", "mean cwnd", "srtt ms", "backoffs"
+        );
+        for r in &reports {
+            println!(
+                "{:<4} {:<9} {:>7.1} {:>7.1} {:>11.2} {:>10.1} {:>10.1} {:>8}  {}",
+                r.flow,
+                r.cc,
+                r.start_s,
+                r.duration_s,
+                r.mean_throughput_mbit,
+                r.mean_cwnd_segments.unwrap_or(f64::NAN),
+                r.mean_srtt_ms.unwrap_or(f64::NAN),
+                r.backoffs,
+                fmt_betas(&r.betas)
+            );
+            if let Some(e) = &r.error {
+                println!("     error: {e}");
+            }
+        }
+        if let Some(q) = &qdisc {
+            println!(
+                "bottleneck: {} packets sent, {} dropped ({:.2} %)",
+                q.sent_packets,
+                q.drops,
+                100.0 * q.drops as f64 / (q.sent_packets + q.drops).max(1) as f64
+            );
+        }
+        println!(
+            "trace: {} samples ({:.0}/s), {} flows, {} ring-buffer drops -> {}",
+            trace_stats.samples,
+            trace_stats.samples as f64 / trace_stats.duration.as_secs_f64().max(1e-9),
+            trace_stats.flows,
+            trace_stats.dropped,
+            samples_path.display()
+        );
+    }
+    if stop.load(Ordering::SeqCst) {
+        eprintln!("cctl demo: interrupted; partial results written, everything removed");
+        return Ok(exit::INTERRUPTED);
+    }
+    if reports.iter().any(|r| r.error.is_some()) {
+        return Ok(exit::FAILURE);
+    }
+    Ok(exit::OK)
+}
+
+type RunOutput = (Vec<FlowReport>, cctl_loader::collector::TraceStats, PathBuf, f64);
+
+/// Traces and runs the flows on an existing path; writes samples and summary.
+fn run_on(args: &Args, cc: &str, bed: &Testbed, stop: Arc<AtomicBool>) -> Result<RunOutput> {
+    let mut trace = Trace::start(TraceConfig {
+        interval: cctl_loader::collector::DEFAULT_INTERVAL,
+        port: Some(PORT),
+        cc: Some(cc.to_string()),
+    })
+    .context("starting the collector")?;
+
+    let total = Duration::from_secs_f64(args.duration_s);
+    let flows = [
+        FlowSpec { id: 1, cc: cc.to_string(), start: Duration::ZERO, stop: total },
+        FlowSpec { id: 2, cc: cc.to_string(), start: Duration::from_secs_f64(args.second_start_s), stop: total },
+    ];
+    let bar = if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+        indicatif::ProgressBar::new(total.as_secs())
+    } else {
+        indicatif::ProgressBar::hidden()
+    };
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{spinner} {msg} [{bar:30}] {pos}/{len} s")
+            .expect("valid template"),
+    );
+    let t0 = Instant::now();
+    let mut samples: Vec<Sample> = Vec::new();
+    let results = std::thread::scope(|scope| {
+        let flows_stop = stop.clone();
+        let handle = scope.spawn(move || run_bulk_flows(bed, PORT, &flows, flows_stop));
+        while !handle.is_finished() {
+            if let Some(s) = trace.recv_timeout(Duration::from_millis(100)) {
+                samples.push(s);
+            }
+            samples.extend(trace.drain());
+            bar.set_position(t0.elapsed().as_secs().min(total.as_secs()));
+            bar.set_message(format!("{} samples", samples.len()));
+        }
+        handle.join().expect("flow runner does not panic")
+    })?;
+    bar.finish_and_clear();
+    let wall = t0.elapsed().as_secs_f64();
+    samples.extend(trace.drain());
+    let stats = trace.finish()?;
+
+    std::fs::create_dir_all(&args.out).with_context(|| format!("creating {}", args.out.display()))?;
+    let csv_path = args.out.join("samples.csv");
+    let mut w = csv::Writer::from_path(&csv_path).with_context(|| format!("writing {}", csv_path.display()))?;
+    for s in &samples {
+        w.serialize(s)?;
+    }
+    w.flush()?;
+
+    let summaries = summarize(&samples);
+    let reports: Vec<FlowReport> = results
+        .iter()
+        .map(|r| report(r, summaries.iter().find(|s| s.sport == r.local_port && s.dport == PORT)))
+        .collect();
+    let summary = serde_json::json!({
+        "algorithm": cc,
+        "rate_mbit": args.rate_mbit,
+        "queue_pkts": args.queue_pkts,
+        "duration_s": args.duration_s,
+        "kernel": kernel::release(),
+        "cctl_version": env!("CARGO_PKG_VERSION"),
+        "flows": reports,
+        "trace": stats,
+    });
+    let summary_path = args.out.join("summary.json");
+    let mut f = std::fs::File::create(&summary_path)
+        .with_context(|| format!("writing {}", summary_path.display()))?;
+    writeln!(f, "{}", serde_json::to_string_pretty(&summary)?)?;
+    Ok((reports, stats, csv_path, wall))
+}
