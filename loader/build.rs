@@ -17,7 +17,10 @@ fn vmlinux_h(include: &Path) -> PathBuf {
     println!("cargo:rerun-if-env-changed=CCTL_BTF");
     if let Some(given) = env::var_os("CCTL_VMLINUX_H") {
         std::fs::copy(&given, &dst).unwrap_or_else(|e| {
-            panic!("copying CCTL_VMLINUX_H={}: {e}", Path::new(&given).display())
+            panic!(
+                "copying CCTL_VMLINUX_H={}: {e}",
+                Path::new(&given).display()
+            )
         });
         return dst;
     }
@@ -44,7 +47,11 @@ fn vmlinux_h(include: &Path) -> PathBuf {
 
 fn main() {
     let manifest = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").unwrap());
-    let bpf_dir = manifest.join("..").join("bpf").canonicalize().expect("bpf/ directory");
+    let bpf_dir = manifest
+        .join("..")
+        .join("bpf")
+        .canonicalize()
+        .expect("bpf/ directory");
     let out = PathBuf::from(env::var_os("OUT_DIR").unwrap());
     let include = out.join("include");
     std::fs::create_dir_all(&include).unwrap();

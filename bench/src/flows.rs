@@ -603,9 +603,10 @@ mod tests {
         assert_eq!(results[1].bytes, 0);
 
         let (snd, rcv) = (bed.sender_ns().to_string(), bed.receiver_ns().to_string());
+        let rtr = bed.router_ns().to_string();
         bed.destroy().expect("destroying the testbed");
         assert!(
-            !netns_exists(&snd) && !netns_exists(&rcv),
+            !netns_exists(&snd) && !netns_exists(&rcv) && !netns_exists(&rtr),
             "namespaces left behind"
         );
     }

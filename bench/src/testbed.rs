@@ -1,10 +1,18 @@
-//! A two-namespace veth path whose sender egress is a tbf rate limiter over a drop-tail pfifo.
+//! A sender → router → receiver veth path whose router egress towards the receiver is a
+//! tbf rate limiter over a drop-tail pfifo: the papers' dumbbell with one sender.
 //!
 //! ```text
-//!   netns <prefix>-snd                          netns <prefix>-rcv
-//!   10.77.X.1/24  <short>s0 ==== veth ==== <short>r0  10.77.X.2/24
-//!                 egress: tbf rate R (1:) -> pfifo limit Q (10:)
+//!   netns <prefix>-snd          netns <prefix>-rtr                       netns <prefix>-rcv
+//!   10.77.X.1/25 <s>s0 ==== <s>a0 10.77.X.126/25
+//!                               10.77.X.254/25 <s>b0 ==== <s>r0 10.77.X.129/25
+//!                                 egress of <s>b0: tbf rate R (1:) -> pfifo limit Q (10:)
 //! ```
+//!
+//! The bottleneck sits in its own namespace, not on the sender's egress, on purpose: a
+//! packet queued in the sender's own qdisc still counts against its socket's TCP Small
+//! Queues budget, which throttles a flow to a couple of packets in the queue once another
+//! flow fills it (seen: a second H-TCP flow stuck at 1.3 Mbit/s of 20). Crossing into the
+//! router namespace orphans the packet, as a real router's queue does.
 //!
 //! Everything is built with iproute2 (`ip`, `tc`) and `ethtool`, as Mininet and flent do; a
 //! failing command is reported with its full command line and its stderr verbatim.
@@ -34,7 +42,7 @@ pub const FRAME_BYTES: u32 = 1514;
 /// What the bottleneck path looks like.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct PathSpec {
-    /// Name prefix: the namespaces are `<prefix>-snd` and `<prefix>-rcv`. Up to
+    /// Name prefix: the namespaces are `<prefix>-snd`, `<prefix>-rtr` and `<prefix>-rcv`. Up to
     /// [`PREFIX_MAX`] characters of `[A-Za-z0-9._-]`, not starting with `-` or `.`.
     pub prefix: String,
     /// Bottleneck rate (the tbf token rate), in Mbit/s (10^6 bit/s).
@@ -42,7 +50,7 @@ pub struct PathSpec {
     /// Drop-tail queue length at the bottleneck, in packets (the child `pfifo limit`).
     pub queue_pkts: u32,
     /// Third octet of the path's subnet `10.77.<subnet_octet>.0/24`: the sender is `.1`, the
-    /// receiver `.2`. Give concurrent testbeds different octets.
+    /// receiver `.129`, the router `.126` and `.254`. Give concurrent testbeds different octets.
     pub subnet_octet: u8,
 }
 
@@ -67,6 +75,21 @@ impl PathSpec {
         format!("{}-rcv", self.prefix)
     }
 
+    /// Name of the router's network namespace (the bottleneck), `<prefix>-rtr`.
+    pub fn router_ns(&self) -> String {
+        format!("{}-rtr", self.prefix)
+    }
+
+    /// Router's veth end towards the sender.
+    pub fn router_sender_side_dev(&self) -> String {
+        format!("{}a0", short_name(&self.prefix))
+    }
+
+    /// Router's veth end towards the receiver; its egress is the bottleneck.
+    pub fn bottleneck_dev(&self) -> String {
+        format!("{}b0", short_name(&self.prefix))
+    }
+
     /// Sender's veth end (in the sender namespace), at most [`IFNAME_MAX`] bytes.
     pub fn sender_dev(&self) -> String {
         format!("{}s0", short_name(&self.prefix))
@@ -82,9 +105,9 @@ impl PathSpec {
         Ipv4Addr::new(10, 77, self.subnet_octet, 1)
     }
 
-    /// Receiver's address, `10.77.<subnet_octet>.2`.
+    /// Receiver's address, `10.77.<subnet_octet>.129`.
     pub fn receiver_addr(&self) -> Ipv4Addr {
-        Ipv4Addr::new(10, 77, self.subnet_octet, 2)
+        Ipv4Addr::new(10, 77, self.subnet_octet, 129)
     }
 
     /// tbf bucket size, in bytes: one millisecond at the bottleneck rate, but at least two
@@ -246,12 +269,14 @@ impl fmt::Display for QdiscStats {
     }
 }
 
-/// A live testbed: two network namespaces joined by a veth pair with a tbf bottleneck on the
-/// sender's egress. Dropping it removes both namespaces (best effort).
+/// A live testbed: sender, router and receiver namespaces joined by veth pairs, with a tbf
+/// bottleneck on the router's egress towards the receiver. Dropping it removes the
+/// namespaces (best effort).
 #[derive(Debug)]
 pub struct Testbed {
     spec: PathSpec,
     sender_ns: String,
+    router_ns: String,
     receiver_ns: String,
     sender_dev: String,
     receiver_dev: String,
@@ -267,12 +292,13 @@ impl Testbed {
         let bed = Testbed {
             spec: spec.clone(),
             sender_ns: spec.sender_ns(),
+            router_ns: spec.router_ns(),
             receiver_ns: spec.receiver_ns(),
             sender_dev: spec.sender_dev(),
             receiver_dev: spec.receiver_dev(),
             removed: false,
         };
-        for ns in [&bed.sender_ns, &bed.receiver_ns] {
+        for ns in [&bed.sender_ns, &bed.router_ns, &bed.receiver_ns] {
             if netns_exists(ns) {
                 delete_netns(ns)?;
             }
@@ -283,34 +309,58 @@ impl Testbed {
     }
 
     fn build(&self) -> Result<(), TestbedError> {
-        let (snd, rcv) = (&self.sender_ns, &self.receiver_ns);
+        let (snd, rtr, rcv) = (&self.sender_ns, &self.router_ns, &self.receiver_ns);
         let (sdev, rdev) = (&self.sender_dev, &self.receiver_dev);
+        let (adev, bdev) = (
+            self.spec.router_sender_side_dev(),
+            self.spec.bottleneck_dev(),
+        );
         let (saddr, raddr) = (self.spec.sender_addr(), self.spec.receiver_addr());
+        let x = self.spec.subnet_octet;
+        let (gw_s, gw_r) = (format!("10.77.{x}.126"), format!("10.77.{x}.254"));
         let (rate, queue) = (self.spec.rate_mbit, self.spec.queue_pkts);
         let burst = self.spec.burst_bytes();
         // Names are validated to [A-Za-z0-9._-], so splitting these lines on spaces is exact.
-        run_words(&format!("ip netns add {snd}"))?;
-        run_words(&format!("ip netns add {rcv}"))?;
-        // Create the pair inside the namespaces directly: its names never touch the host's.
+        for ns in [snd, rtr, rcv] {
+            run_words(&format!("ip netns add {ns}"))?;
+        }
+        // Create the pairs inside the namespaces directly: their names never touch the host's.
         run_words(&format!(
-            "ip -n {snd} link add {sdev} type veth peer name {rdev} netns {rcv}"
+            "ip -n {snd} link add {sdev} type veth peer name {adev} netns {rtr}"
         ))?;
-        run_words(&format!("ip -n {snd} addr add {saddr}/24 dev {sdev}"))?;
-        run_words(&format!("ip -n {rcv} addr add {raddr}/24 dev {rdev}"))?;
-        for (ns, dev) in [(snd, sdev), (rcv, rdev)] {
+        run_words(&format!(
+            "ip -n {rtr} link add {bdev} type veth peer name {rdev} netns {rcv}"
+        ))?;
+        run_words(&format!("ip -n {snd} addr add {saddr}/25 dev {sdev}"))?;
+        run_words(&format!("ip -n {rtr} addr add {gw_s}/25 dev {adev}"))?;
+        run_words(&format!("ip -n {rtr} addr add {gw_r}/25 dev {bdev}"))?;
+        run_words(&format!("ip -n {rcv} addr add {raddr}/25 dev {rdev}"))?;
+        for (ns, dev) in [
+            (snd, sdev.as_str()),
+            (rtr, adev.as_str()),
+            (rtr, bdev.as_str()),
+            (rcv, rdev.as_str()),
+        ] {
             run_words(&format!(
                 "ip netns exec {ns} ethtool -K {dev} tso off gso off gro off"
             ))?;
-            run_words(&format!("ip -n {ns} link set lo up"))?;
             run_words(&format!("ip -n {ns} link set {dev} up"))?;
         }
+        for ns in [snd, rtr, rcv] {
+            run_words(&format!("ip -n {ns} link set lo up"))?;
+        }
+        run_words(&format!("ip -n {snd} route add default via {gw_s}"))?;
+        run_words(&format!("ip -n {rcv} route add default via {gw_r}"))?;
+        run_words(&format!(
+            "ip netns exec {rtr} sysctl -qw net.ipv4.ip_forward=1"
+        ))?;
         // `latency` only sizes tbf's default bfifo child, which the pfifo below replaces.
         run_words(&format!(
-            "tc -n {snd} qdisc add dev {sdev} root handle 1: tbf rate {rate}mbit burst {burst} \
+            "tc -n {rtr} qdisc add dev {bdev} root handle 1: tbf rate {rate}mbit burst {burst} \
              latency 1s"
         ))?;
         run_words(&format!(
-            "tc -n {snd} qdisc add dev {sdev} parent 1:1 handle 10: pfifo limit {queue}"
+            "tc -n {rtr} qdisc add dev {bdev} parent 1:1 handle 10: pfifo limit {queue}"
         ))?;
         Ok(())
     }
@@ -330,7 +380,12 @@ impl Testbed {
         &self.receiver_ns
     }
 
-    /// The sender's veth end, which carries the bottleneck qdisc on its egress.
+    /// Name of the router's network namespace (`<prefix>-rtr`), which holds the bottleneck.
+    pub fn router_ns(&self) -> &str {
+        &self.router_ns
+    }
+
+    /// The sender's veth end.
     pub fn sender_dev(&self) -> &str {
         &self.sender_dev
     }
@@ -350,19 +405,20 @@ impl Testbed {
         self.spec.receiver_addr()
     }
 
-    /// Counters of the bottleneck (root tbf on the sender's veth), from
-    /// `tc -n <snd> -s -j qdisc show dev <dev>`.
+    /// Counters of the bottleneck (root tbf on the router's veth towards the receiver), from
+    /// `tc -n <rtr> -s -j qdisc show dev <dev>`.
     pub fn bottleneck_stats(&self) -> Result<QdiscStats, TestbedError> {
+        let dev = self.spec.bottleneck_dev();
         let args = [
             "tc",
             "-n",
-            &self.sender_ns,
+            &self.router_ns,
             "-s",
             "-j",
             "qdisc",
             "show",
             "dev",
-            &self.sender_dev,
+            &dev,
         ];
         let out = run(&args)?;
         let parse_err = |reason: String| TestbedError::Parse {
@@ -374,18 +430,18 @@ impl Testbed {
             .ok_or_else(|| parse_err("no root qdisc in the output".into()))
     }
 
-    /// Removes both namespaces (and with them the veth pair and its qdiscs). Tries both even
-    /// if the first fails; returns the first error.
+    /// Removes the namespaces (and with them the veth pairs and their qdiscs). Tries all even
+    /// if one fails; returns the first error.
     pub fn destroy(mut self) -> Result<(), TestbedError> {
         self.removed = true;
         let first = self.remove_namespaces();
         first.map_or(Ok(()), Err)
     }
 
-    /// Deletes whichever of the two namespaces exist; returns the first error, if any.
+    /// Deletes whichever of the namespaces exist; returns the first error, if any.
     fn remove_namespaces(&self) -> Option<TestbedError> {
         let mut first = None;
-        for ns in [&self.sender_ns, &self.receiver_ns] {
+        for ns in [&self.sender_ns, &self.router_ns, &self.receiver_ns] {
             if netns_exists(ns) {
                 if let Err(e) = delete_netns(ns) {
                     first.get_or_insert(e);
@@ -514,7 +570,9 @@ mod tests {
             ..PathSpec::new("x", 1, 1)
         };
         assert_eq!(spec.sender_addr(), Ipv4Addr::new(10, 77, 9, 1));
-        assert_eq!(spec.receiver_addr(), Ipv4Addr::new(10, 77, 9, 2));
+        assert_eq!(spec.receiver_addr(), Ipv4Addr::new(10, 77, 9, 129));
+        assert_eq!(spec.router_ns(), "x-rtr");
+        assert_eq!(spec.bottleneck_dev(), "xb0");
     }
 
     #[test]

@@ -49,23 +49,107 @@ const fn p(
     unit: &'static str,
     doc: &'static str,
 ) -> ParamSpec {
-    ParamSpec { key, default, min, max, unit, doc }
+    ParamSpec {
+        key,
+        default,
+        min,
+        max,
+        unit,
+        doc,
+    }
 }
 
 const HTCP_PARAMS: &[ParamSpec] = &[
-    p("delta_l_ms", 1000, 1, 60_000, "ms", "Δ_L: time after a congestion event before the quadratic increase starts"),
-    p("delta_b_pct", 20, 0, 100, "%", "Δ_B: change of the epoch's max throughput that forces β = beta_min"),
-    p("beta_min_pct", 50, 10, 100, "%", "lower bound of the adaptive backoff β"),
-    p("beta_max_pct", 80, 10, 100, "%", "upper bound of the adaptive backoff β"),
-    p("fixed_beta_pct", 0, 0, 100, "%", "fixed β ([P2]'s variant); 0 = adaptive"),
-    p("use_rtt_scaling", 1, 0, 1, "bool", "scale the increase by S = Tmin / T_ref"),
-    p("rtt_ref_ms", 100, 1, 10_000, "ms", "T_ref of the RTT scaling"),
+    p(
+        "delta_l_ms",
+        1000,
+        1,
+        60_000,
+        "ms",
+        "Δ_L: time after a congestion event before the quadratic increase starts",
+    ),
+    p(
+        "delta_b_pct",
+        20,
+        0,
+        100,
+        "%",
+        "Δ_B: change of the epoch's max throughput that forces β = beta_min",
+    ),
+    p(
+        "beta_min_pct",
+        50,
+        10,
+        100,
+        "%",
+        "lower bound of the adaptive backoff β",
+    ),
+    p(
+        "beta_max_pct",
+        80,
+        10,
+        100,
+        "%",
+        "upper bound of the adaptive backoff β",
+    ),
+    p(
+        "fixed_beta_pct",
+        0,
+        0,
+        100,
+        "%",
+        "fixed β ([P2]'s variant); 0 = adaptive",
+    ),
+    p(
+        "use_rtt_scaling",
+        1,
+        0,
+        1,
+        "bool",
+        "scale the increase by S = Tmin / T_ref",
+    ),
+    p(
+        "rtt_ref_ms",
+        100,
+        1,
+        10_000,
+        "ms",
+        "T_ref of the RTT scaling",
+    ),
     p("rtt_scale_min_pct", 10, 1, 1_000, "%", "lower clamp of S"),
     p("rtt_scale_max_pct", 200, 1, 1_000, "%", "upper clamp of S"),
-    p("use_bandwidth_switch", 1, 0, 1, "bool", "fall back to β = beta_min when throughput moved by more than Δ_B"),
-    p("adaptive_min_rtt_ms", 10, 0, 10_000, "ms", "Tmin must exceed this for the adaptive β = Tmin/Tmax"),
-    p("tmax_spike_ms", 20, 0, 10_000, "ms", "accept a new Tmax only if within this of the old one (0 = no filter)"),
-    p("ack_counting", 0, 0, 1, "0=packets,1=events", "count acked packets (ABC, [P0]) or ACK events (spec §18.2)"),
+    p(
+        "use_bandwidth_switch",
+        1,
+        0,
+        1,
+        "bool",
+        "fall back to β = beta_min when throughput moved by more than Δ_B",
+    ),
+    p(
+        "adaptive_min_rtt_ms",
+        10,
+        0,
+        10_000,
+        "ms",
+        "Tmin must exceed this for the adaptive β = Tmin/Tmax",
+    ),
+    p(
+        "tmax_spike_ms",
+        20,
+        0,
+        10_000,
+        "ms",
+        "accept a new Tmax only if within this of the old one (0 = no filter)",
+    ),
+    p(
+        "ack_counting",
+        0,
+        0,
+        1,
+        "0=packets,1=events",
+        "count acked packets (ABC, [P0]) or ACK events (spec §18.2)",
+    ),
 ];
 
 /// Every algorithm this binary carries.
@@ -95,7 +179,11 @@ pub fn find(name: &str) -> Result<&'static Algorithm> {
         .find(|a| a.key == name || a.cc_name == name)
         .ok_or_else(|| Error::UnknownAlgorithm {
             name: name.to_string(),
-            available: ALGORITHMS.iter().map(|a| a.key).collect::<Vec<_>>().join(", "),
+            available: ALGORITHMS
+                .iter()
+                .map(|a| a.key)
+                .collect::<Vec<_>>()
+                .join(", "),
         })
 }
 
@@ -129,13 +217,15 @@ impl Algorithm {
                 reason: "missing '='".into(),
                 expected: "key=value".into(),
             })?;
-            let spec = self.params.iter().find(|p| p.key == key.trim()).ok_or_else(|| {
-                Error::UnknownParam {
+            let spec = self
+                .params
+                .iter()
+                .find(|p| p.key == key.trim())
+                .ok_or_else(|| Error::UnknownParam {
                     algo: self.key.into(),
                     key: key.into(),
                     valid: self.params_help(),
-                }
-            })?;
+                })?;
             let expected = format!("an integer in [{}, {}] {}", spec.min, spec.max, spec.unit);
             let v: u32 = value.trim().parse().map_err(|_| Error::BadParamValue {
                 algo: self.key.into(),
@@ -158,7 +248,12 @@ impl Algorithm {
     }
 
     fn check_combination(&self, v: &BTreeMap<&'static str, u32>) -> Result<()> {
-        let bad = |reason: String| Err(Error::BadParamCombination { algo: self.key.into(), reason });
+        let bad = |reason: String| {
+            Err(Error::BadParamCombination {
+                algo: self.key.into(),
+                reason,
+            })
+        };
         if self.key == "htcp" {
             if v["beta_min_pct"] > v["beta_max_pct"] {
                 return bad(format!(
@@ -174,7 +269,9 @@ impl Algorithm {
             }
             let fixed = v["fixed_beta_pct"];
             if fixed != 0 && !(10..100).contains(&fixed) {
-                return bad(format!("fixed_beta_pct ({fixed}) must be 0 (adaptive) or in [10, 99] %"));
+                return bad(format!(
+                    "fixed_beta_pct ({fixed}) must be 0 (adaptive) or in [10, 99] %"
+                ));
             }
         }
         Ok(())
@@ -185,14 +282,22 @@ impl Algorithm {
 /// is 16 bytes with the NUL) and restricts it to `[A-Za-z0-9_.]`, before anything
 /// touches the kernel.
 pub fn validate_cc_name(name: &str) -> Result<()> {
-    let bad = |reason: &str| Err(Error::InvalidName { name: name.into(), reason: reason.into() });
+    let bad = |reason: &str| {
+        Err(Error::InvalidName {
+            name: name.into(),
+            reason: reason.into(),
+        })
+    };
     if name.is_empty() {
         return bad("it is empty");
     }
     if name.len() > 15 {
         return bad(&format!("it is {} characters long", name.len()));
     }
-    if let Some(c) = name.chars().find(|c| !(c.is_ascii_alphanumeric() || *c == '_' || *c == '.')) {
+    if let Some(c) = name
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || *c == '_' || *c == '.'))
+    {
         return bad(&format!("it contains '{c}'"));
     }
     if name == "." || name == ".." {
@@ -236,8 +341,14 @@ mod tests {
     #[test]
     fn unknown_param_lists_valid_keys_with_units_and_ranges() {
         let htcp = find("htcp").unwrap();
-        let e = htcp.resolve_params(&["delta_x=3".into()]).unwrap_err().to_string();
-        assert!(e.contains("delta_l_ms") && e.contains("ms") && e.contains("[1..=60000]"), "{e}");
+        let e = htcp
+            .resolve_params(&["delta_x=3".into()])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("delta_l_ms") && e.contains("ms") && e.contains("[1..=60000]"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -40,7 +40,11 @@ pub struct TraceConfig {
 
 impl Default for TraceConfig {
     fn default() -> Self {
-        TraceConfig { interval: DEFAULT_INTERVAL, port: None, cc: None }
+        TraceConfig {
+            interval: DEFAULT_INTERVAL,
+            port: None,
+            cc: None,
+        }
     }
 }
 
@@ -88,7 +92,11 @@ impl Trace {
             .spawn(move || run(cfg, tx, ready_tx, thread_stop))
             .map_err(|e| Error::io("starting the collector thread", "-", e))?;
         match ready_rx.recv() {
-            Ok(Ok(())) => Ok(Trace { rx, stop, thread: Some(thread) }),
+            Ok(Ok(())) => Ok(Trace {
+                rx,
+                stop,
+                thread: Some(thread),
+            }),
             Ok(Err(e)) => {
                 let _ = thread.join();
                 Err(e)
@@ -147,7 +155,11 @@ impl Trace {
             .expect("collector thread joined once")
             .join()
             .unwrap_or_else(|_| {
-                Err(Error::io("collector thread panicked", "-", std::io::Error::other("panic")))
+                Err(Error::io(
+                    "collector thread panicked",
+                    "-",
+                    std::io::Error::other("panic"),
+                ))
             })
     }
 }
@@ -187,7 +199,11 @@ fn run(
         Err(e) => return fail(Error::bpf("opening the collector BPF object", e)),
     };
     {
-        let ro = open.maps.rodata_data.as_deref_mut().expect("trace .rodata is memory-mapped");
+        let ro = open
+            .maps
+            .rodata_data
+            .as_deref_mut()
+            .expect("trace .rodata is memory-mapped");
         ro.interval_ns = cfg.interval.as_nanos().min(u64::MAX as u128) as u64;
         ro.filter_port = cfg.port.unwrap_or(0);
         if let Some(cc) = &cfg.cc {
@@ -249,7 +265,11 @@ fn run(
         }
         let _ = rb.consume();
     }
-    let bss = skel.maps.bss_data.as_deref().expect("trace .bss is memory-mapped");
+    let bss = skel
+        .maps
+        .bss_data
+        .as_deref()
+        .expect("trace .bss is memory-mapped");
     Ok(TraceStats {
         samples,
         flows: flows.len(),

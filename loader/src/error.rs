@@ -31,11 +31,20 @@ pub enum Error {
 
     /// An unknown `--param` key.
     #[error("unknown parameter '{key}' for {algo}; valid parameters:\n{valid}")]
-    UnknownParam { algo: String, key: String, valid: String },
+    UnknownParam {
+        algo: String,
+        key: String,
+        valid: String,
+    },
 
     /// A `--param` value that does not parse or is out of range.
     #[error("parameter '{key}' of {algo}: {reason}; expected {expected}")]
-    BadParamValue { algo: String, key: String, reason: String, expected: String },
+    BadParamValue {
+        algo: String,
+        key: String,
+        reason: String,
+        expected: String,
+    },
 
     /// A combination of parameters the algorithm forbids.
     #[error("parameters of {algo}: {reason}")]
@@ -63,11 +72,22 @@ pub enum Error {
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
-    pub(crate) fn io(context: impl Into<String>, path: impl Into<PathBuf>, source: std::io::Error) -> Self {
-        Error::Io { context: context.into(), path: path.into(), source }
+    pub(crate) fn io(
+        context: impl Into<String>,
+        path: impl Into<PathBuf>,
+        source: std::io::Error,
+    ) -> Self {
+        Error::Io {
+            context: context.into(),
+            path: path.into(),
+            source,
+        }
     }
 
     pub(crate) fn bpf(context: impl Into<String>, source: libbpf_rs::Error) -> Self {
-        Error::Bpf { context: context.into(), source }
+        Error::Bpf {
+            context: context.into(),
+            source,
+        }
     }
 }

@@ -36,7 +36,9 @@ pub fn require_privileges(action: &str) -> Result<()> {
     if (has(CAP_BPF) || has(CAP_SYS_ADMIN)) && has(CAP_NET_ADMIN) {
         Ok(())
     } else {
-        Err(Error::NotPrivileged { action: action.into() })
+        Err(Error::NotPrivileged {
+            action: action.into(),
+        })
     }
 }
 
@@ -60,7 +62,8 @@ pub fn require_struct_ops_links() -> Result<()> {
     let btf = libbpf_rs::btf::Btf::from_vmlinux()
         .map_err(|e| Error::bpf(format!("reading {VMLINUX_BTF}"), e))?;
     let has = |name: &str| {
-        btf.type_by_name::<libbpf_rs::btf::types::Struct<'_>>(name).is_some()
+        btf.type_by_name::<libbpf_rs::btf::types::Struct<'_>>(name)
+            .is_some()
     };
     if !has("bpf_struct_ops_tcp_congestion_ops") && !has("tcp_congestion_ops") {
         return Err(Error::MissingFeature {
@@ -85,7 +88,8 @@ pub fn ensure_bpffs() -> Result<()> {
     if is_bpffs {
         return Ok(());
     }
-    std::fs::create_dir_all(BPFFS).map_err(|e| Error::io("creating bpffs mount point", BPFFS, e))?;
+    std::fs::create_dir_all(BPFFS)
+        .map_err(|e| Error::io("creating bpffs mount point", BPFFS, e))?;
     nix::mount::mount(
         Some("bpf"),
         BPFFS,
@@ -104,7 +108,10 @@ fn read_trimmed(path: &str) -> Result<String> {
 
 /// Congestion controls registered in the kernel, in its order.
 pub fn available_ccs() -> Result<Vec<String>> {
-    Ok(read_trimmed(AVAILABLE_CC)?.split_whitespace().map(str::to_string).collect())
+    Ok(read_trimmed(AVAILABLE_CC)?
+        .split_whitespace()
+        .map(str::to_string)
+        .collect())
 }
 
 /// The default congestion control of the calling thread's network namespace.
@@ -115,18 +122,31 @@ pub fn default_cc() -> Result<String> {
 /// Sets the default congestion control of the calling thread's network namespace.
 /// The name must be registered.
 pub fn set_default_cc(name: &str) -> Result<()> {
-    std::fs::write(DEFAULT_CC, name).map_err(|e| Error::io(format!("setting default to '{name}'"), DEFAULT_CC, e))
+    std::fs::write(DEFAULT_CC, name)
+        .map_err(|e| Error::io(format!("setting default to '{name}'"), DEFAULT_CC, e))
 }
 
 /// Path of a native module `tcp_<name>` for the running kernel, if one is on disk
 /// (registering a BPF algorithm under its name would make `modprobe` fail later).
 pub fn native_module(name: &str) -> Option<PathBuf> {
-    let release = nix::sys::utsname::uname().ok()?.release().to_string_lossy().into_owned();
-    let dir = PathBuf::from("/lib/modules").join(release).join("kernel/net/ipv4");
+    let release = nix::sys::utsname::uname()
+        .ok()?
+        .release()
+        .to_string_lossy()
+        .into_owned();
+    let dir = PathBuf::from("/lib/modules")
+        .join(release)
+        .join("kernel/net/ipv4");
     let stem = format!("tcp_{name}.ko");
-    std::fs::read_dir(&dir).ok()?.flatten().map(|e| e.path()).find(|p| {
-        p.file_name().and_then(|f| f.to_str()).is_some_and(|f| f.starts_with(&stem))
-    })
+    std::fs::read_dir(&dir)
+        .ok()?
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| {
+            p.file_name()
+                .and_then(|f| f.to_str())
+                .is_some_and(|f| f.starts_with(&stem))
+        })
 }
 
 /// The running kernel's release string (`uname -r`).

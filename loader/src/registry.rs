@@ -75,7 +75,9 @@ fn attach_error(name: &str, e: libbpf_rs::Error) -> Error {
             name: name.into(),
             detail: "was registered by someone else while cctl was loading it (EEXIST)".into(),
         },
-        ErrorKind::PermissionDenied => Error::NotPrivileged { action: format!("registering {name}") },
+        ErrorKind::PermissionDenied => Error::NotPrivileged {
+            action: format!("registering {name}"),
+        },
         _ => Error::bpf(format!("registering {name} (attaching struct_ops)"), e),
     }
 }
@@ -86,8 +88,13 @@ fn load_reno(name: &str) -> Result<Link> {
         .open(&mut storage)
         .map_err(|e| Error::bpf("opening the reno BPF object", e))?;
     write_name(&mut open.struct_ops.reno_mut().name, name);
-    let mut skel = open.load().map_err(|e| Error::bpf(format!("loading {name} (verifier)"), e))?;
-    skel.maps.reno.attach_struct_ops().map_err(|e| attach_error(name, e))
+    let mut skel = open
+        .load()
+        .map_err(|e| Error::bpf(format!("loading {name} (verifier)"), e))?;
+    skel.maps
+        .reno
+        .attach_struct_ops()
+        .map_err(|e| attach_error(name, e))
 }
 
 fn load_htcp(name: &str, params: &BTreeMap<&'static str, u32>) -> Result<Link> {
@@ -96,7 +103,11 @@ fn load_htcp(name: &str, params: &BTreeMap<&'static str, u32>) -> Result<Link> {
         .open(&mut storage)
         .map_err(|e| Error::bpf("opening the htcp BPF object", e))?;
     write_name(&mut open.struct_ops.htcp_mut().name, name);
-    let ro = open.maps.rodata_data.as_deref_mut().expect("htcp .rodata is memory-mapped");
+    let ro = open
+        .maps
+        .rodata_data
+        .as_deref_mut()
+        .expect("htcp .rodata is memory-mapped");
     for (&key, &v) in params {
         let field = match key {
             "delta_l_ms" => &mut ro.delta_l_ms,
@@ -116,8 +127,13 @@ fn load_htcp(name: &str, params: &BTreeMap<&'static str, u32>) -> Result<Link> {
         };
         *field = v;
     }
-    let mut skel = open.load().map_err(|e| Error::bpf(format!("loading {name} (verifier)"), e))?;
-    skel.maps.htcp.attach_struct_ops().map_err(|e| attach_error(name, e))
+    let mut skel = open
+        .load()
+        .map_err(|e| Error::bpf(format!("loading {name} (verifier)"), e))?;
+    skel.maps
+        .htcp
+        .attach_struct_ops()
+        .map_err(|e| attach_error(name, e))
 }
 
 /// Refuses a name that is taken: by cctl, by the kernel, or by a native module on disk.
@@ -162,7 +178,10 @@ fn check_name_free(name: &str) -> Result<()> {
 /// [`Error::MissingFeature`], [`Error::NameTaken`], [`Error::Bpf`] (verifier), [`Error::Io`].
 pub fn load(algo: &str, opts: &LoadOptions) -> Result<LoadedCc> {
     let algorithm: &Algorithm = algos::find(algo)?;
-    let name = opts.name.clone().unwrap_or_else(|| algorithm.cc_name.to_string());
+    let name = opts
+        .name
+        .clone()
+        .unwrap_or_else(|| algorithm.cc_name.to_string());
     algos::validate_cc_name(&name)?;
     let params = algorithm.resolve_params(&opts.params)?;
 
@@ -170,8 +189,10 @@ pub fn load(algo: &str, opts: &LoadOptions) -> Result<LoadedCc> {
     kernel::require_struct_ops_links()?;
     kernel::ensure_bpffs()?;
     check_name_free(&name)?;
-    std::fs::create_dir_all(PIN_DIR).map_err(|e| Error::io("creating pin directory", PIN_DIR, e))?;
-    std::fs::create_dir_all(META_DIR).map_err(|e| Error::io("creating metadata directory", META_DIR, e))?;
+    std::fs::create_dir_all(PIN_DIR)
+        .map_err(|e| Error::io("creating pin directory", PIN_DIR, e))?;
+    std::fs::create_dir_all(META_DIR)
+        .map_err(|e| Error::io("creating metadata directory", META_DIR, e))?;
 
     let mut link = match algorithm.key {
         "reno" => load_reno(&name)?,
@@ -180,7 +201,8 @@ pub fn load(algo: &str, opts: &LoadOptions) -> Result<LoadedCc> {
     };
     let pin = pin_path(&name);
     // Dropping `link` on any error below unregisters the algorithm again.
-    link.pin(&pin).map_err(|e| Error::bpf(format!("pinning the link at {}", pin.display()), e))?;
+    link.pin(&pin)
+        .map_err(|e| Error::bpf(format!("pinning the link at {}", pin.display()), e))?;
 
     let record = LoadedCc {
         name: name.clone(),
@@ -251,7 +273,10 @@ fn resolve_loaded(arg: &str) -> Result<String> {
             return Ok(a.cc_name.to_string());
         }
     }
-    let registered = kernel::available_ccs().unwrap_or_default().iter().any(|n| n == arg);
+    let registered = kernel::available_ccs()
+        .unwrap_or_default()
+        .iter()
+        .any(|n| n == arg);
     Err(Error::NotOurs {
         name: arg.into(),
         detail: if registered {
@@ -280,7 +305,10 @@ pub fn unload(arg: &str) -> Result<LoadedCc> {
                 .into(),
         });
     }
-    let record = list_loaded()?.into_iter().find(|r| r.name == name).expect("pinned entry listed");
+    let record = list_loaded()?
+        .into_iter()
+        .find(|r| r.name == name)
+        .expect("pinned entry listed");
     let pin = pin_path(&name);
     std::fs::remove_file(&pin).map_err(|e| Error::io("removing pinned link", &pin, e))?;
     let _ = std::fs::remove_file(meta_path(&name));
@@ -323,7 +351,9 @@ pub struct LoadGuard {
 impl LoadGuard {
     /// Guards the registration `name`.
     pub fn new(name: impl Into<String>) -> Self {
-        LoadGuard { name: Some(name.into()) }
+        LoadGuard {
+            name: Some(name.into()),
+        }
     }
 
     /// The guarded name.

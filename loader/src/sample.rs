@@ -127,7 +127,11 @@ fn addr(family: u16, raw: &[u8; 16]) -> IpAddr {
 }
 
 fn c_name(raw: &[std::os::raw::c_char]) -> String {
-    let bytes: Vec<u8> = raw.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect();
+    let bytes: Vec<u8> = raw
+        .iter()
+        .take_while(|&&c| c != 0)
+        .map(|&c| c as u8)
+        .collect();
     String::from_utf8_lossy(&bytes).into_owned()
 }
 
@@ -220,11 +224,20 @@ mod tests {
     fn rust_types_have_the_sizes_of_the_c_structs() {
         // SAFETY: the shim functions take no arguments and return a constant.
         unsafe {
-            assert_eq!(std::mem::size_of::<cctl_sample>() as u32, cctl_sizeof_sample());
+            assert_eq!(
+                std::mem::size_of::<cctl_sample>() as u32,
+                cctl_sizeof_sample()
+            );
             assert_eq!(std::mem::size_of::<cctl_meas>() as u32, cctl_sizeof_meas());
-            assert_eq!(std::mem::size_of::<cctl_htcp_ca>() as u32, cctl_sizeof_htcp_ca());
+            assert_eq!(
+                std::mem::size_of::<cctl_htcp_ca>() as u32,
+                cctl_sizeof_htcp_ca()
+            );
         }
-        assert!(std::mem::size_of::<cctl_htcp_ca>() <= 104, "must fit icsk_ca_priv");
+        assert!(
+            std::mem::size_of::<cctl_htcp_ca>() <= 104,
+            "must fit icsk_ca_priv"
+        );
     }
 
     fn bytes_of(raw: &cctl_sample) -> Vec<u8> {

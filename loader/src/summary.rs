@@ -60,7 +60,11 @@ fn summarize_flow(mut v: Vec<&Sample>) -> FlowSummary {
     let first = v[0];
     let last = v[v.len() - 1];
     let periodic: Vec<&&Sample> = v.iter().filter(|s| !s.state_change).collect();
-    let basis: Vec<&Sample> = if periodic.is_empty() { v.clone() } else { periodic.into_iter().copied().collect() };
+    let basis: Vec<&Sample> = if periodic.is_empty() {
+        v.clone()
+    } else {
+        periodic.into_iter().copied().collect()
+    };
     let n = basis.len() as f64;
     let mean_cwnd = basis.iter().map(|s| f64::from(s.cwnd)).sum::<f64>() / n;
     let mean_srtt_us = basis.iter().map(|s| f64::from(s.srtt_us)).sum::<f64>() / n;
@@ -79,13 +83,21 @@ fn summarize_flow(mut v: Vec<&Sample>) -> FlowSummary {
                 let k = kb - ka;
                 for i in 0..k {
                     let beta = if i + 1 == k { b.last_beta } else { None };
-                    backoffs.push(Backoff { ts_ns: b.ts_ns, beta, cwnd_before: a.cwnd });
+                    backoffs.push(Backoff {
+                        ts_ns: b.ts_ns,
+                        beta,
+                        cwnd_before: a.cwnd,
+                    });
                 }
             }
             (Some(_), Some(_)) => {}
             _ => {
                 if b.ca_state.is_reduction() && !a.ca_state.is_reduction() {
-                    backoffs.push(Backoff { ts_ns: b.ts_ns, beta: None, cwnd_before: a.cwnd });
+                    backoffs.push(Backoff {
+                        ts_ns: b.ts_ns,
+                        beta: None,
+                        cwnd_before: a.cwnd,
+                    });
                 }
             }
         }
@@ -94,7 +106,14 @@ fn summarize_flow(mut v: Vec<&Sample>) -> FlowSummary {
     if let Some(k) = first.backoffs {
         for i in 0..k {
             let beta = if i + 1 == k { first.last_beta } else { None };
-            backoffs.insert(i as usize, Backoff { ts_ns: first.ts_ns, beta, cwnd_before: 0 });
+            backoffs.insert(
+                i as usize,
+                Backoff {
+                    ts_ns: first.ts_ns,
+                    beta,
+                    cwnd_before: 0,
+                },
+            );
         }
     }
 
@@ -119,7 +138,14 @@ mod tests {
     use crate::sample::CaState;
     use std::net::{IpAddr, Ipv4Addr};
 
-    fn sample(cookie: u64, t_ms: u64, cwnd: u32, state: CaState, backoffs: Option<u32>, beta: f64) -> Sample {
+    fn sample(
+        cookie: u64,
+        t_ms: u64,
+        cwnd: u32,
+        state: CaState,
+        backoffs: Option<u32>,
+        beta: f64,
+    ) -> Sample {
         Sample {
             ts_ns: t_ms * 1_000_000,
             cookie,
@@ -185,7 +211,10 @@ mod tests {
         assert_eq!(f.backoffs.len(), 3);
         assert_eq!(f.backoffs[0].beta, Some(0.6));
         assert_eq!(f.backoffs[0].cwnd_before, 100);
-        assert_eq!(f.backoffs[1].beta, None, "β of a reduction between samples is unknown");
+        assert_eq!(
+            f.backoffs[1].beta, None,
+            "β of a reduction between samples is unknown"
+        );
         assert_eq!(f.backoffs[2].beta, Some(0.55));
     }
 

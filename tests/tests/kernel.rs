@@ -24,8 +24,14 @@ fn traced_flow(prefix: &str, cc: &str, secs: u64) -> (Vec<Sample>, u16, f64) {
         cc: Some(cc.into()),
     })
     .expect("collector attaches");
-    let flows = [FlowSpec { id: 1, cc: cc.into(), start: Duration::ZERO, stop: Duration::from_secs(secs) }];
-    let results = run_bulk_flows(&bed, PORT, &flows, Arc::new(AtomicBool::new(false))).expect("flows run");
+    let flows = [FlowSpec {
+        id: 1,
+        cc: cc.into(),
+        start: Duration::ZERO,
+        stop: Duration::from_secs(secs),
+    }];
+    let results =
+        run_bulk_flows(&bed, PORT, &flows, Arc::new(AtomicBool::new(false))).expect("flows run");
     std::thread::sleep(Duration::from_millis(200));
     let samples = trace.drain();
     let stats = trace.finish().expect("collector stops");
@@ -43,34 +49,71 @@ fn htcp_loads_carries_a_traced_flow_backs_off_within_bounds_and_unloads() {
     let name = "cctl_it_htcp";
     clean_slate("cctl-it", &[name]);
 
-    let opts = LoadOptions { name: Some(name.into()), params: vec![], owned: true };
+    let opts = LoadOptions {
+        name: Some(name.into()),
+        params: vec![],
+        owned: true,
+    };
     let rec = registry::load("htcp", &opts).expect("bpf_htcp loads");
     let guard = LoadGuard::new(rec.name.clone());
-    assert!(available().contains(&name.to_string()), "{name} not in /proc after load");
-    assert!(registry::list_loaded().unwrap().iter().any(|l| l.name == name && l.algo == "htcp"));
+    assert!(
+        available().contains(&name.to_string()),
+        "{name} not in /proc after load"
+    );
+    assert!(registry::list_loaded()
+        .unwrap()
+        .iter()
+        .any(|l| l.name == name && l.algo == "htcp"));
 
     let (samples, port, bps) = traced_flow("cctl-it", name, 8);
-    let mine: Vec<&Sample> = samples.iter().filter(|s| s.sport == port && s.dport == PORT).collect();
-    assert!(mine.len() >= 20, "too few samples for the flow: {}", mine.len());
+    let mine: Vec<&Sample> = samples
+        .iter()
+        .filter(|s| s.sport == port && s.dport == PORT)
+        .collect();
+    assert!(
+        mine.len() >= 20,
+        "too few samples for the flow: {}",
+        mine.len()
+    );
     assert!(mine.iter().all(|s| s.cc == name && s.algo == Some("htcp")));
     assert!(mine.iter().all(|s| s.cwnd > 0), "cwnd 0 in a sample");
-    assert!(mine.iter().skip(1).all(|s| s.srtt_us > 0), "srtt 0 in a sample");
-    assert!(mine.iter().any(|s| s.htcp_alpha.is_some() && s.tmin_us.unwrap_or(0) > 0));
-    assert!(bps > 12e6 && bps < 21e6, "throughput {bps} bit/s outside 12-21 Mbit/s");
+    assert!(
+        mine.iter().skip(1).all(|s| s.srtt_us > 0),
+        "srtt 0 in a sample"
+    );
+    assert!(mine
+        .iter()
+        .any(|s| s.htcp_alpha.is_some() && s.tmin_us.unwrap_or(0) > 0));
+    assert!(
+        bps > 12e6 && bps < 21e6,
+        "throughput {bps} bit/s outside 12-21 Mbit/s"
+    );
 
     let owned: Vec<Sample> = mine.into_iter().cloned().collect();
     let flow = &summarize(&owned)[0];
-    assert!(!flow.backoffs.is_empty(), "a 100-packet drop-tail queue must cause losses in 8 s");
+    assert!(
+        !flow.backoffs.is_empty(),
+        "a 100-packet drop-tail queue must cause losses in 8 s"
+    );
     for b in &flow.backoffs {
         if let Some(beta) = b.beta {
             assert!((0.5..=0.8).contains(&beta), "β {beta} outside [0.5, 0.8]");
         }
     }
-    assert!(flow.backoffs.iter().any(|b| b.beta.is_some()), "no backoff with a known β");
+    assert!(
+        flow.backoffs.iter().any(|b| b.beta.is_some()),
+        "no backoff with a known β"
+    );
 
     guard.unload().expect("unload");
-    assert!(!available().contains(&name.to_string()), "{name} still registered after unload");
-    assert!(!registry::list_loaded().unwrap().iter().any(|l| l.name == name));
+    assert!(
+        !available().contains(&name.to_string()),
+        "{name} still registered after unload"
+    );
+    assert!(!registry::list_loaded()
+        .unwrap()
+        .iter()
+        .any(|l| l.name == name));
 }
 
 #[test]
@@ -81,9 +124,14 @@ fn native_cubic_flow_is_traced_without_cctl_fields() {
     let (samples, port, _) = traced_flow("cctl-it", "cubic", 4);
     let mine: Vec<&Sample> = samples.iter().filter(|s| s.sport == port).collect();
     assert!(mine.len() >= 10, "too few cubic samples: {}", mine.len());
-    assert!(mine.iter().all(|s| s.cc == "cubic" && s.algo.is_none() && s.htcp_beta.is_none()));
+    assert!(mine
+        .iter()
+        .all(|s| s.cc == "cubic" && s.algo.is_none() && s.htcp_beta.is_none()));
     assert!(mine.iter().all(|s| s.cwnd > 0 && s.mss > 0));
-    assert!(mine.iter().any(|s| s.ssthresh.is_some()), "cubic never left slow start");
+    assert!(
+        mine.iter().any(|s| s.ssthresh.is_some()),
+        "cubic never left slow start"
+    );
 }
 
 #[test]
@@ -92,7 +140,11 @@ fn reno_loads_and_carries_a_flow_with_the_shared_measurements() {
     require_root();
     let name = "cctl_it_reno";
     clean_slate("cctl-it", &[name]);
-    let opts = LoadOptions { name: Some(name.into()), params: vec![], owned: true };
+    let opts = LoadOptions {
+        name: Some(name.into()),
+        params: vec![],
+        owned: true,
+    };
     registry::load("reno", &opts).expect("bpf_reno loads");
     let guard = LoadGuard::new(name);
     let (samples, port, _) = traced_flow("cctl-it", name, 4);
@@ -100,7 +152,12 @@ fn reno_loads_and_carries_a_flow_with_the_shared_measurements() {
     assert!(mine.len() >= 10);
     assert!(mine.iter().all(|s| s.algo == Some("reno")));
     let flow = &summarize(&mine)[0];
-    assert!(flow.backoffs.iter().all(|b| b.beta.is_none_or(|x| x == 0.5)), "reno's β must be 0.5");
+    assert!(
+        flow.backoffs
+            .iter()
+            .all(|b| b.beta.is_none_or(|x| x == 0.5)),
+        "reno's β must be 0.5"
+    );
     guard.unload().expect("unload");
     assert!(!available().contains(&name.to_string()));
 }
@@ -110,7 +167,11 @@ fn a_name_already_registered_is_refused_and_left_untouched() {
     let _k = KERNEL.lock().unwrap_or_else(|e| e.into_inner());
     require_root();
     let before = available();
-    let opts = LoadOptions { name: Some("cubic".into()), params: vec![], owned: true };
+    let opts = LoadOptions {
+        name: Some("cubic".into()),
+        params: vec![],
+        owned: true,
+    };
     let e = registry::load("htcp", &opts).unwrap_err().to_string();
     assert!(e.contains("already registered"), "{e}");
     assert_eq!(available(), before);
@@ -125,11 +186,18 @@ fn loading_twice_is_refused_with_a_hint() {
     require_root();
     let name = "cctl_it_twice";
     clean_slate("cctl-it", &[name]);
-    let opts = LoadOptions { name: Some(name.into()), params: vec![], owned: true };
+    let opts = LoadOptions {
+        name: Some(name.into()),
+        params: vec![],
+        owned: true,
+    };
     registry::load("reno", &opts).expect("first load");
     let guard = LoadGuard::new(name);
     let e = registry::load("reno", &opts).unwrap_err().to_string();
-    assert!(e.contains("already loaded by cctl") && e.contains("cctl unload"), "{e}");
+    assert!(
+        e.contains("already loaded by cctl") && e.contains("cctl unload"),
+        "{e}"
+    );
     assert_eq!(available().iter().filter(|n| *n == name).count(), 1);
     guard.unload().unwrap();
 }
@@ -140,11 +208,16 @@ fn an_orphan_of_a_crashed_run_is_removed() {
     require_root();
     let name = "cctl_it_orphan";
     clean_slate("cctl-it", &[name]);
-    let opts = LoadOptions { name: Some(name.into()), params: vec![], owned: true };
+    let opts = LoadOptions {
+        name: Some(name.into()),
+        params: vec![],
+        owned: true,
+    };
     registry::load("reno", &opts).expect("load");
     // Pretend the owner died: rewrite its metadata with a pid that cannot exist.
     let meta = std::path::Path::new(registry::META_DIR).join(format!("{name}.json"));
-    let mut rec: serde_json::Value = serde_json::from_slice(&std::fs::read(&meta).unwrap()).unwrap();
+    let mut rec: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&meta).unwrap()).unwrap();
     rec["owner_pid"] = serde_json::json!(u32::MAX - 1);
     std::fs::write(&meta, serde_json::to_vec(&rec).unwrap()).unwrap();
     let removed = registry::remove_orphans().unwrap();

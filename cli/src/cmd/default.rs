@@ -7,10 +7,12 @@ use crate::exit;
 
 /// Arguments of `cctl default`.
 #[derive(Debug, clap::Args)]
-#[command(after_help = "The default is per network namespace: this sets it for the namespace \
+#[command(
+    after_help = "The default is per network namespace: this sets it for the namespace \
 cctl runs in. Namespaces created afterwards start with the initial namespace's default; \
 existing ones keep their own. Sockets that are already open keep their algorithm.\n\
-Example: cctl default bpf_htcp")]
+Example: cctl default bpf_htcp"
+)]
 pub struct Args {
     /// Registered congestion-control name; without it, print the current default.
     name: Option<String>,
@@ -26,9 +28,17 @@ pub fn run(args: Args) -> Result<i32> {
     let available = kernel::available_ccs()?;
     if !available.contains(&name) {
         let hint = algos::find(&name)
-            .map(|a| format!(" (did you mean `cctl load {}` first, then `cctl default {}`?)", a.key, a.cc_name))
+            .map(|a| {
+                format!(
+                    " (did you mean `cctl load {}` first, then `cctl default {}`?)",
+                    a.key, a.cc_name
+                )
+            })
             .unwrap_or_default();
-        bail!("'{name}' is not registered; registered: {}{hint}", available.join(" "));
+        bail!(
+            "'{name}' is not registered; registered: {}{hint}",
+            available.join(" ")
+        );
     }
     kernel::require_privileges("setting the default congestion control")?;
     let old = kernel::default_cc()?;

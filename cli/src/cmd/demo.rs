@@ -83,7 +83,9 @@ fn report(r: &FlowResult, s: Option<&FlowSummary>) -> FlowReport {
         mean_cwnd_segments: s.map(|s| s.mean_cwnd),
         mean_srtt_ms: s.map(|s| s.mean_srtt_us / 1e3),
         backoffs: s.map(|s| s.backoffs.len()).unwrap_or(0),
-        betas: s.map(|s| s.backoffs.iter().map(|b| b.beta).collect()).unwrap_or_default(),
+        betas: s
+            .map(|s| s.backoffs.iter().map(|b| b.beta).collect())
+            .unwrap_or_default(),
         samples: s.map(|s| s.samples).unwrap_or(0),
         error: r.error.clone(),
     }
@@ -103,16 +105,28 @@ fn fmt_betas(betas: &[Option<f64>]) -> String {
 /// Runs `cctl demo`.
 pub fn run(args: Args) -> Result<i32> {
     if !(args.duration_s > 0.0 && args.duration_s <= 3600.0) {
-        bail!("--duration-s must be in (0, 3600] s, got {}", args.duration_s);
+        bail!(
+            "--duration-s must be in (0, 3600] s, got {}",
+            args.duration_s
+        );
     }
     if !(args.second_start_s >= 0.0 && args.second_start_s < args.duration_s) {
-        bail!("--second-start-s must be in [0, duration) s, got {}", args.second_start_s);
+        bail!(
+            "--second-start-s must be in [0, duration) s, got {}",
+            args.second_start_s
+        );
     }
     if !(1..=10_000).contains(&args.rate_mbit) {
-        bail!("--rate-mbit must be in [1, 10000] Mbit/s, got {}", args.rate_mbit);
+        bail!(
+            "--rate-mbit must be in [1, 10000] Mbit/s, got {}",
+            args.rate_mbit
+        );
     }
     if !(2..=100_000).contains(&args.queue_pkts) {
-        bail!("--queue-pkts must be in [2, 100000] packets, got {}", args.queue_pkts);
+        bail!(
+            "--queue-pkts must be in [2, 100000] packets, got {}",
+            args.queue_pkts
+        );
     }
     let algorithm = algos::find(&args.algo)?;
     kernel::require_privileges("running the demo")?;
@@ -128,7 +142,10 @@ pub fn run(args: Args) -> Result<i32> {
     let stale_ns = remove_leftovers(PREFIX)?;
     let stale_cc = registry::remove_orphans()?;
     if !stale_ns.is_empty() || !stale_cc.is_empty() {
-        eprintln!("cctl demo: removed leftovers of an earlier run: {:?} {:?}", stale_ns, stale_cc);
+        eprintln!(
+            "cctl demo: removed leftovers of an earlier run: {:?} {:?}",
+            stale_ns, stale_cc
+        );
     }
 
     let cc = algorithm.cc_name.to_string();
@@ -137,8 +154,12 @@ pub fn run(args: Args) -> Result<i32> {
         eprintln!("cctl demo: using the already loaded {cc} (it stays loaded)");
         None
     } else {
-        let opts = LoadOptions { owned: true, ..Default::default() };
-        registry::load(algorithm.key, &opts).with_context(|| format!("loading {}", algorithm.key))?;
+        let opts = LoadOptions {
+            owned: true,
+            ..Default::default()
+        };
+        registry::load(algorithm.key, &opts)
+            .with_context(|| format!("loading {}", algorithm.key))?;
         Some(LoadGuard::new(cc.clone()))
     };
 
@@ -213,7 +234,12 @@ pub fn run(args: Args) -> Result<i32> {
     Ok(exit::OK)
 }
 
-type RunOutput = (Vec<FlowReport>, cctl_loader::collector::TraceStats, PathBuf, f64);
+type RunOutput = (
+    Vec<FlowReport>,
+    cctl_loader::collector::TraceStats,
+    PathBuf,
+    f64,
+);
 
 /// Traces and runs the flows on an existing path; writes samples and summary.
 fn run_on(args: &Args, cc: &str, bed: &Testbed, stop: Arc<AtomicBool>) -> Result<RunOutput> {
@@ -226,8 +252,18 @@ fn run_on(args: &Args, cc: &str, bed: &Testbed, stop: Arc<AtomicBool>) -> Result
 
     let total = Duration::from_secs_f64(args.duration_s);
     let flows = [
-        FlowSpec { id: 1, cc: cc.to_string(), start: Duration::ZERO, stop: total },
-        FlowSpec { id: 2, cc: cc.to_string(), start: Duration::from_secs_f64(args.second_start_s), stop: total },
+        FlowSpec {
+            id: 1,
+            cc: cc.to_string(),
+            start: Duration::ZERO,
+            stop: total,
+        },
+        FlowSpec {
+            id: 2,
+            cc: cc.to_string(),
+            start: Duration::from_secs_f64(args.second_start_s),
+            stop: total,
+        },
     ];
     let bar = if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
         indicatif::ProgressBar::new(total.as_secs())
@@ -258,9 +294,11 @@ fn run_on(args: &Args, cc: &str, bed: &Testbed, stop: Arc<AtomicBool>) -> Result
     samples.extend(trace.drain());
     let stats = trace.finish()?;
 
-    std::fs::create_dir_all(&args.out).with_context(|| format!("creating {}", args.out.display()))?;
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("creating {}", args.out.display()))?;
     let csv_path = args.out.join("samples.csv");
-    let mut w = csv::Writer::from_path(&csv_path).with_context(|| format!("writing {}", csv_path.display()))?;
+    let mut w = csv::Writer::from_path(&csv_path)
+        .with_context(|| format!("writing {}", csv_path.display()))?;
     for s in &samples {
         w.serialize(s)?;
     }
@@ -269,7 +307,14 @@ fn run_on(args: &Args, cc: &str, bed: &Testbed, stop: Arc<AtomicBool>) -> Result
     let summaries = summarize(&samples);
     let reports: Vec<FlowReport> = results
         .iter()
-        .map(|r| report(r, summaries.iter().find(|s| s.sport == r.local_port && s.dport == PORT)))
+        .map(|r| {
+            report(
+                r,
+                summaries
+                    .iter()
+                    .find(|s| s.sport == r.local_port && s.dport == PORT),
+            )
+        })
         .collect();
     let summary = serde_json::json!({
         "algorithm": cc,

@@ -45,9 +45,19 @@ pub fn run(args: Args) -> Result<i32> {
     println!("Algorithms carried by cctl (cctl load <key>):");
     println!("  {:<6} {:<10} {:<76} PAPER", "KEY", "REGISTERS", "SUMMARY");
     for a in algos::ALGORITHMS {
-        println!("  {:<6} {:<10} {:<76} {}", a.key, a.cc_name, a.summary, a.paper);
+        println!(
+            "  {:<6} {:<10} {:<76} {}",
+            a.key, a.cc_name, a.summary, a.paper
+        );
         if args.params {
-            println!("{}", a.params_help().lines().map(|l| format!("    {l}")).collect::<Vec<_>>().join("\n"));
+            println!(
+                "{}",
+                a.params_help()
+                    .lines()
+                    .map(|l| format!("    {l}"))
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            );
         }
     }
     println!();

@@ -7,8 +7,10 @@ use crate::exit;
 
 /// Arguments of `cctl load`.
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Loading a name that is already registered is refused (not idempotent): \
-unload it first, or pick another --name.\nExample: cctl load htcp --param delta_l_ms=500")]
+#[command(
+    after_help = "Loading a name that is already registered is refused (not idempotent): \
+unload it first, or pick another --name.\nExample: cctl load htcp --param delta_l_ms=500"
+)]
 pub struct Args {
     /// Algorithm key or default name (`cctl list` shows them).
     algo: String,
@@ -25,7 +27,11 @@ pub struct Args {
 
 /// Runs `cctl load`.
 pub fn run(args: Args) -> Result<i32> {
-    let opts = LoadOptions { name: args.name, params: args.params, owned: false };
+    let opts = LoadOptions {
+        name: args.name,
+        params: args.params,
+        owned: false,
+    };
     let rec = registry::load(&args.algo, &opts)
         .map_err(|e| anyhow::Error::new(e).context(format!("loading {}", args.algo)))?;
     if args.json {

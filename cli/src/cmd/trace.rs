@@ -11,10 +11,12 @@ use crate::exit;
 
 /// Arguments of `cctl trace`.
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Samples come from the tcp_probe tracepoint, so any TCP flow is traced \
+#[command(
+    after_help = "Samples come from the tcp_probe tracepoint, so any TCP flow is traced \
 (native cubic too). Each flow is sampled at most once per --interval-ms, plus on every CA \
 state change. cwnd/ssthresh in segments, RTTs in usec, time in CLOCK_MONOTONIC ns.\n\
-Example: cctl trace --cc bpf_htcp --port 5201 --duration-s 10 --csv > htcp.csv")]
+Example: cctl trace --cc bpf_htcp --port 5201 --duration-s 10 --csv > htcp.csv"
+)]
 pub struct Args {
     /// Only flows using this congestion control.
     #[arg(long)]
@@ -110,7 +112,9 @@ pub fn run(args: Args) -> Result<i32> {
         port: args.port,
         cc: args.cc.clone(),
     };
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
     rt.block_on(async move {
         let mut trace = Trace::start(cfg).context("starting the collector")?;
         let stdout = std::io::stdout().lock();

@@ -7,8 +7,10 @@ use crate::exit;
 
 /// Arguments of `cctl unload`.
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Example: cctl unload htcp   (or: cctl unload bpf_htcp)\n\
-Established sockets that use it keep running it until they close.")]
+#[command(
+    after_help = "Example: cctl unload htcp   (or: cctl unload bpf_htcp)\n\
+Established sockets that use it keep running it until they close."
+)]
 pub struct Args {
     /// Registered name or algorithm key.
     name: String,
