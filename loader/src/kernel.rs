@@ -1,6 +1,6 @@
 //! Kernel feature probes and the TCP congestion-control sysctls.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use crate::error::{Error, Result};
 
@@ -11,6 +11,15 @@ pub const DEFAULT_CC: &str = "/proc/sys/net/ipv4/tcp_congestion_control";
 /// The BPF file system mount point.
 pub const BPFFS: &str = "/sys/fs/bpf";
 const VMLINUX_BTF: &str = "/sys/kernel/btf/vmlinux";
+/// Overrides where the kernel's BTF is looked for (tests use it to play a kernel
+/// without BTF).
+pub const BTF_PATH_ENV: &str = "CCTL_VMLINUX_BTF";
+
+fn vmlinux_btf() -> PathBuf {
+    std::env::var_os(BTF_PATH_ENV)
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(VMLINUX_BTF))
+}
 const BPF_FS_MAGIC: i64 = 0xcafe4a11;
 
 const CAP_NET_ADMIN: u32 = 12;
@@ -45,11 +54,12 @@ pub fn require_privileges(action: &str) -> Result<()> {
 /// Fails unless the kernel exposes its BTF (CONFIG_DEBUG_INFO_BTF), which
 /// struct_ops, tp_btf and CO-RE all need.
 pub fn require_btf() -> Result<()> {
-    if Path::new(VMLINUX_BTF).exists() {
+    let path = vmlinux_btf();
+    if path.exists() {
         Ok(())
     } else {
         Err(Error::MissingFeature {
-            feature: "BTF (/sys/kernel/btf/vmlinux)".into(),
+            feature: format!("BTF ({})", path.display()),
             hint: "rebuild the kernel with CONFIG_DEBUG_INFO_BTF=y".into(),
         })
     }
@@ -59,8 +69,9 @@ pub fn require_btf() -> Result<()> {
 /// struct_ops links (Linux >= 6.4), probed in the kernel's BTF.
 pub fn require_struct_ops_links() -> Result<()> {
     require_btf()?;
-    let btf = libbpf_rs::btf::Btf::from_vmlinux()
-        .map_err(|e| Error::bpf(format!("reading {VMLINUX_BTF}"), e))?;
+    let path = vmlinux_btf();
+    let btf = libbpf_rs::btf::Btf::from_path(&path)
+        .map_err(|e| Error::bpf(format!("reading {}", path.display()), e))?;
     let has = |name: &str| {
         btf.type_by_name::<libbpf_rs::btf::types::Struct<'_>>(name)
             .is_some()
@@ -82,6 +93,8 @@ pub fn require_struct_ops_links() -> Result<()> {
 
 /// Makes sure a BPF file system is mounted at [`BPFFS`], mounting one if not.
 pub fn ensure_bpffs() -> Result<()> {
+    // f_type is i64 on x86_64 glibc but narrower elsewhere.
+    #[allow(clippy::unnecessary_cast)]
     let is_bpffs = nix::sys::statfs::statfs(BPFFS)
         .map(|s| s.filesystem_type().0 as i64 == BPF_FS_MAGIC)
         .unwrap_or(false);

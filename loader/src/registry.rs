@@ -315,7 +315,7 @@ pub fn unload(arg: &str) -> Result<LoadedCc> {
     // The link is released asynchronously once its last reference is gone.
     let deadline = Instant::now() + Duration::from_secs(2);
     while Instant::now() < deadline {
-        if !kernel::available_ccs()?.iter().any(|n| *n == name) {
+        if !kernel::available_ccs()?.contains(&name) {
             break;
         }
         std::thread::sleep(Duration::from_millis(10));

@@ -41,7 +41,7 @@ pub struct Args {
 enum Output {
     Text(std::io::StdoutLock<'static>),
     Json(std::io::StdoutLock<'static>),
-    Csv(csv::Writer<std::io::StdoutLock<'static>>),
+    Csv(Box<csv::Writer<std::io::StdoutLock<'static>>>),
 }
 
 fn fmt_opt<T: std::fmt::Display>(v: Option<T>) -> String {
@@ -121,7 +121,7 @@ pub fn run(args: Args) -> Result<i32> {
         let mut out = if args.json {
             Output::Json(stdout)
         } else if args.csv {
-            Output::Csv(csv::Writer::from_writer(stdout))
+            Output::Csv(Box::new(csv::Writer::from_writer(stdout)))
         } else {
             Output::Text(stdout)
         };

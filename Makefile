@@ -1,0 +1,38 @@
+# Thin porcelain over cargo. `make demo` runs the main job, `make test` the tests.
+SHELL := /bin/bash
+export PATH := $(HOME)/.cargo/bin:$(PATH)
+CARGO ?= cargo
+CCTL := target/release/cctl
+
+.PHONY: all deps build test demo lint fmt install clean
+
+all: build
+
+deps:
+	bash scripts/install-deps.sh
+
+build: deps
+	$(CARGO) build --release --workspace
+
+# Unit tests, CLI tests and kernel integration tests (root). Kernel tests share
+# global state (CC names, namespaces), hence one test thread.
+test: deps
+	$(CARGO) test --workspace -- --test-threads=1
+
+# The main job: two traced bpf_htcp flows through a 20 Mbit/s tbf bottleneck.
+demo: deps
+	$(CARGO) build --release -p cctl
+	$(CCTL) demo $(DEMO_ARGS)
+
+lint:
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+fmt:
+	$(CARGO) fmt --all
+
+install: build
+	install -m 0755 $(CCTL) /usr/local/bin/cctl
+
+clean:
+	$(CARGO) clean

@@ -1,0 +1,252 @@
+//! The `cctl` binary on bad input: a clear message, the documented exit code, and
+//! nothing changed in the kernel. Runs as root in CI (some cases drop privileges).
+
+use std::process::{Command, Output};
+
+fn cctl(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_cctl"))
+        .args(args)
+        .output()
+        .expect("cctl runs")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn available() -> String {
+    std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control").unwrap()
+}
+
+#[test]
+fn unknown_algorithm_lists_the_available_ones() {
+    let o = cctl(&["load", "vegas9"]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    assert!(
+        e.starts_with("cctl: loading vegas9: unknown algorithm 'vegas9'"),
+        "{e}"
+    );
+    assert!(e.contains("reno") && e.contains("htcp"), "{e}");
+}
+
+#[test]
+fn bad_names_are_refused_before_touching_the_kernel() {
+    let before = available();
+    for name in ["a_name_of_16_chr", "bpf-htcp", "x/y", ""] {
+        let o = cctl(&["load", "htcp", "--name", name]);
+        assert_eq!(o.status.code(), Some(2), "{name}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains("[A-Za-z0-9_.]"),
+            "{name}: {}",
+            stderr(&o)
+        );
+    }
+    assert_eq!(available(), before);
+}
+
+#[test]
+fn unknown_param_lists_valid_keys_with_units_and_ranges() {
+    let o = cctl(&["load", "htcp", "--param", "alpha=3"]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    assert!(e.contains("unknown parameter 'alpha'"), "{e}");
+    assert!(
+        e.contains("delta_l_ms") && e.contains("[1..=60000]") && e.contains("ms"),
+        "{e}"
+    );
+    let o = cctl(&[
+        "load",
+        "htcp",
+        "--param",
+        "beta_max_pct=95",
+        "--param",
+        "beta_min_pct=96",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("must not exceed"), "{}", stderr(&o));
+    let o = cctl(&["load", "htcp", "--param", "delta_b_pct=101"]);
+    assert!(
+        stderr(&o).contains("expected an integer in [0, 100] %"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn a_taken_name_is_refused_and_the_existing_one_untouched() {
+    let before = available();
+    let o = cctl(&["load", "htcp", "--name", "cubic"]);
+    assert_eq!(o.status.code(), Some(5), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("'cubic' is already registered in the kernel"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(available(), before);
+}
+
+#[test]
+fn unloading_a_native_algorithm_is_refused() {
+    let o = cctl(&["unload", "cubic"]);
+    assert_eq!(o.status.code(), Some(5));
+    assert!(stderr(&o).contains("not loaded by cctl"), "{}", stderr(&o));
+    assert!(available().split_whitespace().any(|n| n == "cubic"));
+}
+
+#[test]
+fn without_root_it_says_so() {
+    let o = Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "--inh-caps=-all",
+        ])
+        .arg(env!("CARGO_BIN_EXE_cctl"))
+        .args(["load", "htcp", "--name", "cctl_cli_np"])
+        .output()
+        .expect("setpriv runs");
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("needs root (or CAP_BPF + CAP_NET_ADMIN"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!available().contains("cctl_cli_np"));
+}
+
+#[test]
+fn a_kernel_without_btf_is_named_as_the_missing_feature() {
+    let o = Command::new(env!("CARGO_BIN_EXE_cctl"))
+        .env("CCTL_VMLINUX_BTF", "/nonexistent/vmlinux")
+        .args(["load", "htcp", "--name", "cctl_cli_nobtf"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(4), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("the running kernel lacks BTF"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!available().contains("cctl_cli_nobtf"));
+}
+
+#[test]
+fn list_shows_carried_algorithms_and_the_kernels() {
+    let o = cctl(&["list"]);
+    assert!(o.status.success());
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("bpf_htcp") && out.contains("bpf_reno") && out.contains("[P0]"),
+        "{out}"
+    );
+    assert!(out.contains("cubic"), "{out}");
+    let o = cctl(&["list", "--json"]);
+    for line in String::from_utf8_lossy(&o.stdout).lines() {
+        let v: serde_json::Value = serde_json::from_str(line).expect("one JSON object per line");
+        assert!(v["kind"] == "algorithm" || v["kind"] == "registered");
+    }
+}
+
+#[test]
+fn trace_rejects_a_zero_interval() {
+    let o = cctl(&["trace", "--interval-ms", "0"]);
+    assert_ne!(o.status.code(), Some(0));
+    assert!(
+        stderr(&o).contains("--interval-ms must be at least 1"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+/// Runs a loopback bulk transfer on `port` for `secs` while `cctl trace` runs.
+fn trace_during_transfer(port: u16, fmt: &str) -> Output {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind(("127.0.0.1", port)).unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_cctl"))
+        .args([
+            "trace",
+            "--port",
+            &port.to_string(),
+            "--duration-s",
+            "3",
+            "--interval-ms",
+            "20",
+            fmt,
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(800));
+    let rx = std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().unwrap();
+        let mut buf = vec![0u8; 1 << 16];
+        while s.read(&mut buf).map(|n| n > 0).unwrap_or(false) {}
+    });
+    let mut tx = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let chunk = vec![7u8; 1 << 16];
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(1);
+    while std::time::Instant::now() < end {
+        tx.write_all(&chunk).unwrap();
+    }
+    drop(tx);
+    rx.join().unwrap();
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn trace_json_has_one_sample_object_per_line_and_a_summary() {
+    let o = trace_during_transfer(5391, "--json");
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    let samples: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("JSON line"))
+        .collect();
+    assert!(samples.len() >= 10, "only {} samples", samples.len());
+    for s in &samples {
+        assert!(s["sport"] == 5391 || s["dport"] == 5391, "{s}");
+        for key in [
+            "ts_ns",
+            "cookie",
+            "cc",
+            "cwnd",
+            "srtt_us",
+            "rttvar_us",
+            "min_rtt_us",
+            "bytes_acked",
+            "lost_out",
+            "total_retrans",
+            "in_flight",
+            "mss",
+            "ca_state",
+        ] {
+            assert!(!s[key].is_null(), "{key} missing in {s}");
+        }
+    }
+    let e = stderr(&o);
+    assert!(
+        e.contains("cctl trace: ") && e.contains(" samples, ") && e.contains(" ring-buffer drops"),
+        "{e}"
+    );
+    assert!(e.contains(" 0 ring-buffer drops"), "{e}");
+}
+
+#[test]
+fn trace_csv_has_a_header_and_rows_of_equal_width() {
+    let o = trace_during_transfer(5392, "--csv");
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    let mut lines = out.lines();
+    let header = lines.next().expect("header");
+    assert!(
+        header.starts_with("ts_ns,cookie,saddr,sport,daddr,dport,cc,ca_state"),
+        "{header}"
+    );
+    let width = header.split(',').count();
+    let rows: Vec<&str> = lines.collect();
+    assert!(rows.len() >= 10, "only {} rows", rows.len());
+    assert!(rows.iter().all(|r| r.split(',').count() == width));
+}
