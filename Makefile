@@ -4,7 +4,7 @@ export PATH := $(HOME)/.cargo/bin:$(PATH)
 CARGO ?= cargo
 CCTL := target/release/cctl
 
-.PHONY: all deps build test demo lint fmt install clean
+.PHONY: all deps build test demo bench-collector lint fmt install clean
 
 all: build
 
@@ -23,6 +23,11 @@ test: deps
 demo: deps
 	$(CARGO) build --release -p cctl
 	$(CCTL) demo $(DEMO_ARGS)
+
+# Collector throughput: samples/s and ring-buffer drops with loopback bulk flows.
+# BENCH_ARGS="flows interval_us secs", default "4 1000 5".
+bench-collector: deps
+	$(CARGO) run --release -p cctl-loader --example collector_rate -- $(BENCH_ARGS)
 
 lint:
 	$(CARGO) fmt --all -- --check

@@ -327,6 +327,13 @@ fn process_alive(pid: u32) -> bool {
     Path::new("/proc").join(pid.to_string()).exists()
 }
 
+impl LoadedCc {
+    /// Whether the process that loaded it for its own use is gone (a crashed run).
+    pub fn is_orphan(&self) -> bool {
+        self.owner_pid.is_some_and(|p| !process_alive(p))
+    }
+}
+
 /// Unloads registrations whose owning process is gone (a crashed `cctl demo` or
 /// test). Returns their names.
 pub fn remove_orphans() -> Result<Vec<String>> {

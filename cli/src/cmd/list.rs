@@ -81,6 +81,13 @@ pub fn run(args: Args) -> Result<i32> {
             if !changed.is_empty() {
                 s += &format!(" ({})", changed.join(", "));
             }
+            if let Some(pid) = l.owner_pid {
+                s += &if l.is_orphan() {
+                    format!(", orphan of crashed pid {pid}: `cctl unload {}`", l.name)
+                } else {
+                    format!(", owned by pid {pid}")
+                };
+            }
             notes.push(s);
         }
         if notes.is_empty() {
