@@ -17,9 +17,32 @@ pub const CONFLICT: i32 = 5;
 /// Stopped by SIGINT/SIGTERM.
 pub const INTERRUPTED: i32 = 130;
 
+/// Bad command-line input found by `cctl` itself (exit code [`USAGE`]).
+#[derive(Debug)]
+pub struct Usage(pub String);
+
+impl std::fmt::Display for Usage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Usage {}
+
+/// Fails with a [`Usage`] error.
+macro_rules! usage {
+    ($($arg:tt)*) => {
+        return Err(anyhow::Error::new($crate::exit::Usage(format!($($arg)*))))
+    };
+}
+pub(crate) use usage;
+
 /// The exit code for an error chain: the first loader error in it decides.
 pub fn code_for(err: &anyhow::Error) -> i32 {
     for cause in err.chain() {
+        if cause.downcast_ref::<Usage>().is_some() {
+            return USAGE;
+        }
         if let Some(e) = cause.downcast_ref::<Error>() {
             return match e {
                 Error::NotPrivileged { .. } => NOT_PRIVILEGED,

@@ -152,7 +152,7 @@ fn list_shows_carried_algorithms_and_the_kernels() {
 #[test]
 fn trace_rejects_a_zero_interval() {
     let o = cctl(&["trace", "--interval-ms", "0"]);
-    assert_ne!(o.status.code(), Some(0));
+    assert_eq!(o.status.code(), Some(2));
     assert!(
         stderr(&o).contains("--interval-ms must be at least 1"),
         "{}",
@@ -249,4 +249,20 @@ fn trace_csv_has_a_header_and_rows_of_equal_width() {
     let rows: Vec<&str> = lines.collect();
     assert!(rows.len() >= 10, "only {} rows", rows.len());
     assert!(rows.iter().all(|r| r.split(',').count() == width));
+}
+
+#[test]
+fn default_refuses_an_unregistered_name_and_keeps_the_current_one() {
+    let before = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_congestion_control").unwrap();
+    let o = cctl(&["default", "bpf_htcp_nope"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("is not registered; registered: "),
+        "{}",
+        stderr(&o)
+    );
+    let after = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_congestion_control").unwrap();
+    assert_eq!(before, after);
+    let o = cctl(&["default"]);
+    assert_eq!(String::from_utf8_lossy(&o.stdout), before);
 }

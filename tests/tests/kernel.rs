@@ -224,3 +224,63 @@ fn an_orphan_of_a_crashed_run_is_removed() {
     assert!(removed.contains(&name.to_string()), "{removed:?}");
     assert!(!available().contains(&name.to_string()));
 }
+
+#[test]
+fn a_stalled_consumer_makes_the_kernel_count_ring_buffer_drops() {
+    use std::io::{Read, Write};
+    let _k = KERNEL.lock().unwrap_or_else(|e| e.into_inner());
+    require_root();
+    const P: u16 = 5398;
+    let mut trace = Trace::start(TraceConfig {
+        interval: Duration::from_micros(1),
+        port: Some(P),
+        cc: None,
+    })
+    .expect("collector attaches");
+    let listener = std::net::TcpListener::bind(("127.0.0.1", P)).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let rx = std::thread::spawn(move || {
+        let mut readers = Vec::new();
+        for s in listener.incoming().take(4) {
+            let mut s = s.unwrap();
+            readers.push(std::thread::spawn(move || {
+                let mut buf = vec![0u8; 1 << 16];
+                while s.read(&mut buf).map(|n| n > 0).unwrap_or(false) {}
+            }));
+        }
+        readers.into_iter().for_each(|r| r.join().unwrap());
+    });
+    let senders: Vec<_> = (0..4)
+        .map(|_| {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let mut s = std::net::TcpStream::connect(("127.0.0.1", P)).unwrap();
+                let chunk = vec![0u8; 1 << 16];
+                while !stop.load(std::sync::atomic::Ordering::Relaxed)
+                    && s.write_all(&chunk).is_ok()
+                {}
+            })
+        })
+        .collect();
+    // Read nothing for 4 s: at tens of thousands of samples/s the 65,536-sample
+    // channel and then the 4 MiB ring buffer fill up.
+    std::thread::sleep(Duration::from_secs(4));
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    senders.into_iter().for_each(|s| s.join().unwrap());
+    rx.join().unwrap();
+    let queued = trace.drain().len() as u64;
+    let stats = trace.finish().expect("collector stops");
+    eprintln!("stalled consumer: {stats:?}, {queued} queued");
+    assert!(
+        stats.dropped > 0,
+        "no drops counted with a stalled consumer: {stats:?}"
+    );
+    assert!(
+        queued > 0 && stats.samples >= queued,
+        "{queued} queued, {stats:?}"
+    );
+    assert!(
+        stats.kernel_emitted >= stats.samples,
+        "user space got more than the kernel wrote: {stats:?}"
+    );
+}

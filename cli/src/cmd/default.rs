@@ -1,9 +1,9 @@
 //! `cctl default`: show or set the network namespace's default congestion control.
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 use cctl_loader::{algos, kernel};
 
-use crate::exit;
+use crate::exit::{self, usage};
 
 /// Arguments of `cctl default`.
 #[derive(Debug, clap::Args)]
@@ -35,7 +35,7 @@ pub fn run(args: Args) -> Result<i32> {
                 )
             })
             .unwrap_or_default();
-        bail!(
+        usage!(
             "'{name}' is not registered; registered: {}{hint}",
             available.join(" ")
         );

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use cctl_bench::flows::{run_bulk_flows, FlowResult, FlowSpec};
 use cctl_bench::testbed::{remove_leftovers, PathSpec, Testbed};
 use cctl_loader::collector::{Trace, TraceConfig};
@@ -17,7 +17,7 @@ use cctl_loader::sample::Sample;
 use cctl_loader::summary::{summarize, FlowSummary};
 use cctl_loader::{algos, kernel};
 
-use crate::exit;
+use crate::exit::{self, usage};
 
 /// Prefix of every namespace the demo creates.
 pub const PREFIX: &str = "cctl-demo";
@@ -105,25 +105,25 @@ fn fmt_betas(betas: &[Option<f64>]) -> String {
 /// Runs `cctl demo`.
 pub fn run(args: Args) -> Result<i32> {
     if !(args.duration_s > 0.0 && args.duration_s <= 3600.0) {
-        bail!(
+        usage!(
             "--duration-s must be in (0, 3600] s, got {}",
             args.duration_s
         );
     }
     if !(args.second_start_s >= 0.0 && args.second_start_s < args.duration_s) {
-        bail!(
+        usage!(
             "--second-start-s must be in [0, duration) s, got {}",
             args.second_start_s
         );
     }
     if !(1..=10_000).contains(&args.rate_mbit) {
-        bail!(
+        usage!(
             "--rate-mbit must be in [1, 10000] Mbit/s, got {}",
             args.rate_mbit
         );
     }
     if !(2..=100_000).contains(&args.queue_pkts) {
-        bail!(
+        usage!(
             "--queue-pkts must be in [2, 100000] packets, got {}",
             args.queue_pkts
         );

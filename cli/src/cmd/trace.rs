@@ -3,11 +3,11 @@
 use std::io::Write;
 use std::time::Duration;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use cctl_loader::collector::{Trace, TraceConfig};
 use cctl_loader::sample::Sample;
 
-use crate::exit;
+use crate::exit::{self, usage};
 
 /// Arguments of `cctl trace`.
 #[derive(Debug, clap::Args)]
@@ -100,11 +100,11 @@ impl Output {
 /// Runs `cctl trace`.
 pub fn run(args: Args) -> Result<i32> {
     if args.interval_ms == 0 {
-        bail!("--interval-ms must be at least 1 (ms)");
+        usage!("--interval-ms must be at least 1 (ms)");
     }
     if let Some(d) = args.duration_s {
         if !(d > 0.0 && d.is_finite()) {
-            bail!("--duration-s must be a positive number of seconds, got {d}");
+            usage!("--duration-s must be a positive number of seconds, got {d}");
         }
     }
     let cfg = TraceConfig {
