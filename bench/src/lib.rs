@@ -1,9 +1,11 @@
 //! cctl's benchmark building blocks: a network-namespace testbed and a bulk TCP flow generator.
 //!
-//! [`testbed`] builds a two-namespace veth path whose sender egress is a `tbf` rate limiter
-//! with a drop-tail `pfifo` queue (the bottleneck); [`flows`] runs bulk TCP flows across it
+//! [`testbed`] builds a sender → router → receiver veth path whose router egress is a `tbf`
+//! rate limiter with a drop-tail `pfifo` queue (the bottleneck); [`flows`] runs bulk TCP flows across it
 //! on threads that have joined the namespaces, with a chosen congestion control per flow.
 //! Both need root (CAP_NET_ADMIN + CAP_SYS_ADMIN).
+
+#![warn(missing_docs)]
 
 pub mod flows;
 pub mod testbed;

@@ -7,53 +7,95 @@ use std::path::PathBuf;
 pub enum Error {
     /// The caller lacks the privileges BPF struct_ops needs.
     #[error("{action} needs root (or CAP_BPF + CAP_NET_ADMIN + CAP_SYS_ADMIN); run with sudo")]
-    NotPrivileged { action: String },
+    NotPrivileged {
+        /// What was attempted (`loading bpf_htcp`).
+        action: String,
+    },
 
     /// A kernel feature cctl relies on is missing.
     #[error("the running kernel lacks {feature}: {hint}")]
-    MissingFeature { feature: String, hint: String },
+    MissingFeature {
+        /// The feature (`BTF (/sys/kernel/btf/vmlinux)`).
+        feature: String,
+        /// What provides it.
+        hint: String,
+    },
 
     /// `cctl load X` with an X this binary does not carry.
     #[error("unknown algorithm '{name}'; available: {available}")]
-    UnknownAlgorithm { name: String, available: String },
+    UnknownAlgorithm {
+        /// What was asked for.
+        name: String,
+        /// Comma-separated keys of the carried algorithms.
+        available: String,
+    },
 
     /// A congestion-control name the kernel would reject or that is unsafe.
     #[error("invalid congestion-control name '{name}': {reason} (allowed: 1-15 characters of [A-Za-z0-9_.])")]
-    InvalidName { name: String, reason: String },
+    InvalidName {
+        /// The refused name.
+        name: String,
+        /// What is wrong with it.
+        reason: String,
+    },
 
     /// The name is already registered in the kernel, by cctl or by someone else.
     #[error("congestion control '{name}' {detail}")]
-    NameTaken { name: String, detail: String },
+    NameTaken {
+        /// The name.
+        name: String,
+        /// By whom it is taken and what to do.
+        detail: String,
+    },
 
     /// `cctl unload X` for an X that cctl did not load.
     #[error("'{name}' {detail}")]
-    NotOurs { name: String, detail: String },
+    NotOurs {
+        /// The name.
+        name: String,
+        /// Why it cannot be unloaded, and what to do.
+        detail: String,
+    },
 
     /// An unknown `--param` key.
     #[error("unknown parameter '{key}' for {algo}; valid parameters:\n{valid}")]
     UnknownParam {
+        /// Algorithm key.
         algo: String,
+        /// The unknown key.
         key: String,
+        /// Table of valid keys with units, ranges and defaults.
         valid: String,
     },
 
     /// A `--param` value that does not parse or is out of range.
     #[error("parameter '{key}' of {algo}: {reason}; expected {expected}")]
     BadParamValue {
+        /// Algorithm key.
         algo: String,
+        /// Parameter key.
         key: String,
+        /// What is wrong with the value.
         reason: String,
+        /// The allowed values with unit.
         expected: String,
     },
 
     /// A combination of parameters the algorithm forbids.
     #[error("parameters of {algo}: {reason}")]
-    BadParamCombination { algo: String, reason: String },
+    BadParamCombination {
+        /// Algorithm key.
+        algo: String,
+        /// Which parameters conflict, and how.
+        reason: String,
+    },
 
     /// A libbpf operation failed.
     #[error("{context}: {source}")]
     Bpf {
+        /// What cctl was doing.
         context: String,
+        /// libbpf's error (the verifier log is printed by libbpf before it).
         #[source]
         source: libbpf_rs::Error,
     },
@@ -61,8 +103,11 @@ pub enum Error {
     /// A file-system or system-call operation failed.
     #[error("{context} ({path}): {source}")]
     Io {
+        /// What cctl was doing.
         context: String,
+        /// The file involved.
         path: PathBuf,
+        /// The system error.
         #[source]
         source: std::io::Error,
     },

@@ -2,6 +2,8 @@
 //! them as BPF struct_ops congestion controls, kernel probes, and the collector
 //! that streams per-flow samples from a BPF ring buffer.
 
+#![warn(missing_docs)]
+
 pub mod algos;
 pub mod collector;
 pub mod error;

@@ -24,12 +24,18 @@ const INFINITE_SSTHRESH: u32 = 0x7fff_ffff;
 /// TCP congestion-avoidance state (`icsk_ca_state`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub enum CaState {
+    /// Normal operation.
     Open,
+    /// SACKs or duplicate ACKs seen, no loss inferred yet.
     Disorder,
+    /// Window reduced for ECN or a local congestion signal.
     #[serde(rename = "CWR")]
     Cwr,
+    /// Fast retransmit / fast recovery.
     Recovery,
+    /// Retransmission timeout.
     Loss,
+    /// A value this version does not know.
     Unknown,
 }
 
@@ -59,12 +65,17 @@ pub struct Sample {
     pub ts_ns: u64,
     /// Socket cookie (stable per connection).
     pub cookie: u64,
+    /// Local address.
     pub saddr: IpAddr,
+    /// Local port.
     pub sport: u16,
+    /// Remote address.
     pub daddr: IpAddr,
+    /// Remote port.
     pub dport: u16,
     /// Congestion-control name of the socket.
     pub cc: String,
+    /// Congestion-avoidance state.
     pub ca_state: CaState,
     /// Emitted because the CA state changed (not because the interval elapsed).
     pub state_change: bool,

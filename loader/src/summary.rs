@@ -20,9 +20,13 @@ pub struct Backoff {
 /// Summary of one flow (one socket cookie).
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct FlowSummary {
+    /// Socket cookie.
     pub cookie: u64,
+    /// Local port.
     pub sport: u16,
+    /// Remote port.
     pub dport: u16,
+    /// Congestion control (of the last sample).
     pub cc: String,
     /// Number of samples.
     pub samples: usize,
