@@ -78,7 +78,7 @@ pub fn spawn_in_netns<T: Send + 'static>(
 }
 
 /// One bulk flow to run.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct FlowSpec {
     /// Caller's identifier, copied into the [`FlowResult`].
     pub id: usize,
@@ -88,6 +88,11 @@ pub struct FlowSpec {
     pub start: Duration,
     /// When the flow stops writing, after the run's t0 (it then drains and closes).
     pub stop: Duration,
+    /// Index of the testbed sender (namespace) the flow starts from; 0 is the first.
+    pub sender: usize,
+    /// Fixed transfer size in bytes: the flow stops once it has written this much (or at
+    /// `stop`, whichever comes first). `None`: bulk until `stop`.
+    pub size_bytes: Option<u64>,
 }
 
 /// What one flow did.
@@ -99,6 +104,8 @@ pub struct FlowResult {
     pub cc: String,
     /// The sender's ephemeral port, 0 if it never connected; matches trace samples to flows.
     pub local_port: u16,
+    /// The sender's address (unspecified if it never connected).
+    pub local_ip: std::net::Ipv4Addr,
     /// Bytes the receiver read from this flow, in bytes.
     pub bytes: u64,
     /// When the connection was established (or the flow gave up), after t0.
@@ -161,6 +168,11 @@ pub fn run_bulk_flows_observed(
     let Some(last_stop) = flows.iter().map(|f| f.stop).max() else {
         return Ok(Vec::new());
     };
+    for f in flows {
+        if f.sender >= bed.senders() {
+            bail!("flow {}: sender {} does not exist (the testbed has {})", f.id, f.sender, bed.senders());
+        }
+    }
     let dst = SocketAddrV4::new(bed.receiver_addr(), port);
     let listen = move || -> io::Result<TcpListener> {
         let listener = TcpListener::bind(dst)?; // std sets SO_REUSEADDR
@@ -196,7 +208,7 @@ pub fn run_bulk_flows_observed(
         let flow_c = flow.clone();
         let halt = [Arc::clone(&stop), Arc::clone(&abort)];
         let on_started = Arc::clone(&on_started);
-        let spawned = spawn_in_netns(bed.sender_ns(), move || {
+        let spawned = spawn_in_netns(bed.sender_ns_at(flow.sender), move || {
             send_flow(&flow_c, dst, t0, &halt, &*on_started)
         });
         match spawned {
@@ -222,9 +234,9 @@ pub fn run_bulk_flows_observed(
         .iter()
         .zip(outcomes)
         .map(|(flow, out)| {
-            let got = out.local_port.and_then(|p| received.remove(&p));
+            let got = out.local.and_then(|a| received.remove(&a));
             let mut error = out.error;
-            let ended = match (&got, out.local_port) {
+            let ended = match (&got, out.local) {
                 (Some(r), _) => {
                     if error.is_none() {
                         error = r.error.clone();
@@ -241,7 +253,8 @@ pub fn run_bulk_flows_observed(
             FlowResult {
                 id: flow.id,
                 cc: flow.cc.clone(),
-                local_port: out.local_port.unwrap_or(0),
+                local_port: out.local.map_or(0, |a| a.port()),
+                local_ip: out.local.map_or(std::net::Ipv4Addr::UNSPECIFIED, |a| *a.ip()),
                 bytes: got.map_or(0, |r| r.bytes),
                 started: out.started,
                 ended,
@@ -260,7 +273,7 @@ fn join_io<T>(handle: JoinHandle<io::Result<T>>) -> io::Result<T> {
 
 /// What a sender thread saw.
 struct SenderOutcome {
-    local_port: Option<u16>,
+    local: Option<SocketAddrV4>,
     /// Connection established (or gave up), after t0.
     started: Duration,
     /// Sender finished (drained or gave up), after t0.
@@ -272,7 +285,7 @@ impl SenderOutcome {
     fn failed(t0: Instant, error: String) -> SenderOutcome {
         let now = t0.elapsed();
         SenderOutcome {
-            local_port: None,
+            local: None,
             started: now,
             finished: now,
             error: Some(error),
@@ -321,18 +334,19 @@ fn send_flow(
         return fail(format!("connecting to {dst}: {e}"));
     }
     let started = t0.elapsed();
-    let local_port = match socket.local_addr().map(|a| a.as_socket().map(|a| a.port())) {
-        Ok(Some(p)) => p,
+    let local = match socket.local_addr().map(|a| a.as_socket()) {
+        Ok(Some(SocketAddr::V4(a))) => a,
+        Ok(Some(SocketAddr::V6(_))) => return fail("the socket has an IPv6 local address".into()),
         Ok(None) => return fail("the socket has no IP local address".into()),
         Err(e) => return fail(format!("reading the local address: {e}")),
     };
     let mut out = SenderOutcome {
-        local_port: Some(local_port),
+        local: Some(local),
         started,
         finished: started,
         error: None,
     };
-    on_started(flow.id, local_port);
+    on_started(flow.id, local.port());
 
     let io_timeout = Some(Duration::from_millis(IO_TIMEOUT_MS));
     let mut stream: TcpStream = socket.into();
@@ -343,9 +357,11 @@ fn send_flow(
         out.error = Some(format!("setting socket timeouts: {e}"));
     }
     let chunk = vec![0x5a_u8; CHUNK_BYTES];
-    while out.error.is_none() && Instant::now() < stop_at && !halted() {
-        match stream.write(&chunk) {
-            Ok(_) => {}
+    let mut left = flow.size_bytes.unwrap_or(u64::MAX);
+    while out.error.is_none() && left > 0 && Instant::now() < stop_at && !halted() {
+        let n = chunk.len().min(usize::try_from(left).unwrap_or(usize::MAX));
+        match stream.write(&chunk[..n]) {
+            Ok(w) => left -= w as u64,
             Err(e) if is_timeout(&e) || e.kind() == io::ErrorKind::Interrupted => {}
             Err(e) => out.error = Some(format!("sending: {e}")),
         }
@@ -379,6 +395,17 @@ fn wait_for_close(stream: &mut TcpStream, deadline: Instant) -> Result<(), Strin
     }
 }
 
+/// The IPv4 form of a peer address (the testbed is IPv4-only).
+fn v4(a: SocketAddr) -> SocketAddrV4 {
+    match a {
+        SocketAddr::V4(a) => a,
+        SocketAddr::V6(a) => SocketAddrV4::new(
+            a.ip().to_ipv4_mapped().unwrap_or(std::net::Ipv4Addr::UNSPECIFIED),
+            a.port(),
+        ),
+    }
+}
+
 /// What the receiver saw on one connection.
 struct Received {
     bytes: u64,
@@ -394,7 +421,7 @@ fn receive_all(
     t0: Instant,
     deadline: Instant,
     senders_done: &AtomicBool,
-) -> HashMap<u16, Received> {
+) -> HashMap<SocketAddrV4, Received> {
     let mut readers = Vec::new();
     while !senders_done.load(Ordering::Relaxed) && Instant::now() < deadline {
         match listener.accept() {
@@ -403,8 +430,8 @@ fn receive_all(
                     .name(format!("bulk rx {}", peer.port()))
                     .spawn(move || receive_one(stream, t0, deadline));
                 match spawned {
-                    Ok(h) => readers.push((peer.port(), Some(h))),
-                    Err(_) => readers.push((peer.port(), None)),
+                    Ok(h) => readers.push((v4(peer), Some(h))),
+                    Err(_) => readers.push((v4(peer), None)),
                 }
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => thread::sleep(poll()),
@@ -517,6 +544,7 @@ mod tests {
             id: 0,
             cc: "cubic".into(),
             local_port: 40000,
+            local_ip: std::net::Ipv4Addr::UNSPECIFIED,
             bytes,
             started: Duration::from_millis(started_ms),
             ended: Duration::from_millis(ended_ms),
@@ -555,10 +583,8 @@ mod tests {
              run `cargo test -p cctl-bench` as root, as CI does"
         );
         let spec = PathSpec {
-            prefix: "cctl-bt".into(),
-            rate_mbit: 20,
-            queue_pkts: 100,
             subnet_octet: 201,
+            ..PathSpec::new("cctl-bt", 20, 100)
         };
         let bed = Testbed::create(&spec).expect("creating the testbed");
         let flows = [
@@ -567,6 +593,7 @@ mod tests {
                 cc: "cubic".into(),
                 start: Duration::ZERO,
                 stop: Duration::from_secs(4),
+                ..Default::default()
             },
             // A CC the kernel does not know fails alone, with the name in its error.
             FlowSpec {
@@ -574,6 +601,7 @@ mod tests {
                 cc: "cctl_no_such".into(),
                 start: Duration::ZERO,
                 stop: Duration::from_secs(1),
+                ..Default::default()
             },
         ];
         let started = Instant::now();
@@ -609,5 +637,100 @@ mod tests {
             !netns_exists(&snd) && !netns_exists(&rcv) && !netns_exists(&rtr),
             "namespaces left behind"
         );
+    }
+}
+
+#[cfg(test)]
+mod dumbbell_tests {
+    use super::*;
+    use crate::testbed::{netem_available, AccessSpec, PathSpec, Testbed, TestbedError};
+
+    fn require_root() {
+        assert!(
+            nix::unistd::geteuid().is_root(),
+            "this test builds network namespaces and needs root; run it as root, as CI does"
+        );
+    }
+
+    #[test]
+    fn two_senders_share_the_bottleneck_from_their_own_namespaces() {
+        require_root();
+        let mut spec = PathSpec { subnet_octet: 202, ..PathSpec::new("cctl-bt2", 20, 100) };
+        spec.senders.push(AccessSpec::default());
+        let bed = Testbed::create(&spec).expect("creating the dumbbell");
+        assert_eq!(bed.senders(), 2);
+        let flows: Vec<FlowSpec> = (0..2)
+            .map(|i| FlowSpec {
+                id: i,
+                cc: "reno".into(),
+                start: Duration::ZERO,
+                stop: Duration::from_secs(5),
+                sender: i,
+                size_bytes: None,
+            })
+            .collect();
+        let results = run_bulk_flows(&bed, 5202, &flows, Arc::new(AtomicBool::new(false))).unwrap();
+        for (i, r) in results.iter().enumerate() {
+            assert!(r.error.is_none(), "flow {i}: {:?}", r.error);
+            assert_eq!(r.local_ip, bed.sender_addr_at(i));
+        }
+        let total: f64 = results.iter().map(FlowResult::mean_throughput_bps).sum();
+        assert!(total > 15e6 && total < 21e6, "aggregate {total} bit/s");
+        assert!(results.iter().all(|r| r.mean_throughput_bps() > 3e6), "a flow starved: {results:?}");
+        bed.destroy().unwrap();
+    }
+
+    #[test]
+    fn a_fixed_size_transfer_delivers_exactly_its_size() {
+        require_root();
+        let spec = PathSpec { subnet_octet: 203, ..PathSpec::new("cctl-bt3", 50, 100) };
+        let bed = Testbed::create(&spec).unwrap();
+        let flows = [FlowSpec {
+            id: 0,
+            cc: "cubic".into(),
+            start: Duration::ZERO,
+            stop: Duration::from_secs(20),
+            sender: 0,
+            size_bytes: Some(3_000_000),
+        }];
+        let r = &run_bulk_flows(&bed, 5203, &flows, Arc::new(AtomicBool::new(false))).unwrap()[0];
+        assert!(r.error.is_none(), "{:?}", r.error);
+        assert_eq!(r.bytes, 3_000_000);
+        // 24 Mbit at ≤ 50 Mbit/s takes at least ~0.5 s and far less than the 20 s stop.
+        let secs = r.ended.saturating_sub(r.started).as_secs_f64();
+        assert!(secs > 0.45 && secs < 10.0, "completion {secs} s");
+        bed.destroy().unwrap();
+    }
+
+    #[test]
+    fn delay_needs_netem_and_gives_the_configured_rtt_where_present() {
+        require_root();
+        let mut spec = PathSpec { subnet_octet: 204, ..PathSpec::new("cctl-bt4", 20, 100) };
+        spec.senders[0].rtt_ms = 40.0;
+        match Testbed::create(&spec) {
+            Err(TestbedError::NoNetem(msg)) => {
+                assert!(!netem_available(), "NoNetem although netem works: {msg}");
+                assert!(!crate::testbed::netns_exists("cctl-bt4-snd1"), "left a namespace behind");
+            }
+            Err(e) => panic!("unexpected error: {e}"),
+            Ok(bed) => {
+                assert!(netem_available());
+                let addr = bed.receiver_addr().to_string();
+                let out = std::process::Command::new("ip")
+                    .args(["netns", "exec", bed.sender_ns(), "ping", "-c", "3", "-i", "0.2", &addr])
+                    .output()
+                    .expect("ping runs");
+                let text = String::from_utf8_lossy(&out.stdout);
+                let avg: f64 = text
+                    .lines()
+                    .find(|l| l.contains("min/avg/max"))
+                    .and_then(|l| l.split('=').nth(1))
+                    .and_then(|v| v.trim().split('/').nth(1))
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or_else(|| panic!("no ping summary in {text}"));
+                assert!((39.0..60.0).contains(&avg), "RTT {avg} ms for a 40 ms path");
+                bed.destroy().unwrap();
+            }
+        }
     }
 }

@@ -1,23 +1,30 @@
-//! A sender → router → receiver veth path whose router egress towards the receiver is a
-//! tbf rate limiter over a drop-tail pfifo: the papers' dumbbell with one sender.
+//! A dumbbell in network namespaces: N senders, each with its own veth access link to a
+//! router namespace, whose egress towards the receiver namespace is the bottleneck — a tbf
+//! rate limiter over a drop-tail pfifo. Optional per-sender propagation delay and random
+//! loss use netem (spec benchmarks.md §7.1).
 //!
 //! ```text
-//!   netns <prefix>-snd          netns <prefix>-rtr                       netns <prefix>-rcv
-//!   10.77.X.1/25 <s>s0 ==== <s>a0 10.77.X.126/25
-//!                               10.77.X.254/25 <s>b0 ==== <s>r0 10.77.X.129/25
-//!                                 egress of <s>b0: tbf rate R (1:) -> pfifo limit Q (10:)
+//!   <prefix>-snd1  10.80.X.1 <s>s0 ==== <s>a0 10.80.X.254 ┐
+//!   <prefix>-snd2  10.81.X.1 <s>s1 ==== <s>a1 10.81.X.254 ├ <prefix>-rtr  10.77.X.254 <s>b0 ==== <s>r0 10.77.X.129  <prefix>-rcv
+//!   ...                                                   ┘                egress of <s>b0: tbf rate R (1:) -> pfifo limit Q (10:)
+//!   delay: netem delay RTT on <s>a<i> egress (the ACK path), limit well above the BDP
+//!   loss:  netem loss random p on <s>s<i> egress (the forward data path, before the bottleneck)
 //! ```
 //!
-//! The bottleneck sits in its own namespace, not on the sender's egress, on purpose: a
-//! packet queued in the sender's own qdisc still counts against its socket's TCP Small
-//! Queues budget, which throttles a flow to a couple of packets in the queue once another
-//! flow fills it (seen: a second H-TCP flow stuck at 1.3 Mbit/s of 20). Crossing into the
-//! router namespace orphans the packet, as a real router's queue does.
+//! Where netem goes, and why: a packet held in the sender's own qdisc still counts against
+//! its socket's TCP Small Queues budget, which throttles the flow (seen: a second H-TCP flow
+//! held at 1.3 Mbit/s of 20 when the bottleneck sat on the sender's egress). So the
+//! bottleneck and the delay live in the router namespace — crossing into it orphans the
+//! packet, as a real router does — and the delay is applied to the ACKs, away from the
+//! bottleneck queue, so netem's own queue neither buffers nor drops data. Random loss at
+//! the sender's egress never queues (netem without delay forwards at once), and netem
+//! reports it to TCP as sent, like a loss on the wire.
 //!
 //! Everything is built with iproute2 (`ip`, `tc`) and `ethtool`, as Mininet and flent do; a
 //! failing command is reported with its full command line and its stderr verbatim.
-//! Offloads (TSO, GSO, GRO) are turned off on both veth ends so that the bottleneck queue holds
-//! MTU-sized packets and `queue_pkts` means what it says.
+//! Offloads (TSO, GSO, GRO) are off on every veth end so that the bottleneck queue holds
+//! MTU-sized packets and `queue_pkts` means what it says. Each sender and the receiver get
+//! the sysctls of §7.2 (no metrics cache, large socket buffers, no slow start after idle).
 
 use std::fmt;
 use std::net::Ipv4Addr;
@@ -39,35 +46,56 @@ pub const PREFIX_MAX: usize = 64;
 /// header, in bytes (what `tc` counts per packet once offloads are off).
 pub const FRAME_BYTES: u32 = 1514;
 
-/// What the bottleneck path looks like.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+/// One sender's access link to the router.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+pub struct AccessSpec {
+    /// Round-trip propagation delay added on this sender's path, in ms (netem on the ACK
+    /// path); 0 = none (no netem).
+    pub rtt_ms: f64,
+    /// Random per-packet loss probability on this sender's forward path, in [0, 1); 0 = none.
+    pub loss: f64,
+}
+
+/// What the dumbbell looks like.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PathSpec {
-    /// Name prefix: the namespaces are `<prefix>-snd`, `<prefix>-rtr` and `<prefix>-rcv`. Up to
-    /// [`PREFIX_MAX`] characters of `[A-Za-z0-9._-]`, not starting with `-` or `.`.
+    /// Name prefix: the namespaces are `<prefix>-snd1..N`, `<prefix>-rtr` and `<prefix>-rcv`.
+    /// Up to [`PREFIX_MAX`] characters of `[A-Za-z0-9._-]`, not starting with `-` or `.`.
     pub prefix: String,
     /// Bottleneck rate (the tbf token rate), in Mbit/s (10^6 bit/s).
     pub rate_mbit: u32,
     /// Drop-tail queue length at the bottleneck, in packets (the child `pfifo limit`).
     pub queue_pkts: u32,
-    /// Third octet of the path's subnet `10.77.<subnet_octet>.0/24`: the sender is `.1`, the
-    /// receiver `.129`, the router `.126` and `.254`. Give concurrent testbeds different octets.
+    /// Third octet of every subnet: sender i is `10.(80+i).X.1`, the receiver `10.77.X.129`,
+    /// the router `.254` on each link. Give concurrent testbeds different octets.
     pub subnet_octet: u8,
+    /// The senders' access links, at least one, at most [`MAX_SENDERS`].
+    pub senders: Vec<AccessSpec>,
 }
 
+/// Most senders a testbed can have (subnets 10.80.X.0 to 10.179.X.0, two-digit device suffixes).
+pub const MAX_SENDERS: usize = 100;
+
 impl PathSpec {
-    /// A spec with subnet `10.77.0.0/24`; rate in Mbit/s, queue in packets.
+    /// One sender without delay or loss, subnet octet 0; rate in Mbit/s, queue in packets.
     pub fn new(prefix: impl Into<String>, rate_mbit: u32, queue_pkts: u32) -> PathSpec {
         PathSpec {
             prefix: prefix.into(),
             rate_mbit,
             queue_pkts,
             subnet_octet: 0,
+            senders: vec![AccessSpec::default()],
         }
     }
 
-    /// Name of the sender's network namespace, `<prefix>-snd`.
+    /// Name of the first sender's network namespace, `<prefix>-snd1`.
     pub fn sender_ns(&self) -> String {
-        format!("{}-snd", self.prefix)
+        self.sender_ns_at(0)
+    }
+
+    /// Name of sender `i`'s network namespace (0-based), `<prefix>-snd<i+1>`.
+    pub fn sender_ns_at(&self, i: usize) -> String {
+        format!("{}-snd{}", self.prefix, i + 1)
     }
 
     /// Name of the receiver's network namespace, `<prefix>-rcv`.
@@ -80,9 +108,19 @@ impl PathSpec {
         format!("{}-rtr", self.prefix)
     }
 
-    /// Router's veth end towards the sender.
-    pub fn router_sender_side_dev(&self) -> String {
-        format!("{}a0", short_name(&self.prefix))
+    /// Sender `i`'s veth end (in its namespace), at most [`IFNAME_MAX`] bytes.
+    pub fn sender_dev_at(&self, i: usize) -> String {
+        format!("{}s{i}", short_name(&self.prefix))
+    }
+
+    /// The first sender's veth end.
+    pub fn sender_dev(&self) -> String {
+        self.sender_dev_at(0)
+    }
+
+    /// Router's veth end towards sender `i`; its egress carries the ACK-path delay.
+    pub fn router_access_dev(&self, i: usize) -> String {
+        format!("{}a{i}", short_name(&self.prefix))
     }
 
     /// Router's veth end towards the receiver; its egress is the bottleneck.
@@ -90,24 +128,29 @@ impl PathSpec {
         format!("{}b0", short_name(&self.prefix))
     }
 
-    /// Sender's veth end (in the sender namespace), at most [`IFNAME_MAX`] bytes.
-    pub fn sender_dev(&self) -> String {
-        format!("{}s0", short_name(&self.prefix))
-    }
-
-    /// Receiver's veth end (in the receiver namespace), at most [`IFNAME_MAX`] bytes.
+    /// Receiver's veth end (in the receiver namespace).
     pub fn receiver_dev(&self) -> String {
         format!("{}r0", short_name(&self.prefix))
     }
 
-    /// Sender's address, `10.77.<subnet_octet>.1`.
+    /// Sender `i`'s address, `10.(80+i).<subnet_octet>.1`.
+    pub fn sender_addr_at(&self, i: usize) -> Ipv4Addr {
+        Ipv4Addr::new(10, 80 + i as u8, self.subnet_octet, 1)
+    }
+
+    /// The first sender's address.
     pub fn sender_addr(&self) -> Ipv4Addr {
-        Ipv4Addr::new(10, 77, self.subnet_octet, 1)
+        self.sender_addr_at(0)
     }
 
     /// Receiver's address, `10.77.<subnet_octet>.129`.
     pub fn receiver_addr(&self) -> Ipv4Addr {
         Ipv4Addr::new(10, 77, self.subnet_octet, 129)
+    }
+
+    /// Whether building this path needs sch_netem (some sender has a delay or loss).
+    pub fn needs_netem(&self) -> bool {
+        self.senders.iter().any(|a| a.rtt_ms > 0.0 || a.loss > 0.0)
     }
 
     /// tbf bucket size, in bytes: one millisecond at the bottleneck rate, but at least two
@@ -121,6 +164,14 @@ impl PathSpec {
         per_ms
             .max(2 * u64::from(FRAME_BYTES))
             .min(u64::from(u32::MAX)) as u32
+    }
+
+    /// netem queue limit for sender `i`'s delay line, in packets: well above what one RTT
+    /// of ACKs and data at the bottleneck rate can fill (4 × BDP, at least 1000).
+    pub fn netem_limit(&self, i: usize) -> u64 {
+        let rtt_s = self.senders[i].rtt_ms / 1000.0;
+        let bdp = f64::from(self.rate_mbit) * 1e6 * rtt_s / (1500.0 * 8.0);
+        ((4.0 * bdp).ceil() as u64).max(1000)
     }
 
     /// Checks the spec before anything is created.
@@ -147,17 +198,28 @@ impl PathSpec {
         if self.queue_pkts == 0 {
             return bad("queue_pkts must be at least 1 packet".into());
         }
+        if self.senders.is_empty() || self.senders.len() > MAX_SENDERS {
+            return bad(format!("senders must number 1 to {MAX_SENDERS}, got {}", self.senders.len()));
+        }
+        for (i, a) in self.senders.iter().enumerate() {
+            if !(a.rtt_ms >= 0.0 && a.rtt_ms <= 60_000.0) {
+                return bad(format!("senders[{i}].rtt_ms must be in [0, 60000] ms, got {}", a.rtt_ms));
+            }
+            if !(a.loss >= 0.0 && a.loss < 1.0) {
+                return bad(format!("senders[{i}].loss must be in [0, 1), got {}", a.loss));
+            }
+        }
         Ok(())
     }
 }
 
-/// A deterministic stem for interface names, at most `IFNAME_MAX - 2` bytes, so that
-/// `<stem>s0` and `<stem>r0` fit the kernel's limit.
+/// A deterministic stem for interface names, at most `IFNAME_MAX - 3` bytes, so that
+/// `<stem>s99` and `<stem>r0` fit the kernel's limit.
 ///
-/// A prefix that fits is used as is; a longer one keeps its first 7 bytes and appends 6 hex
+/// A prefix that fits is used as is; a longer one keeps its first 6 bytes and appends 6 hex
 /// digits of its FNV-1a hash, so different long prefixes still get different names.
 fn short_name(prefix: &str) -> String {
-    const STEM_MAX: usize = IFNAME_MAX - 2;
+    const STEM_MAX: usize = IFNAME_MAX - 3;
     if prefix.len() <= STEM_MAX {
         return prefix.to_string();
     }
@@ -194,6 +256,10 @@ pub enum TestbedError {
         /// Its stderr, verbatim.
         stderr: String,
     },
+    /// The running kernel has no sch_netem, which delay and random loss need.
+    #[error("the running kernel has no sch_netem (needed for delay and random loss): {0}; \
+             run the scenario in a VM with a netem-capable kernel (cctl bench does this by itself)")]
+    NoNetem(String),
     /// A tool's output could not be understood.
     #[error("parsing the output of `{command}`: {reason}")]
     Parse {
@@ -275,11 +341,9 @@ impl fmt::Display for QdiscStats {
 #[derive(Debug)]
 pub struct Testbed {
     spec: PathSpec,
-    sender_ns: String,
+    sender_ns: Vec<String>,
     router_ns: String,
     receiver_ns: String,
-    sender_dev: String,
-    receiver_dev: String,
     /// Set once the namespaces are gone, so that `Drop` does nothing.
     removed: bool,
 }
@@ -287,18 +351,19 @@ pub struct Testbed {
 impl Testbed {
     /// Builds the path described by `spec`; removes leftover namespaces of the same names
     /// first. All or nothing: on error, whatever was created has been removed again.
+    ///
+    /// Errors: [`TestbedError::InvalidSpec`]; [`TestbedError::NoNetem`] when the spec needs
+    /// delay or loss and the running kernel has no sch_netem; a failing `ip`/`tc`/`ethtool`.
     pub fn create(spec: &PathSpec) -> Result<Testbed, TestbedError> {
         spec.validate()?;
         let bed = Testbed {
             spec: spec.clone(),
-            sender_ns: spec.sender_ns(),
+            sender_ns: (0..spec.senders.len()).map(|i| spec.sender_ns_at(i)).collect(),
             router_ns: spec.router_ns(),
             receiver_ns: spec.receiver_ns(),
-            sender_dev: spec.sender_dev(),
-            receiver_dev: spec.receiver_dev(),
             removed: false,
         };
-        for ns in [&bed.sender_ns, &bed.router_ns, &bed.receiver_ns] {
+        for ns in bed.namespaces() {
             if netns_exists(ns) {
                 delete_netns(ns)?;
             }
@@ -308,52 +373,56 @@ impl Testbed {
         Ok(bed)
     }
 
+    fn namespaces(&self) -> impl Iterator<Item = &String> {
+        self.sender_ns.iter().chain([&self.router_ns, &self.receiver_ns])
+    }
+
     fn build(&self) -> Result<(), TestbedError> {
-        let (snd, rtr, rcv) = (&self.sender_ns, &self.router_ns, &self.receiver_ns);
-        let (sdev, rdev) = (&self.sender_dev, &self.receiver_dev);
-        let (adev, bdev) = (
-            self.spec.router_sender_side_dev(),
-            self.spec.bottleneck_dev(),
-        );
-        let (saddr, raddr) = (self.spec.sender_addr(), self.spec.receiver_addr());
-        let x = self.spec.subnet_octet;
-        let (gw_s, gw_r) = (format!("10.77.{x}.126"), format!("10.77.{x}.254"));
-        let (rate, queue) = (self.spec.rate_mbit, self.spec.queue_pkts);
-        let burst = self.spec.burst_bytes();
+        let spec = &self.spec;
+        let (rtr, rcv) = (&self.router_ns, &self.receiver_ns);
+        let (bdev, rdev) = (spec.bottleneck_dev(), spec.receiver_dev());
+        let x = spec.subnet_octet;
+        let (rate, queue) = (spec.rate_mbit, spec.queue_pkts);
+        let burst = spec.burst_bytes();
         // Names are validated to [A-Za-z0-9._-], so splitting these lines on spaces is exact.
-        for ns in [snd, rtr, rcv] {
+        for ns in self.namespaces() {
             run_words(&format!("ip netns add {ns}"))?;
-        }
-        // Create the pairs inside the namespaces directly: their names never touch the host's.
-        run_words(&format!(
-            "ip -n {snd} link add {sdev} type veth peer name {adev} netns {rtr}"
-        ))?;
-        run_words(&format!(
-            "ip -n {rtr} link add {bdev} type veth peer name {rdev} netns {rcv}"
-        ))?;
-        run_words(&format!("ip -n {snd} addr add {saddr}/25 dev {sdev}"))?;
-        run_words(&format!("ip -n {rtr} addr add {gw_s}/25 dev {adev}"))?;
-        run_words(&format!("ip -n {rtr} addr add {gw_r}/25 dev {bdev}"))?;
-        run_words(&format!("ip -n {rcv} addr add {raddr}/25 dev {rdev}"))?;
-        for (ns, dev) in [
-            (snd, sdev.as_str()),
-            (rtr, adev.as_str()),
-            (rtr, bdev.as_str()),
-            (rcv, rdev.as_str()),
-        ] {
-            run_words(&format!(
-                "ip netns exec {ns} ethtool -K {dev} tso off gso off gro off"
-            ))?;
-            run_words(&format!("ip -n {ns} link set {dev} up"))?;
-        }
-        for ns in [snd, rtr, rcv] {
             run_words(&format!("ip -n {ns} link set lo up"))?;
         }
-        run_words(&format!("ip -n {snd} route add default via {gw_s}"))?;
-        run_words(&format!("ip -n {rcv} route add default via {gw_r}"))?;
-        run_words(&format!(
-            "ip netns exec {rtr} sysctl -qw net.ipv4.ip_forward=1"
-        ))?;
+        for ns in self.sender_ns.iter().chain([rcv]) {
+            for sysctl in HOST_SYSCTLS {
+                run(&["ip", "netns", "exec", ns, "sysctl", "-qw", sysctl])?;
+            }
+        }
+        run_words(&format!("ip netns exec {rtr} sysctl -qw net.ipv4.ip_forward=1"))?;
+
+        // Receiver side: router <s>b0 10.77.X.254/25 <-> <s>r0 10.77.X.129/25.
+        run_words(&format!("ip -n {rtr} link add {bdev} type veth peer name {rdev} netns {rcv}"))?;
+        run_words(&format!("ip -n {rtr} addr add 10.77.{x}.254/25 dev {bdev}"))?;
+        run_words(&format!("ip -n {rcv} addr add {}/25 dev {rdev}", spec.receiver_addr()))?;
+        self.link_up(rtr, &bdev)?;
+        self.link_up(rcv, &rdev)?;
+        run_words(&format!("ip -n {rcv} route add default via 10.77.{x}.254"))?;
+
+        // Senders: <s>s<i> 10.(80+i).X.1/24 <-> router <s>a<i> 10.(80+i).X.254/24.
+        for (i, access) in spec.senders.iter().enumerate() {
+            let (snd, sdev, adev) = (&self.sender_ns[i], spec.sender_dev_at(i), spec.router_access_dev(i));
+            let net = format!("10.{}.{x}", 80 + i);
+            run_words(&format!("ip -n {snd} link add {sdev} type veth peer name {adev} netns {rtr}"))?;
+            run_words(&format!("ip -n {snd} addr add {net}.1/24 dev {sdev}"))?;
+            run_words(&format!("ip -n {rtr} addr add {net}.254/24 dev {adev}"))?;
+            self.link_up(snd, &sdev)?;
+            self.link_up(rtr, &adev)?;
+            run_words(&format!("ip -n {snd} route add default via {net}.254"))?;
+            if access.rtt_ms > 0.0 {
+                let limit = spec.netem_limit(i);
+                self.netem(rtr, &adev, &format!("delay {}us limit {limit}", (access.rtt_ms * 1000.0).round() as u64))?;
+            }
+            if access.loss > 0.0 {
+                self.netem(snd, &sdev, &format!("loss random {}%", fmt_percent(access.loss)))?;
+            }
+        }
+
         // `latency` only sizes tbf's default bfifo child, which the pfifo below replaces.
         run_words(&format!(
             "tc -n {rtr} qdisc add dev {bdev} root handle 1: tbf rate {rate}mbit burst {burst} \
@@ -365,14 +434,38 @@ impl Testbed {
         Ok(())
     }
 
+    fn link_up(&self, ns: &str, dev: &str) -> Result<(), TestbedError> {
+        run_words(&format!("ip netns exec {ns} ethtool -K {dev} tso off gso off gro off"))?;
+        run_words(&format!("ip -n {ns} link set {dev} up")).map(drop)
+    }
+
+    fn netem(&self, ns: &str, dev: &str, args: &str) -> Result<(), TestbedError> {
+        let line = format!("tc -n {ns} qdisc add dev {dev} root netem {args}");
+        match run_words(&line) {
+            Ok(_) => Ok(()),
+            Err(e) if !netem_available() => Err(TestbedError::NoNetem(e.to_string())),
+            Err(e) => Err(e),
+        }
+    }
+
     /// The spec this testbed was built from.
     pub fn spec(&self) -> &PathSpec {
         &self.spec
     }
 
-    /// Name of the sender's network namespace (`<prefix>-snd`).
+    /// Number of senders.
+    pub fn senders(&self) -> usize {
+        self.sender_ns.len()
+    }
+
+    /// Name of the first sender's network namespace (`<prefix>-snd1`).
     pub fn sender_ns(&self) -> &str {
-        &self.sender_ns
+        &self.sender_ns[0]
+    }
+
+    /// Name of sender `i`'s network namespace (0-based). Panics if `i >= senders()`.
+    pub fn sender_ns_at(&self, i: usize) -> &str {
+        &self.sender_ns[i]
     }
 
     /// Name of the receiver's network namespace (`<prefix>-rcv`).
@@ -385,19 +478,14 @@ impl Testbed {
         &self.router_ns
     }
 
-    /// The sender's veth end.
-    pub fn sender_dev(&self) -> &str {
-        &self.sender_dev
-    }
-
-    /// The receiver's veth end.
-    pub fn receiver_dev(&self) -> &str {
-        &self.receiver_dev
-    }
-
-    /// The sender's IPv4 address.
+    /// The first sender's IPv4 address.
     pub fn sender_addr(&self) -> Ipv4Addr {
         self.spec.sender_addr()
+    }
+
+    /// Sender `i`'s IPv4 address.
+    pub fn sender_addr_at(&self, i: usize) -> Ipv4Addr {
+        self.spec.sender_addr_at(i)
     }
 
     /// The receiver's IPv4 address.
@@ -405,29 +493,20 @@ impl Testbed {
         self.spec.receiver_addr()
     }
 
+    /// Random-loss drops netem made on sender `i`'s forward path so far, in packets (0
+    /// when that sender has no loss configured).
+    pub fn random_drops(&self, i: usize) -> Result<u64, TestbedError> {
+        if self.spec.senders[i].loss <= 0.0 {
+            return Ok(0);
+        }
+        let dev = self.spec.sender_dev_at(i);
+        qdisc_stats(&self.sender_ns[i], &dev).map(|q| q.drops)
+    }
+
     /// Counters of the bottleneck (root tbf on the router's veth towards the receiver), from
     /// `tc -n <rtr> -s -j qdisc show dev <dev>`.
     pub fn bottleneck_stats(&self) -> Result<QdiscStats, TestbedError> {
-        let dev = self.spec.bottleneck_dev();
-        let args = [
-            "tc",
-            "-n",
-            &self.router_ns,
-            "-s",
-            "-j",
-            "qdisc",
-            "show",
-            "dev",
-            &dev,
-        ];
-        let out = run(&args)?;
-        let parse_err = |reason: String| TestbedError::Parse {
-            command: args.join(" "),
-            reason,
-        };
-        QdiscStats::from_tc_json(&out)
-            .map_err(parse_err)?
-            .ok_or_else(|| parse_err("no root qdisc in the output".into()))
+        qdisc_stats(&self.router_ns, &self.spec.bottleneck_dev())
     }
 
     /// Removes the namespaces (and with them the veth pairs and their qdiscs). Tries all even
@@ -441,7 +520,7 @@ impl Testbed {
     /// Deletes whichever of the namespaces exist; returns the first error, if any.
     fn remove_namespaces(&self) -> Option<TestbedError> {
         let mut first = None;
-        for ns in [&self.sender_ns, &self.router_ns, &self.receiver_ns] {
+        for ns in self.namespaces() {
             if netns_exists(ns) {
                 if let Err(e) = delete_netns(ns) {
                     first.get_or_insert(e);
@@ -478,6 +557,54 @@ pub fn remove_leftovers(prefix: &str) -> Result<Vec<String>, TestbedError> {
         }
     }
     Ok(removed)
+}
+
+/// Root-qdisc counters of `dev` in namespace `ns`, from `tc -n <ns> -s -j qdisc show dev <dev>`.
+pub fn qdisc_stats(ns: &str, dev: &str) -> Result<QdiscStats, TestbedError> {
+    let args = ["tc", "-n", ns, "-s", "-j", "qdisc", "show", "dev", dev];
+    let out = run(&args)?;
+    let parse_err = |reason: String| TestbedError::Parse {
+        command: args.join(" "),
+        reason,
+    };
+    QdiscStats::from_tc_json(&out)
+        .map_err(parse_err)?
+        .ok_or_else(|| parse_err("no root qdisc in the output".into()))
+}
+
+/// Sysctls of benchmarks.md §7.2 set in every sender and receiver namespace.
+pub const HOST_SYSCTLS: &[&str] = &[
+    "net.ipv4.tcp_no_metrics_save=1",
+    "net.ipv4.tcp_sack=1",
+    "net.ipv4.tcp_timestamps=1",
+    "net.ipv4.tcp_ecn=0",
+    "net.ipv4.tcp_slow_start_after_idle=0",
+    "net.ipv4.tcp_rmem=4096 131072 67108864",
+    "net.ipv4.tcp_wmem=4096 16384 67108864",
+];
+
+/// A probability as a netem percentage without exponent (`5e-7` → `0.00005`).
+fn fmt_percent(p: f64) -> String {
+    let s = format!("{:.10}", p * 100.0);
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    if s.is_empty() { "0".into() } else { s.to_string() }
+}
+
+/// Whether the running kernel can attach sch_netem: tries it on a dummy device in a
+/// throw-away namespace (which is always removed). Cached for the process.
+pub fn netem_available() -> bool {
+    static VERDICT: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *VERDICT.get_or_init(|| {
+        let _ = Command::new("modprobe").args(["-q", "sch_netem"]).status();
+        let ns = format!("cctl-netem-probe-{}", std::process::id());
+        if run(&["ip", "netns", "add", &ns]).is_err() {
+            return false;
+        }
+        let ok = run(&["ip", "-n", &ns, "link", "add", "p0", "type", "dummy"]).is_ok()
+            && run(&["tc", "-n", &ns, "qdisc", "add", "dev", "p0", "root", "netem", "delay", "1ms"]).is_ok();
+        let _ = delete_netns(&ns);
+        ok
+    })
 }
 
 /// Names from `ip netns list`, whose lines look like `name` or `name (id: 3)`.
@@ -534,7 +661,10 @@ mod tests {
         let spec = PathSpec::new("cctl-demo", 20, 100);
         assert_eq!(spec.sender_dev(), "cctl-demos0");
         assert_eq!(spec.receiver_dev(), "cctl-demor0");
-        assert_eq!(spec.sender_ns(), "cctl-demo-snd");
+        assert_eq!(spec.sender_ns(), "cctl-demo-snd1");
+        assert_eq!(spec.sender_ns_at(2), "cctl-demo-snd3");
+        assert_eq!(spec.sender_dev_at(11), "cctl-demos11");
+        assert_eq!(spec.router_access_dev(11), "cctl-demoa11");
         assert_eq!(spec.receiver_ns(), "cctl-demo-rcv");
     }
 
@@ -549,17 +679,17 @@ mod tests {
             b.receiver_dev(),
         ] {
             assert!(dev.len() <= IFNAME_MAX, "{dev} is too long");
-            assert!(dev.starts_with("cctl-be"), "{dev}");
+            assert!(dev.starts_with("cctl-b"), "{dev}");
         }
         assert_ne!(a.sender_dev(), b.sender_dev());
         assert_eq!(
             a.sender_dev(),
             PathSpec::new("cctl-bench-fairness-run-1", 1, 1).sender_dev()
         );
-        // Exactly 13 bytes still fits as is.
+        // Exactly 12 bytes still fits as is, with room for `s99`.
         assert_eq!(
-            PathSpec::new("abcdefghijklm", 1, 1).sender_dev(),
-            "abcdefghijklms0"
+            PathSpec::new("abcdefghijkl", 1, 1).sender_dev_at(99),
+            "abcdefghijkls99"
         );
     }
 
@@ -569,10 +699,38 @@ mod tests {
             subnet_octet: 9,
             ..PathSpec::new("x", 1, 1)
         };
-        assert_eq!(spec.sender_addr(), Ipv4Addr::new(10, 77, 9, 1));
+        assert_eq!(spec.sender_addr(), Ipv4Addr::new(10, 80, 9, 1));
+        assert_eq!(spec.sender_addr_at(3), Ipv4Addr::new(10, 83, 9, 1));
         assert_eq!(spec.receiver_addr(), Ipv4Addr::new(10, 77, 9, 129));
         assert_eq!(spec.router_ns(), "x-rtr");
         assert_eq!(spec.bottleneck_dev(), "xb0");
+    }
+
+    #[test]
+    fn netem_percentages_have_no_exponent_and_limits_cover_the_bdp() {
+        assert_eq!(fmt_percent(5e-7), "0.00005");
+        assert_eq!(fmt_percent(0.01), "1");
+        assert_eq!(fmt_percent(0.015), "1.5");
+        let mut spec = PathSpec::new("x", 250, 100);
+        spec.senders[0].rtt_ms = 162.0;
+        // 250 Mb/s × 162 ms = 3375 packets; 4 × that.
+        assert_eq!(spec.netem_limit(0), 13_500);
+        spec.senders[0].rtt_ms = 10.0;
+        assert_eq!(spec.netem_limit(0), 1000);
+        assert!(spec.needs_netem());
+        assert!(!PathSpec::new("x", 1, 1).needs_netem());
+    }
+
+    #[test]
+    fn impossible_delays_and_losses_are_refused() {
+        for (rtt_ms, loss) in [(-1.0, 0.0), (f64::NAN, 0.0), (10.0, 1.0), (10.0, -0.1)] {
+            let mut spec = PathSpec::new("x", 1, 1);
+            spec.senders[0] = AccessSpec { rtt_ms, loss };
+            assert!(spec.validate().is_err(), "{rtt_ms} {loss}");
+        }
+        let mut spec = PathSpec::new("x", 1, 1);
+        spec.senders.clear();
+        assert!(spec.validate().is_err());
     }
 
     #[test]

@@ -29,6 +29,7 @@ fn traced_flow(prefix: &str, cc: &str, secs: u64) -> (Vec<Sample>, u16, f64) {
         cc: cc.into(),
         start: Duration::ZERO,
         stop: Duration::from_secs(secs),
+        ..Default::default()
     }];
     let results =
         run_bulk_flows(&bed, PORT, &flows, Arc::new(AtomicBool::new(false))).expect("flows run");

@@ -257,12 +257,14 @@ fn run_on(args: &Args, cc: &str, bed: &Testbed, stop: Arc<AtomicBool>) -> Result
             cc: cc.to_string(),
             start: Duration::ZERO,
             stop: total,
+            ..Default::default()
         },
         FlowSpec {
             id: 2,
             cc: cc.to_string(),
             start: Duration::from_secs_f64(args.second_start_s),
             stop: total,
+            ..Default::default()
         },
     ];
     let bar = if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
