@@ -4,19 +4,29 @@ export PATH := $(HOME)/.cargo/bin:$(PATH)
 CARGO ?= cargo
 CCTL := target/release/cctl
 
-.PHONY: all deps build test demo bench-collector lint fmt install clean
+.PHONY: all deps vm-deps vm-deps-if-needed build test demo bench-collector lint fmt install clean
 
 all: build
 
 deps:
 	bash scripts/install-deps.sh
 
+# What netem scenarios need on hosts whose kernel lacks sch_netem: Debian's 6.12 kernel
+# (bookworm-backports), QEMU, busybox-static, zstd and virtme-ng (`vng`), for bench/src/vm.rs.
+vm-deps:
+	bash scripts/install-vm-deps.sh
+
 build: deps
 	$(CARGO) build --release --workspace
 
-# Unit tests, CLI tests and kernel integration tests (root). Kernel tests share
-# global state (CC names, namespaces), hence one test thread.
-test: deps
+# Installs the VM only where the running kernel lacks sch_netem (as on these hosts).
+vm-deps-if-needed:
+	@bash scripts/netem-available.sh || bash scripts/install-vm-deps.sh
+
+# Unit tests, CLI tests and kernel integration tests (root), and the netem scenario tests
+# (in a VM when the kernel lacks netem). Kernel tests share global state (CC names,
+# namespaces), hence one test thread.
+test: deps vm-deps-if-needed
 	$(CARGO) test --workspace -- --test-threads=1
 
 # The main job: two traced bpf_htcp flows through a 20 Mbit/s tbf bottleneck.

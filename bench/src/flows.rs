@@ -96,7 +96,7 @@ pub struct FlowSpec {
 }
 
 /// What one flow did.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct FlowResult {
     /// The [`FlowSpec::id`].
     pub id: usize,
@@ -170,7 +170,12 @@ pub fn run_bulk_flows_observed(
     };
     for f in flows {
         if f.sender >= bed.senders() {
-            bail!("flow {}: sender {} does not exist (the testbed has {})", f.id, f.sender, bed.senders());
+            bail!(
+                "flow {}: sender {} does not exist (the testbed has {})",
+                f.id,
+                f.sender,
+                bed.senders()
+            );
         }
     }
     let dst = SocketAddrV4::new(bed.receiver_addr(), port);
@@ -254,7 +259,9 @@ pub fn run_bulk_flows_observed(
                 id: flow.id,
                 cc: flow.cc.clone(),
                 local_port: out.local.map_or(0, |a| a.port()),
-                local_ip: out.local.map_or(std::net::Ipv4Addr::UNSPECIFIED, |a| *a.ip()),
+                local_ip: out
+                    .local
+                    .map_or(std::net::Ipv4Addr::UNSPECIFIED, |a| *a.ip()),
                 bytes: got.map_or(0, |r| r.bytes),
                 started: out.started,
                 ended,
@@ -400,7 +407,9 @@ fn v4(a: SocketAddr) -> SocketAddrV4 {
     match a {
         SocketAddr::V4(a) => a,
         SocketAddr::V6(a) => SocketAddrV4::new(
-            a.ip().to_ipv4_mapped().unwrap_or(std::net::Ipv4Addr::UNSPECIFIED),
+            a.ip()
+                .to_ipv4_mapped()
+                .unwrap_or(std::net::Ipv4Addr::UNSPECIFIED),
             a.port(),
         ),
     }
@@ -655,7 +664,10 @@ mod dumbbell_tests {
     #[test]
     fn two_senders_share_the_bottleneck_from_their_own_namespaces() {
         require_root();
-        let mut spec = PathSpec { subnet_octet: 202, ..PathSpec::new("cctl-bt2", 20, 100) };
+        let mut spec = PathSpec {
+            subnet_octet: 202,
+            ..PathSpec::new("cctl-bt2", 20, 100)
+        };
         spec.senders.push(AccessSpec::default());
         let bed = Testbed::create(&spec).expect("creating the dumbbell");
         assert_eq!(bed.senders(), 2);
@@ -676,14 +688,20 @@ mod dumbbell_tests {
         }
         let total: f64 = results.iter().map(FlowResult::mean_throughput_bps).sum();
         assert!(total > 15e6 && total < 21e6, "aggregate {total} bit/s");
-        assert!(results.iter().all(|r| r.mean_throughput_bps() > 3e6), "a flow starved: {results:?}");
+        assert!(
+            results.iter().all(|r| r.mean_throughput_bps() > 3e6),
+            "a flow starved: {results:?}"
+        );
         bed.destroy().unwrap();
     }
 
     #[test]
     fn a_fixed_size_transfer_delivers_exactly_its_size() {
         require_root();
-        let spec = PathSpec { subnet_octet: 203, ..PathSpec::new("cctl-bt3", 50, 100) };
+        let spec = PathSpec {
+            subnet_octet: 203,
+            ..PathSpec::new("cctl-bt3", 50, 100)
+        };
         let bed = Testbed::create(&spec).unwrap();
         let flows = [FlowSpec {
             id: 0,
@@ -705,19 +723,35 @@ mod dumbbell_tests {
     #[test]
     fn delay_needs_netem_and_gives_the_configured_rtt_where_present() {
         require_root();
-        let mut spec = PathSpec { subnet_octet: 204, ..PathSpec::new("cctl-bt4", 20, 100) };
+        let mut spec = PathSpec {
+            subnet_octet: 204,
+            ..PathSpec::new("cctl-bt4", 20, 100)
+        };
         spec.senders[0].rtt_ms = 40.0;
         match Testbed::create(&spec) {
             Err(TestbedError::NoNetem(msg)) => {
                 assert!(!netem_available(), "NoNetem although netem works: {msg}");
-                assert!(!crate::testbed::netns_exists("cctl-bt4-snd1"), "left a namespace behind");
+                assert!(
+                    !crate::testbed::netns_exists("cctl-bt4-snd1"),
+                    "left a namespace behind"
+                );
             }
             Err(e) => panic!("unexpected error: {e}"),
             Ok(bed) => {
                 assert!(netem_available());
                 let addr = bed.receiver_addr().to_string();
                 let out = std::process::Command::new("ip")
-                    .args(["netns", "exec", bed.sender_ns(), "ping", "-c", "3", "-i", "0.2", &addr])
+                    .args([
+                        "netns",
+                        "exec",
+                        bed.sender_ns(),
+                        "ping",
+                        "-c",
+                        "3",
+                        "-i",
+                        "0.2",
+                        &addr,
+                    ])
                     .output()
                     .expect("ping runs");
                 let text = String::from_utf8_lossy(&out.stdout);

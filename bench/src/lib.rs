@@ -8,7 +8,13 @@
 #![warn(missing_docs)]
 
 pub mod flows;
+pub mod metrics;
+pub mod plot;
+pub mod report;
+pub mod runner;
+pub mod scenario;
 pub mod testbed;
+pub mod vm;
 
 pub use flows::{run_bulk_flows, run_bulk_flows_observed, spawn_in_netns, FlowResult, FlowSpec};
 pub use testbed::{remove_leftovers, PathSpec, QdiscStats, Testbed, TestbedError};

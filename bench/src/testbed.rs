@@ -63,7 +63,7 @@ pub struct PathSpec {
     /// Up to [`PREFIX_MAX`] characters of `[A-Za-z0-9._-]`, not starting with `-` or `.`.
     pub prefix: String,
     /// Bottleneck rate (the tbf token rate), in Mbit/s (10^6 bit/s).
-    pub rate_mbit: u32,
+    pub rate_mbit: f64,
     /// Drop-tail queue length at the bottleneck, in packets (the child `pfifo limit`).
     pub queue_pkts: u32,
     /// Third octet of every subnet: sender i is `10.(80+i).X.1`, the receiver `10.77.X.129`,
@@ -78,10 +78,10 @@ pub const MAX_SENDERS: usize = 100;
 
 impl PathSpec {
     /// One sender without delay or loss, subnet octet 0; rate in Mbit/s, queue in packets.
-    pub fn new(prefix: impl Into<String>, rate_mbit: u32, queue_pkts: u32) -> PathSpec {
+    pub fn new(prefix: impl Into<String>, rate_mbit: impl Into<f64>, queue_pkts: u32) -> PathSpec {
         PathSpec {
             prefix: prefix.into(),
-            rate_mbit,
+            rate_mbit: rate_mbit.into(),
             queue_pkts,
             subnet_octet: 0,
             senders: vec![AccessSpec::default()],
@@ -160,7 +160,7 @@ impl PathSpec {
     /// spell, which the papers' dummynet bottleneck never did. One millisecond keeps tbf's
     /// hrtimer wake-ups from losing tokens on a busy host at high rates.
     pub fn burst_bytes(&self) -> u32 {
-        let per_ms = u64::from(self.rate_mbit) * 1_000_000 / 8 / 1000;
+        let per_ms = (self.rate_mbit * 1e6 / 8.0 / 1000.0) as u64;
         per_ms
             .max(2 * u64::from(FRAME_BYTES))
             .min(u64::from(u32::MAX)) as u32
@@ -170,7 +170,7 @@ impl PathSpec {
     /// of ACKs and data at the bottleneck rate can fill (4 × BDP, at least 1000).
     pub fn netem_limit(&self, i: usize) -> u64 {
         let rtt_s = self.senders[i].rtt_ms / 1000.0;
-        let bdp = f64::from(self.rate_mbit) * 1e6 * rtt_s / (1500.0 * 8.0);
+        let bdp = self.rate_mbit * 1e6 * rtt_s / (1500.0 * 8.0);
         ((4.0 * bdp).ceil() as u64).max(1000)
     }
 
@@ -192,21 +192,33 @@ impl PathSpec {
         if p.starts_with('-') || p.starts_with('.') {
             return bad(format!("prefix {p:?} must not start with '-' or '.'"));
         }
-        if self.rate_mbit == 0 {
-            return bad("rate_mbit must be at least 1 Mbit/s".into());
+        if !(self.rate_mbit >= 0.01 && self.rate_mbit <= 100_000.0) {
+            return bad(format!(
+                "rate_mbit must be in [0.01, 100000] Mbit/s, got {}",
+                self.rate_mbit
+            ));
         }
         if self.queue_pkts == 0 {
             return bad("queue_pkts must be at least 1 packet".into());
         }
         if self.senders.is_empty() || self.senders.len() > MAX_SENDERS {
-            return bad(format!("senders must number 1 to {MAX_SENDERS}, got {}", self.senders.len()));
+            return bad(format!(
+                "senders must number 1 to {MAX_SENDERS}, got {}",
+                self.senders.len()
+            ));
         }
         for (i, a) in self.senders.iter().enumerate() {
             if !(a.rtt_ms >= 0.0 && a.rtt_ms <= 60_000.0) {
-                return bad(format!("senders[{i}].rtt_ms must be in [0, 60000] ms, got {}", a.rtt_ms));
+                return bad(format!(
+                    "senders[{i}].rtt_ms must be in [0, 60000] ms, got {}",
+                    a.rtt_ms
+                ));
             }
             if !(a.loss >= 0.0 && a.loss < 1.0) {
-                return bad(format!("senders[{i}].loss must be in [0, 1), got {}", a.loss));
+                return bad(format!(
+                    "senders[{i}].loss must be in [0, 1), got {}",
+                    a.loss
+                ));
             }
         }
         Ok(())
@@ -257,8 +269,10 @@ pub enum TestbedError {
         stderr: String,
     },
     /// The running kernel has no sch_netem, which delay and random loss need.
-    #[error("the running kernel has no sch_netem (needed for delay and random loss): {0}; \
-             run the scenario in a VM with a netem-capable kernel (cctl bench does this by itself)")]
+    #[error(
+        "the running kernel has no sch_netem (needed for delay and random loss): {0}; \
+             run the scenario in a VM with a netem-capable kernel (cctl bench does this by itself)"
+    )]
     NoNetem(String),
     /// A tool's output could not be understood.
     #[error("parsing the output of `{command}`: {reason}")]
@@ -358,7 +372,9 @@ impl Testbed {
         spec.validate()?;
         let bed = Testbed {
             spec: spec.clone(),
-            sender_ns: (0..spec.senders.len()).map(|i| spec.sender_ns_at(i)).collect(),
+            sender_ns: (0..spec.senders.len())
+                .map(|i| spec.sender_ns_at(i))
+                .collect(),
             router_ns: spec.router_ns(),
             receiver_ns: spec.receiver_ns(),
             removed: false,
@@ -374,7 +390,9 @@ impl Testbed {
     }
 
     fn namespaces(&self) -> impl Iterator<Item = &String> {
-        self.sender_ns.iter().chain([&self.router_ns, &self.receiver_ns])
+        self.sender_ns
+            .iter()
+            .chain([&self.router_ns, &self.receiver_ns])
     }
 
     fn build(&self) -> Result<(), TestbedError> {
@@ -394,21 +412,34 @@ impl Testbed {
                 run(&["ip", "netns", "exec", ns, "sysctl", "-qw", sysctl])?;
             }
         }
-        run_words(&format!("ip netns exec {rtr} sysctl -qw net.ipv4.ip_forward=1"))?;
+        run_words(&format!(
+            "ip netns exec {rtr} sysctl -qw net.ipv4.ip_forward=1"
+        ))?;
 
         // Receiver side: router <s>b0 10.77.X.254/25 <-> <s>r0 10.77.X.129/25.
-        run_words(&format!("ip -n {rtr} link add {bdev} type veth peer name {rdev} netns {rcv}"))?;
+        run_words(&format!(
+            "ip -n {rtr} link add {bdev} type veth peer name {rdev} netns {rcv}"
+        ))?;
         run_words(&format!("ip -n {rtr} addr add 10.77.{x}.254/25 dev {bdev}"))?;
-        run_words(&format!("ip -n {rcv} addr add {}/25 dev {rdev}", spec.receiver_addr()))?;
+        run_words(&format!(
+            "ip -n {rcv} addr add {}/25 dev {rdev}",
+            spec.receiver_addr()
+        ))?;
         self.link_up(rtr, &bdev)?;
         self.link_up(rcv, &rdev)?;
         run_words(&format!("ip -n {rcv} route add default via 10.77.{x}.254"))?;
 
         // Senders: <s>s<i> 10.(80+i).X.1/24 <-> router <s>a<i> 10.(80+i).X.254/24.
         for (i, access) in spec.senders.iter().enumerate() {
-            let (snd, sdev, adev) = (&self.sender_ns[i], spec.sender_dev_at(i), spec.router_access_dev(i));
+            let (snd, sdev, adev) = (
+                &self.sender_ns[i],
+                spec.sender_dev_at(i),
+                spec.router_access_dev(i),
+            );
             let net = format!("10.{}.{x}", 80 + i);
-            run_words(&format!("ip -n {snd} link add {sdev} type veth peer name {adev} netns {rtr}"))?;
+            run_words(&format!(
+                "ip -n {snd} link add {sdev} type veth peer name {adev} netns {rtr}"
+            ))?;
             run_words(&format!("ip -n {snd} addr add {net}.1/24 dev {sdev}"))?;
             run_words(&format!("ip -n {rtr} addr add {net}.254/24 dev {adev}"))?;
             self.link_up(snd, &sdev)?;
@@ -416,17 +447,29 @@ impl Testbed {
             run_words(&format!("ip -n {snd} route add default via {net}.254"))?;
             if access.rtt_ms > 0.0 {
                 let limit = spec.netem_limit(i);
-                self.netem(rtr, &adev, &format!("delay {}us limit {limit}", (access.rtt_ms * 1000.0).round() as u64))?;
+                self.netem(
+                    rtr,
+                    &adev,
+                    &format!(
+                        "delay {}us limit {limit}",
+                        (access.rtt_ms * 1000.0).round() as u64
+                    ),
+                )?;
             }
             if access.loss > 0.0 {
-                self.netem(snd, &sdev, &format!("loss random {}%", fmt_percent(access.loss)))?;
+                self.netem(
+                    snd,
+                    &sdev,
+                    &format!("loss random {}%", fmt_percent(access.loss)),
+                )?;
             }
         }
 
         // `latency` only sizes tbf's default bfifo child, which the pfifo below replaces.
         run_words(&format!(
-            "tc -n {rtr} qdisc add dev {bdev} root handle 1: tbf rate {rate}mbit burst {burst} \
-             latency 1s"
+            "tc -n {rtr} qdisc add dev {bdev} root handle 1: tbf rate {}kbit burst {burst} \
+             latency 1s",
+            (rate * 1000.0).round() as u64
         ))?;
         run_words(&format!(
             "tc -n {rtr} qdisc add dev {bdev} parent 1:1 handle 10: pfifo limit {queue}"
@@ -435,7 +478,9 @@ impl Testbed {
     }
 
     fn link_up(&self, ns: &str, dev: &str) -> Result<(), TestbedError> {
-        run_words(&format!("ip netns exec {ns} ethtool -K {dev} tso off gso off gro off"))?;
+        run_words(&format!(
+            "ip netns exec {ns} ethtool -K {dev} tso off gso off gro off"
+        ))?;
         run_words(&format!("ip -n {ns} link set {dev} up")).map(drop)
     }
 
@@ -587,24 +632,16 @@ pub const HOST_SYSCTLS: &[&str] = &[
 fn fmt_percent(p: f64) -> String {
     let s = format!("{:.10}", p * 100.0);
     let s = s.trim_end_matches('0').trim_end_matches('.');
-    if s.is_empty() { "0".into() } else { s.to_string() }
+    if s.is_empty() {
+        "0".into()
+    } else {
+        s.to_string()
+    }
 }
 
-/// Whether the running kernel can attach sch_netem: tries it on a dummy device in a
-/// throw-away namespace (which is always removed). Cached for the process.
+/// Whether the running kernel can attach sch_netem (see [`crate::vm::netem_available`]).
 pub fn netem_available() -> bool {
-    static VERDICT: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *VERDICT.get_or_init(|| {
-        let _ = Command::new("modprobe").args(["-q", "sch_netem"]).status();
-        let ns = format!("cctl-netem-probe-{}", std::process::id());
-        if run(&["ip", "netns", "add", &ns]).is_err() {
-            return false;
-        }
-        let ok = run(&["ip", "-n", &ns, "link", "add", "p0", "type", "dummy"]).is_ok()
-            && run(&["tc", "-n", &ns, "qdisc", "add", "dev", "p0", "root", "netem", "delay", "1ms"]).is_ok();
-        let _ = delete_netns(&ns);
-        ok
-    })
+    crate::vm::netem_available()
 }
 
 /// Names from `ip netns list`, whose lines look like `name` or `name (id: 3)`.

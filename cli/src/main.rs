@@ -28,6 +28,8 @@ enum Command {
     Trace(cmd::trace::Args),
     /// The main job: two traced bulk flows through a tbf bottleneck, summarised.
     Demo(cmd::demo::Args),
+    /// The papers' benchmark tests on a veth/netem dumbbell.
+    Bench(cmd::bench::Args),
 }
 
 fn main() {
@@ -39,6 +41,7 @@ fn main() {
         Command::Default(a) => cmd::default::run(a),
         Command::Trace(a) => cmd::trace::run(a),
         Command::Demo(a) => cmd::demo::run(a),
+        Command::Bench(a) => cmd::bench::run(a),
     };
     match result {
         Ok(code) => std::process::exit(code),

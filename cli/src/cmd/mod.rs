@@ -1,5 +1,6 @@
 //! One module per `cctl` subcommand.
 
+pub mod bench;
 pub mod default;
 pub mod demo;
 pub mod list;

@@ -1,0 +1,646 @@
+//! Runs a scenario: for every point × algorithm × repetition it builds the dumbbell,
+//! traces the flows with the BPF collector, samples the bottleneck qdisc, runs the
+//! flows, writes the raw data and computes the per-run metrics.
+//!
+//! Layout of a results directory (`<out>/<scenario>/<timestamp>/`):
+//! ```text
+//! metadata.json                     kernel, algorithms + parameters, scenario, profile, seed, cctl version
+//! runs/<algo>/p<point>-r<rep>/      samples.csv (collector), queue.csv (bottleneck), run.json (flows, metrics)
+//! summary.json, summary.md          mean ± standard error over repetitions (written by report.rs)
+//! plots/*.png, plots/*.svg
+//! ```
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context, Result};
+use cctl_loader::collector::{Trace, TraceConfig};
+use cctl_loader::registry::{self, LoadGuard, LoadOptions};
+use cctl_loader::sample::Sample;
+use cctl_loader::{algos, kernel};
+use serde::{Deserialize, Serialize};
+
+use crate::flows::{run_bulk_flows, FlowResult, FlowSpec};
+use crate::metrics::{BackoffEvent, FlowPoint, FlowSeries, QueuePoint};
+use crate::scenario::{CcRef, Profile, RunPoint, Scenario};
+use crate::testbed::{qdisc_stats, remove_leftovers, AccessSpec, PathSpec, Testbed};
+
+/// Prefix of every namespace a bench run creates (removed at exit and at the next start).
+pub const PREFIX: &str = "cctl-b";
+/// Receiver port of the bulk flows.
+pub const PORT: u16 = 5301;
+
+/// How to run a scenario.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// Algorithms under test (`--algo`): cctl keys (`htcp` → `bpf_htcp`) or kernel names.
+    pub algos: Vec<String>,
+    /// Scale profile.
+    pub profile: Profile,
+    /// Repetitions per point; `None` = the profile's.
+    pub repeat: Option<u32>,
+    /// Results root; the run goes to `<out>/<scenario name>/<timestamp>/`.
+    pub out: PathBuf,
+    /// Base seed of random start times (repetition r uses seed + r); `None` = the
+    /// scenario's. Recorded in the metadata.
+    pub seed: Option<u64>,
+    /// Collector sampling interval per flow ([P0]'s δ = 100 ms).
+    pub interval: Duration,
+    /// Bottleneck qdisc sampling interval.
+    pub queue_interval: Duration,
+    /// Show a progress bar on stderr.
+    pub progress: bool,
+}
+
+/// A congestion control as the runner uses it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ResolvedCc {
+    /// As given (`htcp`, `cubic`).
+    pub requested: String,
+    /// Kernel name flows select with TCP_CONGESTION (`bpf_htcp`, `cubic`).
+    pub cc_name: String,
+    /// `cctl` (a BPF program of this binary), `native` (built-in or module).
+    pub kind: String,
+    /// Parameters of a cctl algorithm, as loaded.
+    pub params: BTreeMap<String, u32>,
+}
+
+/// Registrations the runner made, undone on drop.
+pub struct Loaded {
+    guards: Vec<LoadGuard>,
+}
+
+impl Loaded {
+    /// Unloads what the runner loaded.
+    pub fn unload(self) -> Result<()> {
+        for g in self.guards {
+            g.unload()?;
+        }
+        Ok(())
+    }
+}
+
+/// Resolves algorithm names before anything is created: cctl keys (`htcp`) are loaded
+/// (unless already loaded); other names, and names written `native:<name>` (the kernel's
+/// own `htcp`, not cctl's), must be registered or loadable as `tcp_<name>` modules.
+///
+/// Errors list what is available.
+pub fn resolve_algorithms(names: &[String]) -> Result<(Vec<ResolvedCc>, Loaded)> {
+    let mut out = Vec::new();
+    let mut loaded = Loaded { guards: Vec::new() };
+    for name in names {
+        if out.iter().any(|r: &ResolvedCc| &r.requested == name) {
+            continue;
+        }
+        let native = name.strip_prefix("native:");
+        let cctl = if native.is_none() {
+            algos::find(name).ok()
+        } else {
+            None
+        };
+        if let Some(a) = cctl {
+            let existing = registry::list_loaded()?
+                .into_iter()
+                .find(|l| l.name == a.cc_name);
+            let rec = match existing {
+                Some(rec) => rec,
+                None => {
+                    let rec = registry::load(
+                        a.key,
+                        &LoadOptions {
+                            owned: true,
+                            ..Default::default()
+                        },
+                    )
+                    .with_context(|| format!("loading {}", a.key))?;
+                    loaded.guards.push(LoadGuard::new(rec.name.clone()));
+                    rec
+                }
+            };
+            out.push(ResolvedCc {
+                requested: name.clone(),
+                cc_name: rec.name,
+                kind: "cctl".into(),
+                params: rec.params,
+            });
+            continue;
+        }
+        let kname = native.unwrap_or(name).to_string();
+        algos::validate_cc_name(&kname)?;
+        if !kernel::available_ccs()?.contains(&kname) {
+            let _ = std::process::Command::new("modprobe")
+                .args(["-q", &format!("tcp_{kname}")])
+                .status();
+        }
+        if !kernel::available_ccs()?.contains(&kname) {
+            let name = &kname;
+            bail!(
+                "unknown algorithm '{name}': not one of cctl's ({}) and not registered in the kernel \
+                 (registered: {}; no module tcp_{name} could be loaded)",
+                algos::ALGORITHMS.iter().map(|a| a.key).collect::<Vec<_>>().join(", "),
+                kernel::available_ccs()?.join(" ")
+            );
+        }
+        out.push(ResolvedCc {
+            requested: name.clone(),
+            cc_name: kname,
+            kind: "native".into(),
+            params: BTreeMap::new(),
+        });
+    }
+    Ok((out, loaded))
+}
+
+/// What one run produced (also written to `run.json`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunRecord {
+    /// Index of the scenario point.
+    pub point: usize,
+    /// Swept values of the point.
+    pub vars: BTreeMap<String, f64>,
+    /// Algorithm under test (requested name).
+    pub algo: String,
+    /// Repetition, 0-based.
+    pub rep: u32,
+    /// The point as run (rate, buffer, loss, flows).
+    pub spec: RunPoint,
+    /// Per-flow outcome of the traffic generator.
+    pub flows: Vec<FlowResult>,
+    /// Per-flow series for the metrics.
+    pub series: Vec<FlowSeries>,
+    /// Bottleneck samples.
+    pub queue: Vec<QueuePoint>,
+    /// Random-loss drops netem made (all senders), packets.
+    pub random_drops: u64,
+    /// Collector counters.
+    pub samples: u64,
+    /// Ring-buffer drops of the collector.
+    pub sample_drops: u64,
+    /// Wall-clock length of the run, s.
+    pub wall_s: f64,
+}
+
+fn monotonic_ns() -> u64 {
+    let ts =
+        nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC).expect("CLOCK_MONOTONIC");
+    ts.tv_sec() as u64 * 1_000_000_000 + ts.tv_nsec() as u64
+}
+
+/// The congestion-control name flow `f` uses when `algo` is under test.
+fn flow_cc(f: &crate::scenario::FlowPlan, algo: &ResolvedCc, all: &[ResolvedCc]) -> String {
+    match &f.cc {
+        CcRef::UnderTest => algo.cc_name.clone(),
+        CcRef::Named(n) => all
+            .iter()
+            .find(|r| &r.requested == n)
+            .map(|r| r.cc_name.clone())
+            .unwrap_or_else(|| n.clone()),
+    }
+}
+
+/// Builds the testbed of one point: one sender per flow with its RTT, the scenario's loss.
+pub fn path_for(point: &RunPoint) -> PathSpec {
+    let mut spec = PathSpec::new(PREFIX, point.rate_mbit, point.buffer_pkts.max(1));
+    spec.senders = point
+        .flows
+        .iter()
+        .map(|f| AccessSpec {
+            rtt_ms: f.rtt_ms,
+            loss: point.loss,
+        })
+        .collect();
+    spec
+}
+
+/// Runs one point once with one algorithm; writes `dir/{samples.csv,queue.csv,run.json}`.
+#[allow(clippy::too_many_arguments)]
+pub fn run_once(
+    point: &RunPoint,
+    algo: &ResolvedCc,
+    all: &[ResolvedCc],
+    rep: u32,
+    opts: &RunOptions,
+    dir: &Path,
+    stop: &Arc<AtomicBool>,
+) -> Result<RunRecord> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let bed = Testbed::create(&path_for(point)).context("building the dumbbell")?;
+    let mut trace = Trace::start(TraceConfig {
+        interval: opts.interval,
+        port: Some(PORT),
+        cc: None,
+    })
+    .context("starting the collector")?;
+
+    let flows: Vec<FlowSpec> = point
+        .flows
+        .iter()
+        .enumerate()
+        .map(|(i, f)| FlowSpec {
+            id: i + 1,
+            cc: flow_cc(f, algo, all),
+            start: Duration::from_secs_f64(f.start_s),
+            stop: Duration::from_secs_f64(f.stop_s),
+            sender: i,
+            size_bytes: f.size_bytes,
+        })
+        .collect();
+
+    // Bottleneck sampler.
+    let queue: Arc<Mutex<Vec<QueuePoint>>> = Arc::default();
+    let done = Arc::new(AtomicBool::new(false));
+    let t0_ns = monotonic_ns();
+    let t0 = Instant::now();
+    let sampler = {
+        let (queue, done) = (queue.clone(), done.clone());
+        let (ns, dev) = (bed.router_ns().to_string(), bed.spec().bottleneck_dev());
+        let every = opts.queue_interval;
+        std::thread::spawn(move || {
+            while !done.load(Ordering::Relaxed) {
+                if let Ok(q) = qdisc_stats(&ns, &dev) {
+                    queue.lock().expect("queue lock").push(QueuePoint {
+                        t_s: t0.elapsed().as_secs_f64(),
+                        backlog_pkts: q.backlog_packets,
+                        backlog_bytes: q.backlog_bytes,
+                        drops: q.drops,
+                        sent_pkts: q.sent_packets,
+                        sent_bytes: q.sent_bytes,
+                    });
+                }
+                std::thread::sleep(every);
+            }
+        })
+    };
+
+    let mut samples: Vec<Sample> = Vec::new();
+    let results = std::thread::scope(|scope| {
+        let flows_stop = stop.clone();
+        let handle = scope.spawn(|| run_bulk_flows(&bed, PORT, &flows, flows_stop));
+        while !handle.is_finished() {
+            if let Some(s) = trace.recv_timeout(Duration::from_millis(100)) {
+                samples.push(s);
+            }
+            samples.extend(trace.drain());
+        }
+        handle
+            .join()
+            .map_err(|_| anyhow!("the flow runner panicked"))?
+    })?;
+    done.store(true, Ordering::Relaxed);
+    let _ = sampler.join();
+    let wall_s = t0.elapsed().as_secs_f64();
+    samples.extend(trace.drain());
+    let stats = trace.finish()?;
+    let random_drops: u64 = (0..bed.senders())
+        .map(|i| bed.random_drops(i).unwrap_or(0))
+        .sum();
+    bed.destroy().context("removing the dumbbell")?;
+
+    // Raw data first, so an interrupted run keeps what it measured.
+    let mut w = csv::Writer::from_path(dir.join("samples.csv"))?;
+    for s in &samples {
+        w.serialize(s)?;
+    }
+    w.flush()?;
+    let queue = std::mem::take(&mut *queue.lock().expect("queue lock"));
+    let mut w = csv::Writer::from_path(dir.join("queue.csv"))?;
+    for q in &queue {
+        w.serialize(q)?;
+    }
+    w.flush()?;
+
+    let series = flow_series(point, &flows, &results, &samples, t0_ns);
+    let record = RunRecord {
+        point: point.index,
+        vars: point.vars.clone(),
+        algo: algo.requested.clone(),
+        rep,
+        spec: point.clone(),
+        flows: results,
+        series,
+        queue,
+        random_drops,
+        samples: stats.samples,
+        sample_drops: stats.dropped,
+        wall_s,
+    };
+    std::fs::write(dir.join("run.json"), serde_json::to_vec_pretty(&record)?)?;
+    Ok(record)
+}
+
+/// Turns the collector's samples into per-flow series for the metrics (matched by the
+/// sender's address and port).
+pub fn flow_series(
+    point: &RunPoint,
+    flows: &[FlowSpec],
+    results: &[FlowResult],
+    samples: &[Sample],
+    t0_ns: u64,
+) -> Vec<FlowSeries> {
+    results
+        .iter()
+        .zip(flows)
+        .zip(&point.flows)
+        .map(|((r, spec), plan)| {
+            let mine: Vec<Sample> = samples
+                .iter()
+                .filter(|s| {
+                    s.sport == r.local_port
+                        && s.dport == PORT
+                        && s.saddr == std::net::IpAddr::V4(r.local_ip)
+                })
+                .cloned()
+                .collect();
+            let t = |ns: u64| ns.saturating_sub(t0_ns) as f64 / 1e9;
+            let points = mine
+                .iter()
+                .map(|s| FlowPoint {
+                    t_s: t(s.ts_ns),
+                    bytes_acked: s.bytes_acked,
+                    cwnd: s.cwnd,
+                    srtt_us: s.srtt_us,
+                    min_rtt_us: s.min_rtt_us,
+                    total_retrans: s.total_retrans,
+                    delivered: s.delivered,
+                })
+                .collect();
+            let summary = cctl_loader::summary::summarize(&mine);
+            let backoffs = summary
+                .first()
+                .map(|f| {
+                    f.backoffs
+                        .iter()
+                        .map(|b| BackoffEvent {
+                            t_s: t(b.ts_ns),
+                            cwnd_before: b.cwnd_before,
+                            cwnd_after: None,
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            FlowSeries {
+                id: spec.id,
+                cc: spec.cc.clone(),
+                base_rtt_s: plan.rtt_ms / 1000.0,
+                start_s: r.started.as_secs_f64(),
+                stop_s: r.ended.as_secs_f64(),
+                points,
+                backoffs,
+                bytes_received: r.bytes,
+                completion_s: spec
+                    .size_bytes
+                    .map(|_| r.ended.saturating_sub(r.started).as_secs_f64()),
+                data_segs_out: None,
+            }
+        })
+        .collect()
+}
+
+/// Metadata of a results directory.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Metadata {
+    /// Scenario name and id.
+    pub scenario: String,
+    /// Test id of benchmarks.md.
+    pub id: String,
+    /// Where the scenario came from.
+    pub scenario_path: String,
+    /// Profile (`ci`, `paper`).
+    pub profile: String,
+    /// Repetitions per point.
+    pub repeat: u32,
+    /// Seed of random start times.
+    pub seed: u64,
+    /// `uname -r`.
+    pub kernel: String,
+    /// cctl version.
+    pub cctl_version: String,
+    /// Algorithms with their parameters.
+    pub algorithms: Vec<ResolvedCc>,
+    /// Collector interval, ms.
+    pub interval_ms: u64,
+    /// Bottleneck sampling interval, ms.
+    pub queue_interval_ms: u64,
+    /// Unix time of the start, s.
+    pub started_unix: u64,
+    /// Runs completed.
+    pub runs_done: usize,
+    /// Runs planned.
+    pub runs_planned: usize,
+    /// Whether the run was interrupted.
+    pub interrupted: bool,
+}
+
+/// Runs every point × algorithm × repetition of `sc`; returns the results directory and
+/// the records of the completed runs. Cleans up leftovers first and everything it made at
+/// the end, also when interrupted through `stop` (then it returns what was completed).
+pub fn run_scenario(
+    sc: &Scenario,
+    opts: &RunOptions,
+    stop: Arc<AtomicBool>,
+) -> Result<(PathBuf, Vec<RunRecord>)> {
+    let seed = opts.seed.unwrap_or_else(|| sc.seed(opts.profile));
+    let repeat = opts
+        .repeat
+        .unwrap_or_else(|| sc.repeat(opts.profile))
+        .max(1);
+    // Each repetition draws its own random start times from seed + rep.
+    let per_rep: Vec<Vec<RunPoint>> = (0..repeat)
+        .map(|r| sc.expand(opts.profile, seed + u64::from(r)))
+        .collect::<Result<_, _>>()?;
+    let points = per_rep[0].clone();
+    check_supported(sc, &points)?;
+    kernel::require_privileges("running a benchmark")?;
+    kernel::require_struct_ops_links()?;
+    kernel::ensure_bpffs()?;
+    remove_leftovers(PREFIX)?;
+    let _ = registry::remove_orphans();
+
+    // Every algorithm, under test or named by a flow, is resolved before anything runs.
+    let mut names = opts.algos.clone();
+    for p in &points {
+        for f in &p.flows {
+            if let CcRef::Named(n) = &f.cc {
+                names.push(n.clone());
+            }
+        }
+    }
+    let (resolved, loaded) = resolve_algorithms(&names)?;
+    let under_test: Vec<ResolvedCc> = opts
+        .algos
+        .iter()
+        .filter_map(|a| resolved.iter().find(|r| &r.requested == a).cloned())
+        .collect();
+
+    let stamp = timestamp();
+    let dir = opts.out.join(&sc.name).join(stamp);
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let mut meta = Metadata {
+        scenario: sc.name.clone(),
+        id: sc.id.clone(),
+        scenario_path: sc.path.display().to_string(),
+        profile: opts.profile.to_string(),
+        repeat,
+        seed,
+        kernel: kernel::release(),
+        cctl_version: env!("CARGO_PKG_VERSION").into(),
+        algorithms: resolved.clone(),
+        interval_ms: opts.interval.as_millis() as u64,
+        queue_interval_ms: opts.queue_interval.as_millis() as u64,
+        started_unix: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0),
+        runs_done: 0,
+        runs_planned: points.len() * under_test.len() * repeat as usize,
+        interrupted: false,
+    };
+    std::fs::write(dir.join("metadata.json"), serde_json::to_vec_pretty(&meta)?)?;
+
+    let total_s: f64 = points.iter().map(|p| p.duration_s).sum::<f64>()
+        * (under_test.len() as f64)
+        * f64::from(repeat);
+    let bar = if opts.progress && std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+        indicatif::ProgressBar::new(total_s.ceil() as u64)
+    } else {
+        indicatif::ProgressBar::hidden()
+    };
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{spinner} {msg} [{bar:30}] {pos}/{len} s (eta {eta})",
+        )
+        .expect("valid template"),
+    );
+
+    let mut records = Vec::new();
+    let mut failure = None;
+    'outer: for rep in 0..repeat {
+        for point in &per_rep[rep as usize] {
+            for algo in &under_test {
+                if stop.load(Ordering::SeqCst) {
+                    break 'outer;
+                }
+                bar.set_message(format!(
+                    "{} p{} {} r{}",
+                    sc.name, point.index, algo.requested, rep
+                ));
+                let run_dir = dir
+                    .join("runs")
+                    .join(&algo.requested)
+                    .join(format!("p{}-r{rep}", point.index));
+                match run_once(point, algo, &resolved, rep, opts, &run_dir, &stop) {
+                    Ok(r) => records.push(r),
+                    Err(e) => {
+                        failure = Some(e.context(format!(
+                            "point {} with {} (rep {rep})",
+                            point.index, algo.requested
+                        )));
+                        break 'outer;
+                    }
+                }
+                bar.inc(point.duration_s.ceil() as u64);
+            }
+        }
+    }
+    bar.finish_and_clear();
+    let _ = remove_leftovers(PREFIX);
+    let unloaded = loaded.unload();
+    meta.runs_done = records.len();
+    meta.interrupted = stop.load(Ordering::SeqCst);
+    std::fs::write(dir.join("metadata.json"), serde_json::to_vec_pretty(&meta)?)?;
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    unloaded?;
+    Ok((dir, records))
+}
+
+/// Refuses, before anything is created, scenario features this runner does not implement
+/// yet (named, so the user knows what is missing).
+pub fn check_supported(sc: &Scenario, points: &[RunPoint]) -> Result<()> {
+    for p in points {
+        let missing = if p.web_sessions > 0 {
+            Some(format!("web cross traffic ({} sessions)", p.web_sessions))
+        } else if p.reverse_rate_mbit.is_some() {
+            Some("an asymmetric (reverse-rate) bottleneck".to_string())
+        } else if p.init_ssthresh_pkts.is_some() {
+            Some("a preset initial ssthresh".to_string())
+        } else if p.flows.len() > crate::testbed::MAX_SENDERS {
+            Some(format!(
+                "{} flows (at most {})",
+                p.flows.len(),
+                crate::testbed::MAX_SENDERS
+            ))
+        } else {
+            None
+        };
+        if let Some(m) = missing {
+            bail!(
+                "scenario {} ({}) point {} needs {m}, which `cctl bench` does not implement yet; \
+                 nothing was run",
+                sc.name,
+                sc.path.display(),
+                p.label()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// UTC time as `YYYYMMDDTHHMMSSZ` (for directory names).
+pub fn timestamp() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0) as i64;
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = if m <= 2 { y + 1 } else { y };
+    format!(
+        "{y:04}{m:02}{d:02}T{:02}{:02}{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// Reads the run records of a results directory (for `cctl bench report`).
+pub fn read_records(dir: &Path) -> Result<(Metadata, Vec<RunRecord>)> {
+    let meta: Metadata = serde_json::from_slice(
+        &std::fs::read(dir.join("metadata.json"))
+            .with_context(|| format!("reading {}/metadata.json", dir.display()))?,
+    )
+    .with_context(|| format!("parsing {}/metadata.json", dir.display()))?;
+    let mut records = Vec::new();
+    let runs = dir.join("runs");
+    if runs.is_dir() {
+        for algo in std::fs::read_dir(&runs)? {
+            for run in std::fs::read_dir(algo?.path())? {
+                let path = run?.path().join("run.json");
+                if let Ok(bytes) = std::fs::read(&path) {
+                    records.push(
+                        serde_json::from_slice(&bytes)
+                            .with_context(|| format!("parsing {}", path.display()))?,
+                    );
+                }
+            }
+        }
+    }
+    records.sort_by(|a: &RunRecord, b: &RunRecord| {
+        (a.point, &a.algo, a.rep).cmp(&(b.point, &b.algo, b.rep))
+    });
+    Ok((meta, records))
+}

@@ -1,0 +1,935 @@
+//! Runs shell scripts inside a virtme-ng guest booted from Debian's 6.12 kernel, for netem
+//! scenarios on hosts whose running kernel has no `sch_netem`.
+//!
+//! [`netem_available`] tells whether the running kernel can attach netem; where it cannot,
+//! [`run_in_vm`] boots the kernel [`find_guest_kernel`] finds (Debian bookworm-backports'
+//! `linux-image-amd64`, generic flavour: it has 9p) with virtme-ng and runs a script there:
+//!
+//! ```text
+//! vng --run=/boot/vmlinuz-6.12.95+deb12-amd64 --disable-kvm --cpus=2 --memory=2048M
+//!     --append=modprobe.blacklist=kvm_amd,... --rwdir=/tmp/cctl-vm-<pid>-<n> [--rwdir=DIR...]
+//!     --exec="bash '/tmp/cctl-vm-<pid>-<n>/script.sh' </dev/null; echo $? >'/tmp/cctl-vm-<pid>-<n>/status'"
+//! ```
+//!
+//! `--disable-kvm` is there only when [`choose_accel`] picked [`Accel::Tcg`]. `make vm-deps`
+//! (`scripts/install-vm-deps.sh`) installs the kernel, QEMU, busybox-static, zstd and `vng`.
+//!
+//! # How the script runs and how its status comes back
+//! The script is written to a fresh per-run directory on the host, shared read-write with
+//! the guest (`--rwdir`), and run there by `bash`; the guest writes its exit status to a
+//! file in the same directory. (vng passes `--exec` on the kernel command line, base64
+//! encoded, which the kernel caps at 2048 bytes in all: a file has no such limit.) vng itself
+//! propagates the guest command's exit status too, but answers 255 both for a script that
+//! exited 255 and for a guest that died (kernel panic, QEMU failure); the status file tells
+//! them apart: no file means the script never finished, reported as [`VmError::NoExitStatus`].
+//! The script's stdout and stderr reach the host through virtio-serial ports and come back
+//! in [`VmOutput`]; QEMU's and vng's own complaints land in the same stderr. The guest's
+//! kernel log is not shown (its console goes to /dev/null): run `dmesg` in the script.
+//!
+//! vng hands QEMU `/proc/self/fd/1` and `/proc/self/fd/2` as output files, which QEMU
+//! reopens with `O_TRUNC`: when the caller's stdout is a regular file, the guest's output
+//! overwrites it from offset 0. [`run_in_vm`] captures through pipes, which do not suffer
+//! this; a shell user should pipe `vng ... | cat` rather than redirect to a file.
+//!
+//! # What the guest sees (measured with vng 1.42, QEMU 7.2, Debian kernel 6.12.95)
+//! - **The host's root file system, read-only** (9p), with throw-away tmpfs overlays on
+//!   `/etc`, `/usr`, `/lib`, `/home`, `/opt`, `/srv`, `/var`, `/tmp` (host files visible,
+//!   writes stay in the guest). Host-built binaries run unchanged, e.g.
+//!   `/work/main/target/debug/cctl`; writes elsewhere under `/` fail with EROFS, so results
+//!   must go to a `--rwdir` ([`VmSpec::rwdirs`]). The guest runs as the calling user (root
+//!   for root), in the caller's working directory.
+//! - **`/run` is a writable tmpfs**, so `ip netns add` works (it needs `/run/netns`).
+//! - **bpffs mounts**: `mount -t bpf bpf /sys/fs/bpf` works; it is not mounted at boot.
+//!   `/sys/kernel/btf/vmlinux` is there.
+//! - **Modules load**: `modprobe sch_netem tcp_htcp` succeeds (the modules come from the
+//!   host's `/lib/modules/6.12.*`, installed with the kernel package); netem attaches to a
+//!   veth inside a netns.
+//! - **BPF struct_ops loads**: the host-built `cctl load htcp` printed `loaded htcp as
+//!   'bpf_htcp' (pinned at /sys/fs/bpf/cctl/bpf_htcp); ...` and
+//!   `tcp_available_congestion_control` became `reno cubic htcp bpf_htcp`: the CO-RE object
+//!   built against the host's 6.18 BTF registers on 6.12, next to the native `htcp`.
+//! - **Boot cost**: under TCG (2 vCPUs, 2 GiB, 2-core host) boot + a trivial script + shutdown
+//!   took 18-23 s wall in [`run_in_vm`] (four runs; vng prepares its initramfs in ~3 s of
+//!   that), more while other builds load the host. Without [`GUEST_MODULE_BLACKLIST`], udev's
+//!   coldplug spent 10-25 s more loading hardware modules under emulation (30-40 s in all).
+//! - **KVM**: on these machines `/dev/kvm` opens, but a KVM guest dies at once (QEMU:
+//!   "failed to set MSR 0x10a", nested virtualisation), so [`choose_accel`] falls back to TCG
+//!   after a 4-7 s probe and remembers that in [`ACCEL_CACHE`] until the next host boot.
+
+use std::ffi::OsString;
+use std::fmt;
+use std::fs;
+use std::io::{self, Read, Write};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Mutex, OnceLock};
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// Environment variable naming the guest kernel image, overriding [`find_guest_kernel`]'s search.
+pub const KERNEL_ENV: &str = "CCTL_VM_KERNEL";
+
+/// Environment variable choosing the accelerator: `kvm`, `tcg` or `auto` (the default).
+pub const ACCEL_ENV: &str = "CCTL_VM_ACCEL";
+
+/// Where [`choose_accel`] remembers its auto-detected verdict for the current host boot
+/// (`/run` is a tmpfs, emptied at boot; the file also records the boot id).
+pub const ACCEL_CACHE: &str = "/run/cctl/vm-accel";
+
+/// Kernel modules the guest must not auto-load (passed as `modprobe.blacklist=`). udev's
+/// coldplug would load them for QEMU's emulated hardware (AHCI, CD-ROM, TCO watchdog, PC
+/// speaker, PS/2 mouse, KVM) and for `-cpu max` features (AES-NI, CLMUL, SHA), costing
+/// ~25 s of boot under TCG for nothing a network test uses. Only alias-driven loads are
+/// blocked; an explicit `modprobe NAME` still works.
+pub const GUEST_MODULE_BLACKLIST: &[&str] = &[
+    "kvm_amd",
+    "kvm_intel",
+    "kvm",
+    "irqbypass",
+    "ccp",
+    "sr_mod",
+    "cdrom",
+    "sg",
+    "iTCO_wdt",
+    "iTCO_vendor_support",
+    "intel_pmc_bxt",
+    "lpc_ich",
+    "i2c_i801",
+    "i2c_smbus",
+    "ahci",
+    "libahci",
+    "libata",
+    "crct10dif_pclmul",
+    "crc32_pclmul",
+    "crc32c_intel",
+    "ghash_clmulni_intel",
+    "sha1_ssse3",
+    "sha256_ssse3",
+    "sha512_ssse3",
+    "aesni_intel",
+    "gf128mul",
+    "crypto_simd",
+    "cryptd",
+    "psmouse",
+    "serio_raw",
+    "evdev",
+    "pcspkr",
+    "button",
+    "joydev",
+    "floppy",
+];
+
+/// Guest kernel images [`find_guest_kernel`] looks for: `/boot/<prefix>*<suffix>`.
+const KERNEL_DIR: &str = "/boot";
+const KERNEL_PREFIX: &str = "vmlinuz-6.12";
+const KERNEL_SUFFIX: &str = "-amd64";
+
+/// How long the KVM probe boot may take before KVM is declared unusable.
+const KVM_PROBE_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// How often [`run_in_vm`] checks whether vng has exited.
+const POLL_INTERVAL: Duration = Duration::from_millis(100);
+
+/// Why a VM could not be run, or did not finish its script.
+#[derive(Debug, thiserror::Error)]
+pub enum VmError {
+    /// A program the VM runner needs is not installed.
+    #[error("`{tool}` not found ({package}); run `make vm-deps` (as root) to install it")]
+    MissingTool {
+        /// The command that was looked for, e.g. `qemu-system-x86_64`.
+        tool: &'static str,
+        /// Where it comes from, e.g. `Debian package qemu-system-x86`.
+        package: &'static str,
+    },
+    /// No 6.12 guest kernel image in /boot.
+    #[error(
+        "no guest kernel {KERNEL_DIR}/{KERNEL_PREFIX}*{KERNEL_SUFFIX} (Debian package \
+         linux-image-amd64 from bookworm-backports, the generic flavour, not -cloud); run \
+         `make vm-deps` (as root), or name a kernel image in {KERNEL_ENV}"
+    )]
+    NoGuestKernel,
+    /// `CCTL_VM_KERNEL` names a file that does not exist.
+    #[error("{KERNEL_ENV}={} does not exist", .0.display())]
+    KernelNotFound(PathBuf),
+    /// A directory to share with the guest is unusable.
+    #[error("cannot share {} with the guest: {reason}", .path.display())]
+    BadRwdir {
+        /// The directory.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// The guest did not finish the script within [`VmSpec::timeout`]; QEMU was killed.
+    #[error(
+        "the VM did not finish within {} s; QEMU was killed{}",
+        .timeout.as_secs(),
+        stderr_tail(.stderr)
+    )]
+    Timeout {
+        /// The limit that was exceeded.
+        timeout: Duration,
+        /// What the script printed on stdout before it was killed.
+        stdout: String,
+        /// What the script, vng and QEMU printed on stderr before they were killed.
+        stderr: String,
+    },
+    /// The VM exited without the script having finished (kernel panic, QEMU or vng failure).
+    #[error(
+        "the VM exited ({vng_status}) without the script finishing (QEMU, vng or the guest \
+         kernel failed){}",
+        stderr_tail(.stderr)
+    )]
+    NoExitStatus {
+        /// How vng exited, e.g. `vng exit status 255`.
+        vng_status: String,
+        /// What the script printed on stdout.
+        stdout: String,
+        /// What the script, vng and QEMU printed on stderr.
+        stderr: String,
+    },
+    /// An I/O error on the host side (starting vng, the per-run directory, ...).
+    #[error("{what}: {source}")]
+    Io {
+        /// What was being done.
+        what: String,
+        /// The underlying error.
+        #[source]
+        source: io::Error,
+    },
+}
+
+/// The last lines of `stderr`, formatted to end an error message ("" when empty).
+fn stderr_tail(stderr: &str) -> String {
+    let lines: Vec<&str> = stderr.trim_end().lines().collect();
+    if lines.is_empty() {
+        return String::new();
+    }
+    let tail = &lines[lines.len().saturating_sub(10)..];
+    format!("; its stderr ended with:\n{}", tail.join("\n"))
+}
+
+fn io_err(what: impl Into<String>) -> impl FnOnce(io::Error) -> VmError {
+    let what = what.into();
+    move |source| VmError::Io { what, source }
+}
+
+/// How QEMU runs the guest's CPUs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Accel {
+    /// Hardware virtualisation through `/dev/kvm`: about 10x faster than TCG, when it works.
+    Kvm,
+    /// QEMU's own emulation (TCG): slow but works anywhere (`vng --disable-kvm`).
+    Tcg,
+}
+
+impl Accel {
+    fn as_str(self) -> &'static str {
+        match self {
+            Accel::Kvm => "kvm",
+            Accel::Tcg => "tcg",
+        }
+    }
+
+    fn parse(s: &str) -> Option<Accel> {
+        match s {
+            "kvm" => Some(Accel::Kvm),
+            "tcg" => Some(Accel::Tcg),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Accel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The guest to boot for [`run_in_vm`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VmSpec {
+    /// Kernel image to boot (its modules must be in the host's `/lib/modules`).
+    pub kernel: PathBuf,
+    /// Virtual CPUs.
+    pub cpus: u32,
+    /// Guest memory, in MiB.
+    pub memory_mb: u32,
+    /// Host directories the guest may write to, at the same paths (results that must come
+    /// back go here; everything else the guest writes is thrown away).
+    pub rwdirs: Vec<PathBuf>,
+    /// KVM or TCG.
+    pub accel: Accel,
+    /// Wall-clock limit for boot + script + shutdown; QEMU is killed when it is reached.
+    pub timeout: Duration,
+    /// Also copy the guest's output to this process's stdout/stderr as it comes (progress
+    /// of long runs); it is captured in [`VmOutput`] either way.
+    pub echo: bool,
+}
+
+impl VmSpec {
+    /// The usual guest: the newest 6.12 kernel ([`find_guest_kernel`]), 2 vCPUs, 2048 MiB,
+    /// no shared directories, the accelerator [`choose_accel`] picks (which may cost one
+    /// probe boot per host boot, see there), and a 10-minute timeout.
+    pub fn detect() -> Result<VmSpec, VmError> {
+        Ok(VmSpec {
+            kernel: find_guest_kernel()?,
+            cpus: 2,
+            memory_mb: 2048,
+            rwdirs: Vec::new(),
+            accel: choose_accel(),
+            timeout: Duration::from_secs(600),
+            echo: false,
+        })
+    }
+
+    /// The arguments [`run_in_vm`] gives `vng` to run `exec` (a shell command line) in this
+    /// guest; `rwdirs` come after the spec's own [`VmSpec::rwdirs`].
+    pub fn vng_args(&self, rwdirs: &[&Path], exec: &str) -> Vec<OsString> {
+        let mut args = vec![flag("--run=", self.kernel.as_os_str())];
+        if self.accel == Accel::Tcg {
+            args.push("--disable-kvm".into());
+        }
+        args.push(format!("--cpus={}", self.cpus).into());
+        args.push(format!("--memory={}M", self.memory_mb).into());
+        args.push(
+            format!(
+                "--append=modprobe.blacklist={}",
+                GUEST_MODULE_BLACKLIST.join(",")
+            )
+            .into(),
+        );
+        for dir in self
+            .rwdirs
+            .iter()
+            .map(PathBuf::as_path)
+            .chain(rwdirs.iter().copied())
+        {
+            args.push(flag("--rwdir=", dir.as_os_str()));
+        }
+        args.push(format!("--exec={exec}").into());
+        args
+    }
+}
+
+fn flag(name: &str, value: &std::ffi::OsStr) -> OsString {
+    let mut s = OsString::from(name);
+    s.push(value);
+    s
+}
+
+/// What a script run by [`run_in_vm`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VmOutput {
+    /// The script's exit status (bash's `$?`: 128 + N when killed by signal N).
+    pub status: i32,
+    /// What the script printed on stdout.
+    pub stdout: String,
+    /// What the script printed on stderr, with any messages from vng and QEMU.
+    pub stderr: String,
+    /// Wall-clock time of the whole run: initramfs, boot, script, shutdown.
+    pub elapsed: Duration,
+}
+
+impl VmOutput {
+    /// Whether the script exited with status 0.
+    pub fn success(&self) -> bool {
+        self.status == 0
+    }
+}
+
+/// Whether the running kernel can attach `sch_netem`, found by trying: in a throw-away
+/// network namespace `cctl-probe-<pid>` holding a veth pair, `tc qdisc add ... netem delay
+/// 1ms`. The namespace is deleted afterwards, also on failure. `modprobe -q sch_netem` is
+/// tried first where `modprobe` exists. Needs root; without it the answer is `false`.
+pub fn netem_available() -> bool {
+    // One probe at a time per process: they share the namespace name.
+    static PROBE: Mutex<()> = Mutex::new(());
+    let _guard = PROBE.lock().unwrap_or_else(|e| e.into_inner());
+
+    if find_tool("modprobe").is_some() {
+        let _ = quiet(Command::new("modprobe").args(["-q", "sch_netem"]));
+    }
+    let ns = format!("cctl-probe-{}", std::process::id());
+    // A namespace left by an earlier process with the same pid would make `add` fail.
+    let _ = quiet(Command::new("ip").args(["netns", "del", &ns]));
+    if !quiet(Command::new("ip").args(["netns", "add", &ns])) {
+        return false;
+    }
+    let ok = quiet(Command::new("ip").args([
+        "-n", &ns, "link", "add", "cprobe0", "type", "veth", "peer", "name", "cprobe1",
+    ])) && quiet(Command::new("tc").args([
+        "-n", &ns, "qdisc", "add", "dev", "cprobe0", "root", "netem", "delay", "1ms",
+    ]));
+    let _ = quiet(Command::new("ip").args(["netns", "del", &ns]));
+    ok
+}
+
+/// Runs a command with all output discarded; true when it ran and exited 0.
+fn quiet(cmd: &mut Command) -> bool {
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// The guest kernel image: `$CCTL_VM_KERNEL` if set, else the newest
+/// `/boot/vmlinuz-6.12*-amd64` (by version, numerically).
+pub fn find_guest_kernel() -> Result<PathBuf, VmError> {
+    if let Some(k) = std::env::var_os(KERNEL_ENV).filter(|k| !k.is_empty()) {
+        let k = PathBuf::from(k);
+        return if k.is_file() {
+            Ok(k)
+        } else {
+            Err(VmError::KernelNotFound(k))
+        };
+    }
+    let names = fs::read_dir(KERNEL_DIR)
+        .map(|rd| {
+            rd.filter_map(|e| e.ok())
+                .filter_map(|e| e.file_name().into_string().ok())
+                .collect::<Vec<_>>()
+        })
+        .unwrap_or_default();
+    newest_kernel(&names)
+        .map(|n| Path::new(KERNEL_DIR).join(n))
+        .ok_or(VmError::NoGuestKernel)
+}
+
+/// The newest of `names` matching `vmlinuz-6.12*-amd64`.
+fn newest_kernel(names: &[String]) -> Option<&String> {
+    names
+        .iter()
+        .filter(|n| n.starts_with(KERNEL_PREFIX) && n.ends_with(KERNEL_SUFFIX))
+        .max_by(|a, b| version_key(a).cmp(&version_key(b)))
+}
+
+/// Sort key comparing digit runs as numbers: `6.12.9` < `6.12.10`.
+fn version_key(s: &str) -> Vec<(u64, String)> {
+    let mut key = Vec::new();
+    let mut rest = s;
+    while !rest.is_empty() {
+        let digits = rest.len() - rest.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+        let (num, tail) = rest.split_at(digits);
+        let text = tail.len() - tail.trim_start_matches(|c: char| !c.is_ascii_digit()).len();
+        let (txt, tail) = tail.split_at(text);
+        key.push((num.parse().unwrap_or(0), txt.to_string()));
+        rest = tail;
+    }
+    key
+}
+
+/// The accelerator for guests: `$CCTL_VM_ACCEL` = `kvm` or `tcg` forces one; `auto` (the
+/// default) picks KVM only if `/dev/kvm` opens read-write AND a short probe boot with KVM
+/// (`vng ... --exec true`, 1 vCPU, at most 60 s) succeeds. The auto verdict is kept for the
+/// process and in [`ACCEL_CACHE`] for the rest of the host's boot, so the probe runs once
+/// per boot. Nested virtualisation often has a `/dev/kvm` whose guests crash: then TCG.
+/// An unknown value of `$CCTL_VM_ACCEL` is reported on stderr and treated as `auto`.
+pub fn choose_accel() -> Accel {
+    static AUTO: OnceLock<Accel> = OnceLock::new();
+    let var = std::env::var(ACCEL_ENV).unwrap_or_default();
+    match var.as_str() {
+        "" | "auto" => {}
+        v => match Accel::parse(v) {
+            Some(a) => return a,
+            None => eprintln!("cctl: ignoring {ACCEL_ENV}={v} (expected kvm, tcg or auto)"),
+        },
+    }
+    *AUTO.get_or_init(detect_accel)
+}
+
+fn detect_accel() -> Accel {
+    let kvm_opens = fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/kvm")
+        .is_ok();
+    if !kvm_opens {
+        return Accel::Tcg;
+    }
+    let boot_id = fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default();
+    if let Some(a) = fs::read_to_string(ACCEL_CACHE)
+        .ok()
+        .and_then(|c| parse_accel_cache(&c, &boot_id))
+    {
+        return a;
+    }
+    match probe_kvm() {
+        Some(verdict) => {
+            let _ = fs::create_dir_all(Path::new(ACCEL_CACHE).parent().unwrap_or(Path::new("/")))
+                .and_then(|()| fs::write(ACCEL_CACHE, accel_cache_line(verdict, &boot_id)));
+            verdict
+        }
+        // The guest could not even be attempted (VM deps missing): no verdict to keep.
+        None => Accel::Tcg,
+    }
+}
+
+fn accel_cache_line(accel: Accel, boot_id: &str) -> String {
+    format!("{accel} boot_id={boot_id}\n")
+}
+
+/// The cached verdict, if it was written during the boot `boot_id`.
+fn parse_accel_cache(content: &str, boot_id: &str) -> Option<Accel> {
+    let mut words = content.split_whitespace();
+    let accel = Accel::parse(words.next()?)?;
+    let cached_boot = words.next()?.strip_prefix("boot_id=")?;
+    (!boot_id.is_empty() && cached_boot == boot_id).then_some(accel)
+}
+
+/// Boots the guest once with KVM: `Some(Kvm)` if it ran `true`, `Some(Tcg)` if it failed or
+/// hung, `None` if it could not be tried.
+fn probe_kvm() -> Option<Accel> {
+    let spec = VmSpec {
+        kernel: find_guest_kernel().ok()?,
+        cpus: 1,
+        memory_mb: 512,
+        rwdirs: Vec::new(),
+        accel: Accel::Kvm,
+        timeout: KVM_PROBE_TIMEOUT,
+        echo: false,
+    };
+    match run_in_vm(&spec, "true") {
+        Ok(out) if out.success() => Some(Accel::Kvm),
+        Ok(_) | Err(VmError::Timeout { .. } | VmError::NoExitStatus { .. }) => Some(Accel::Tcg),
+        Err(_) => None,
+    }
+}
+
+/// Programs the VM runner needs, with where they come from.
+const TOOLS: &[(&str, &[&str], &str)] = &[
+    (
+        "vng",
+        &["vng"],
+        "pip package virtme-ng: `pip install virtme-ng`",
+    ),
+    (
+        "qemu-system-x86_64",
+        &["qemu-system-x86_64"],
+        "Debian package qemu-system-x86",
+    ),
+    (
+        "busybox",
+        &["busybox-static", "busybox.static", "busybox"],
+        "Debian package busybox-static",
+    ),
+];
+
+/// Looks for `name` on `$PATH`, then in the usual bin directories (where vng and virtme-ng
+/// look too: pip's console scripts may not be on every root `$PATH`).
+fn find_tool(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain(
+            [
+                "/usr/local/bin",
+                "/usr/local/sbin",
+                "/usr/bin",
+                "/usr/sbin",
+                "/bin",
+                "/sbin",
+            ]
+            .map(PathBuf::from),
+        )
+        .map(|d| d.join(name))
+        .find(|p| is_executable(p))
+}
+
+fn is_executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// Checks that everything [`run_in_vm`] needs is installed: `vng`, `qemu-system-x86_64`,
+/// a busybox and a 6.12 guest kernel. The error names the first thing missing, where it comes
+/// from, and says to run `make vm-deps`.
+pub fn check_vm_deps() -> Result<(), VmError> {
+    vng_path()?;
+    find_guest_kernel()?;
+    Ok(())
+}
+
+/// Checks the tools and returns the path of `vng`.
+fn vng_path() -> Result<PathBuf, VmError> {
+    let mut vng = None;
+    for &(tool, names, package) in TOOLS {
+        let found = names.iter().find_map(|n| find_tool(n));
+        match found {
+            Some(p) if tool == "vng" => vng = Some(p),
+            Some(_) => {}
+            None => return Err(VmError::MissingTool { tool, package }),
+        }
+    }
+    Ok(vng.expect("vng is in TOOLS"))
+}
+
+/// Boots the guest `spec` describes and runs `script` there with `bash`, as root when the
+/// caller is root, in the caller's working directory; see the module docs for what the
+/// guest sees. Returns once the script has finished and the VM is gone.
+///
+/// `Ok` means the script ran to completion, whatever its exit status: check
+/// [`VmOutput::success`] (a failing script is `Ok` with a non-zero `status`). The script
+/// not finishing is an error: [`VmError::Timeout`] when `spec.timeout` passed (vng, QEMU
+/// and everything else in their process group are killed), [`VmError::NoExitStatus`] when
+/// the VM exited early. Missing tools or kernel give [`VmError::MissingTool`] /
+/// [`VmError::KernelNotFound`] before anything starts.
+pub fn run_in_vm(spec: &VmSpec, script: &str) -> Result<VmOutput, VmError> {
+    let vng = vng_path()?;
+    if !spec.kernel.is_file() {
+        return Err(VmError::KernelNotFound(spec.kernel.clone()));
+    }
+    for dir in &spec.rwdirs {
+        check_rwdir(dir)?;
+    }
+    let run_dir = RunDir::create()?;
+    let script_path = run_dir.path.join("script.sh");
+    let status_path = run_dir.path.join("status");
+    fs::write(&script_path, script)
+        .map_err(io_err(format!("writing {}", script_path.display())))?;
+    let exec = format!(
+        "bash {} </dev/null; echo $? >{}",
+        sh_quote(&script_path),
+        sh_quote(&status_path)
+    );
+
+    let start = Instant::now();
+    let mut child = Command::new(&vng)
+        .args(spec.vng_args(&[&run_dir.path], &exec))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        // Its own process group, so that a timeout kills vng, virtme-run and QEMU together.
+        .process_group(0)
+        .spawn()
+        .map_err(io_err(format!("starting {}", vng.display())))?;
+    let stdout = drain(child.stdout.take(), spec.echo.then_some(Echo::Stdout));
+    let stderr = drain(child.stderr.take(), spec.echo.then_some(Echo::Stderr));
+
+    let timed_out = loop {
+        match exited_unreaped(&child) {
+            Ok(true) => break false,
+            Ok(false) if start.elapsed() >= spec.timeout => break true,
+            Ok(false) => thread::sleep(POLL_INTERVAL),
+            Err(e) => {
+                kill_group(&child);
+                let _ = child.wait();
+                return Err(VmError::Io {
+                    what: "waiting for vng".into(),
+                    source: e,
+                });
+            }
+        }
+    };
+    // vng is exited but not reaped (or still running), so its pid, which is the group id,
+    // cannot have been reused: killing the group reaches only what vng left behind.
+    kill_group(&child);
+    let exit = child.wait().map_err(io_err("waiting for vng"))?;
+    let stdout = stdout.join().unwrap_or_default();
+    let stderr = stderr.join().unwrap_or_default();
+    let elapsed = start.elapsed();
+
+    if timed_out {
+        return Err(VmError::Timeout {
+            timeout: spec.timeout,
+            stdout,
+            stderr,
+        });
+    }
+    match fs::read_to_string(&status_path)
+        .ok()
+        .and_then(|s| s.trim().parse::<i32>().ok())
+    {
+        Some(status) => Ok(VmOutput {
+            status,
+            stdout,
+            stderr,
+            elapsed,
+        }),
+        None => Err(VmError::NoExitStatus {
+            vng_status: match exit.code() {
+                Some(c) => format!("vng exit status {c}"),
+                None => format!("vng {exit}"),
+            },
+            stdout,
+            stderr,
+        }),
+    }
+}
+
+/// Reads a pipe to the end on a thread.
+/// Where [`drain`] copies what it reads.
+#[derive(Clone, Copy)]
+enum Echo {
+    Stdout,
+    Stderr,
+}
+
+fn drain(
+    pipe: Option<impl Read + Send + 'static>,
+    echo: Option<Echo>,
+) -> thread::JoinHandle<String> {
+    thread::spawn(move || {
+        let mut buf = Vec::new();
+        if let Some(mut p) = pipe {
+            let mut chunk = [0u8; 4096];
+            loop {
+                match p.read(&mut chunk) {
+                    Ok(0) => break,
+                    Ok(n) => {
+                        buf.extend_from_slice(&chunk[..n]);
+                        match echo {
+                            Some(Echo::Stdout) => {
+                                let mut o = io::stdout().lock();
+                                let _ = o.write_all(&chunk[..n]);
+                                let _ = o.flush();
+                            }
+                            Some(Echo::Stderr) => {
+                                let _ = io::stderr().lock().write_all(&chunk[..n]);
+                            }
+                            None => {}
+                        }
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(_) => break,
+                }
+            }
+        }
+        String::from_utf8_lossy(&buf).into_owned()
+    })
+}
+
+/// Whether `child` has exited, leaving it a zombie (not reaped), so that its pid stays ours.
+fn exited_unreaped(child: &Child) -> io::Result<bool> {
+    // SAFETY: siginfo_t is plain data for which all-zero bytes are a valid value.
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    // SAFETY: waitid only writes into `info`, which lives across the call; WNOWAIT leaves
+    // the child waitable, so std's Child::wait still reaps it later.
+    let rc = unsafe {
+        libc::waitid(
+            libc::P_PID,
+            child.id(),
+            &mut info,
+            libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: waitid filled `info` (or left it zeroed when nothing has exited: si_pid 0).
+    Ok(unsafe { info.si_pid() } != 0)
+}
+
+/// SIGKILL to the process group led by `child` (gone already: nothing happens).
+fn kill_group(child: &Child) {
+    let pgid = nix::unistd::Pid::from_raw(child.id() as i32);
+    let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
+}
+
+fn sh_quote(p: &Path) -> String {
+    format!("'{}'", p.display().to_string().replace('\'', r"'\''"))
+}
+
+fn check_rwdir(dir: &Path) -> Result<(), VmError> {
+    let bad = |reason| {
+        Err(VmError::BadRwdir {
+            path: dir.to_path_buf(),
+            reason,
+        })
+    };
+    if !dir.is_absolute() {
+        return bad("not an absolute path");
+    }
+    if dir.as_os_str().to_string_lossy().contains(['=', ',']) {
+        return bad("vng cannot share a path containing '=' or ','");
+    }
+    if !dir.is_dir() {
+        return bad("not a directory on the host");
+    }
+    Ok(())
+}
+
+/// A fresh host directory shared with the guest for the script and its exit status;
+/// removed on drop.
+struct RunDir {
+    path: PathBuf,
+}
+
+impl RunDir {
+    fn create() -> Result<RunDir, VmError> {
+        static SEQ: AtomicU32 = AtomicU32::new(0);
+        let base = std::env::temp_dir();
+        loop {
+            let n = SEQ.fetch_add(1, Ordering::Relaxed);
+            let path = base.join(format!("cctl-vm-{}-{n}", std::process::id()));
+            match fs::create_dir(&path) {
+                Ok(()) => {
+                    check_rwdir(&path)?;
+                    return Ok(RunDir { path });
+                }
+                // Left behind by a killed process that had the same pid.
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(io_err(format!("creating {}", path.display()))(e)),
+            }
+        }
+    }
+}
+
+impl Drop for RunDir {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.path);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(accel: Accel) -> VmSpec {
+        VmSpec {
+            kernel: "/boot/vmlinuz-6.12.95+deb12-amd64".into(),
+            cpus: 2,
+            memory_mb: 2048,
+            rwdirs: vec!["/srv/results".into()],
+            accel,
+            timeout: Duration::from_secs(60),
+            echo: false,
+        }
+    }
+
+    #[test]
+    fn vng_command_line_names_kernel_cpus_memory_rwdirs_and_disables_kvm_only_for_tcg() {
+        let args = spec(Accel::Tcg).vng_args(&[Path::new("/tmp/cctl-vm-1-0")], "bash x; echo $?");
+        let blacklist = format!(
+            "--append=modprobe.blacklist={}",
+            GUEST_MODULE_BLACKLIST.join(",")
+        );
+        let expected: Vec<OsString> = [
+            "--run=/boot/vmlinuz-6.12.95+deb12-amd64",
+            "--disable-kvm",
+            "--cpus=2",
+            "--memory=2048M",
+            &blacklist,
+            "--rwdir=/srv/results",
+            "--rwdir=/tmp/cctl-vm-1-0",
+            "--exec=bash x; echo $?",
+        ]
+        .iter()
+        .map(OsString::from)
+        .collect();
+        assert_eq!(args, expected);
+
+        let kvm = spec(Accel::Kvm).vng_args(&[], "true");
+        assert!(!kvm.contains(&OsString::from("--disable-kvm")), "{kvm:?}");
+        assert_eq!(kvm.last(), Some(&OsString::from("--exec=true")));
+    }
+
+    #[test]
+    fn the_module_blacklist_never_blocks_what_network_tests_load() {
+        for m in [
+            "sch_netem",
+            "sch_tbf",
+            "sch_fq",
+            "veth",
+            "tcp_htcp",
+            "ifb",
+            "9p",
+            "overlay",
+        ] {
+            assert!(!GUEST_MODULE_BLACKLIST.contains(&m), "{m}");
+        }
+    }
+
+    #[test]
+    fn the_newest_6_12_kernel_wins_numerically_and_other_flavours_are_ignored() {
+        let names: Vec<String> = [
+            "vmlinuz-6.12.9+bpo-amd64",
+            "vmlinuz-6.12.10+bpo-amd64",
+            "vmlinuz-6.12.95+deb12-cloud-amd64x",
+            "vmlinuz-6.1.0-28-amd64",
+            "vmlinuz-6.18.1-amd64",
+            "config-6.12.99+deb12-amd64",
+        ]
+        .map(String::from)
+        .to_vec();
+        assert_eq!(newest_kernel(&names).unwrap(), "vmlinuz-6.12.10+bpo-amd64");
+        assert_eq!(newest_kernel(&names[3..]), None);
+    }
+
+    #[test]
+    fn a_cached_accel_verdict_counts_only_for_the_boot_that_wrote_it() {
+        let line = accel_cache_line(Accel::Tcg, "b1");
+        assert_eq!(parse_accel_cache(&line, "b1"), Some(Accel::Tcg));
+        assert_eq!(parse_accel_cache(&line, "b2"), None);
+        assert_eq!(parse_accel_cache(&line, ""), None);
+        assert_eq!(parse_accel_cache("bogus boot_id=b1", "b1"), None);
+    }
+
+    #[test]
+    fn shell_quoting_survives_single_quotes() {
+        assert_eq!(sh_quote(Path::new("/tmp/a'b")), r"'/tmp/a'\''b'");
+    }
+
+    /// Needs root and the VM deps (`make vm-deps`): boots the 6.12 guest once (~30 s under TCG).
+    #[test]
+    fn guest_kernel_has_netem_and_native_htcp() {
+        assert!(
+            nix::unistd::geteuid().is_root(),
+            "this test boots a VM whose guest loads modules and builds a netns as the calling \
+             user, so it needs root; run it as root, as CI does"
+        );
+        if let Err(e) = check_vm_deps() {
+            panic!("this test boots a 6.12 guest with virtme-ng: {e}");
+        }
+        let spec = VmSpec {
+            timeout: Duration::from_secs(300),
+            ..VmSpec::detect().unwrap_or_else(|e| panic!("{e}"))
+        };
+        let script = "\
+            set -e
+            echo \"kernel $(uname -r)\"
+            modprobe sch_netem
+            modprobe tcp_htcp
+            echo \"ccs $(cat /proc/sys/net/ipv4/tcp_available_congestion_control)\"
+            ip netns add cctl-vmt
+            ip -n cctl-vmt link add vmt0 type veth peer name vmt1
+            ip -n cctl-vmt link set vmt0 up
+            tc -n cctl-vmt qdisc add dev vmt0 root netem delay 10ms
+            echo \"qdisc $(tc -n cctl-vmt qdisc show dev vmt0)\"
+            ip netns del cctl-vmt
+            exit 7
+        ";
+        let out = run_in_vm(&spec, script).unwrap_or_else(|e| panic!("running the guest: {e}"));
+        let ctx = format!(
+            "accel {}\nstdout:\n{}\nstderr:\n{}",
+            spec.accel, out.stdout, out.stderr
+        );
+        // The trailing `exit 7` proves a failing guest command comes back as such.
+        assert_eq!(out.status, 7, "the script failed before its end\n{ctx}");
+        let line = |tag: &str| {
+            out.stdout
+                .lines()
+                .find_map(|l| l.strip_prefix(tag))
+                .unwrap_or_else(|| panic!("no {tag:?} line\n{ctx}"))
+                .to_string()
+        };
+        assert!(line("kernel ").starts_with("6.12"), "{ctx}");
+        assert!(
+            line("ccs ").split_whitespace().any(|cc| cc == "htcp"),
+            "{ctx}"
+        );
+        let qdisc = line("qdisc ");
+        assert!(
+            qdisc.contains("netem") && qdisc.contains("delay 10ms"),
+            "{ctx}"
+        );
+        eprintln!(
+            "guest boot + script took {:.1} s ({})",
+            out.elapsed.as_secs_f64(),
+            spec.accel
+        );
+    }
+}

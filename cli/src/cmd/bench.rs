@@ -1,0 +1,282 @@
+//! `cctl bench`: the papers' benchmark tests on a veth/netem dumbbell — list the
+//! scenarios, run one, rebuild a report.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use cctl_bench::report;
+use cctl_bench::runner::{self, RunOptions};
+use cctl_bench::scenario::{self, Profile};
+use cctl_bench::testbed::netem_available;
+
+use crate::exit::{self, usage};
+
+/// Arguments of `cctl bench`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum Cmd {
+    /// The shipped scenarios (one per test of benchmarks.md).
+    List(ListArgs),
+    /// Run a scenario for one or more algorithms.
+    Run(RunArgs),
+    /// Rebuild summary.json, summary.md and the plots of a results directory.
+    Report(ReportArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct ListArgs {
+    /// One JSON object per line.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Where a scenario runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum VmMode {
+    /// In a VM only when the running kernel has no sch_netem and the scenario needs it.
+    Auto,
+    /// Always in the VM (e.g. to compare with the guest's native modules).
+    Always,
+    /// Never; fail if netem is needed and missing.
+    Never,
+}
+
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Example: cctl bench run fairness-same-rtt --algo reno,htcp --profile ci\n\
+Results go to <out>/<scenario>/<UTC timestamp>/. The ci profile is a scaled-down smoke test: \
+never compare its numbers with the papers'."
+)]
+struct RunArgs {
+    /// Scenario name, test id (t0.1) or path to a TOML file (`cctl bench list`).
+    scenario: String,
+    /// Algorithms under test, comma-separated: cctl keys (htcp → bpf_htcp) or kernel names (cubic).
+    #[arg(long, value_delimiter = ',', required = true)]
+    algo: Vec<String>,
+    /// Scale profile.
+    #[arg(long, default_value = "ci")]
+    profile: String,
+    /// Repetitions per point (default: the profile's).
+    #[arg(long)]
+    repeat: Option<u32>,
+    /// Results root directory.
+    #[arg(long, default_value = "results")]
+    out: PathBuf,
+    /// Base seed of random start times (default: the scenario's).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Collector interval per flow, ms.
+    #[arg(long, default_value_t = 100)]
+    interval_ms: u64,
+    /// Bottleneck qdisc sampling interval, ms.
+    #[arg(long, default_value_t = 100)]
+    queue_interval_ms: u64,
+    /// Where to run: auto (VM when netem is missing), always, never.
+    #[arg(long, value_enum, default_value_t = VmMode::Auto)]
+    vm: VmMode,
+    /// Print the summary as JSON lines instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, clap::Args)]
+struct ReportArgs {
+    /// A results directory (`results/<scenario>/<timestamp>`).
+    dir: PathBuf,
+}
+
+/// Runs `cctl bench`.
+pub fn run(args: Args) -> Result<i32> {
+    match args.cmd {
+        Cmd::List(a) => list(a),
+        Cmd::Run(a) => run_bench(a),
+        Cmd::Report(a) => {
+            let s = report::rebuild(&a.dir)?;
+            let sc = scenario::find(&s.metadata.scenario)?;
+            print!("{}", report::terminal_table(&s, &sc.metrics));
+            println!("report: {}", a.dir.join("summary.md").display());
+            Ok(exit::OK)
+        }
+    }
+}
+
+fn list(a: ListArgs) -> Result<i32> {
+    let all = scenario::builtin();
+    for sc in &all {
+        let ci = sc.total_duration_s(Profile::Ci).unwrap_or(f64::NAN);
+        let paper = sc.total_duration_s(Profile::Paper).unwrap_or(f64::NAN);
+        if a.json {
+            let line = serde_json::json!({
+                "id": sc.id, "name": sc.name, "title": sc.title, "source": sc.source,
+                "metrics": sc.metrics, "plots": sc.plots,
+                "ci_seconds_per_algo": ci, "paper_seconds_per_algo": paper,
+            });
+            println!("{line}");
+        } else {
+            println!(
+                "{:<5} {:<28} {:<58} ci {:>5.0} s, paper {:>7.1} h per algorithm",
+                sc.id,
+                sc.name,
+                sc.title,
+                ci,
+                paper / 3600.0
+            );
+        }
+    }
+    Ok(exit::OK)
+}
+
+fn run_bench(a: RunArgs) -> Result<i32> {
+    let profile: Profile = match a.profile.parse() {
+        Ok(p) => p,
+        Err(e) => usage!("--profile: {e}"),
+    };
+    if a.interval_ms == 0 || a.queue_interval_ms == 0 {
+        usage!("--interval-ms and --queue-interval-ms must be at least 1 ms");
+    }
+    if a.repeat == Some(0) {
+        usage!("--repeat must be at least 1");
+    }
+    let sc = scenario::find(&a.scenario)?;
+    let seed = a.seed.unwrap_or_else(|| sc.seed(profile));
+    let points = sc.expand(profile, seed)?;
+    runner::check_supported(&sc, &points)?;
+    let needs_netem = points.iter().any(|p| runner::path_for(p).needs_netem());
+
+    let in_vm = match a.vm {
+        VmMode::Always => true,
+        VmMode::Never => false,
+        VmMode::Auto => needs_netem && !netem_available(),
+    };
+    if in_vm {
+        return run_in_vm(&a, &sc, needs_netem);
+    }
+    if needs_netem && !netem_available() {
+        anyhow::bail!(
+            "scenario {} needs netem (delay or random loss) and the running kernel ({}) has no \
+             sch_netem; run with --vm auto to use a netem-capable VM",
+            sc.name,
+            cctl_loader::kernel::release()
+        );
+    }
+
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, stop.clone()).context("installing signal handlers")?;
+    }
+    let opts = RunOptions {
+        algos: a.algo.clone(),
+        profile,
+        repeat: a.repeat,
+        out: a.out.clone(),
+        seed: a.seed,
+        interval: Duration::from_millis(a.interval_ms),
+        queue_interval: Duration::from_millis(a.queue_interval_ms),
+        progress: true,
+    };
+    eprintln!(
+        "cctl bench: {} ({}) profile {profile}, algorithms {}, about {:.0} s of traffic",
+        sc.name,
+        sc.id,
+        a.algo.join(","),
+        sc.total_duration_s(profile).unwrap_or(0.0)
+            * a.algo.len() as f64
+            * f64::from(a.repeat.unwrap_or_else(|| sc.repeat(profile)))
+            / f64::from(sc.repeat(profile))
+    );
+    let (dir, records) = runner::run_scenario(&sc, &opts, stop.clone())?;
+    let (meta, _) = runner::read_records(&dir)?;
+    let s = report::write_all(&dir, &meta, &records, &sc)?;
+    if a.json {
+        for r in &s.rows {
+            println!("{}", serde_json::to_string(r)?);
+        }
+    } else {
+        print!("{}", report::terminal_table(&s, &sc.metrics));
+    }
+    println!("results: {}", dir.display());
+    if stop.load(Ordering::SeqCst) {
+        eprintln!(
+            "cctl bench: interrupted; the runs done so far are in the report, everything removed"
+        );
+        return Ok(exit::INTERRUPTED);
+    }
+    Ok(exit::OK)
+}
+
+fn run_in_vm(a: &RunArgs, sc: &scenario::Scenario, needs_netem: bool) -> Result<i32> {
+    use cctl_bench::vm;
+    if needs_netem {
+        eprintln!(
+            "cctl bench: the running kernel ({}) has no sch_netem; running {} in a VM",
+            cctl_loader::kernel::release(),
+            sc.name
+        );
+    }
+    std::fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
+    let out = a.out.canonicalize()?;
+    let exe = std::env::current_exe()?;
+    let mut cmd = format!(
+        "{} bench run {} --algo {} --profile {} --out {} --interval-ms {} --queue-interval-ms {} --vm never",
+        exe.display(),
+        shell_quote(&sc.path.display().to_string().replace("<builtin>/", "")),
+        a.algo.join(","),
+        a.profile,
+        out.display(),
+        a.interval_ms,
+        a.queue_interval_ms,
+    );
+    if sc.path.starts_with("<builtin>") {
+        cmd = cmd.replace(
+            &format!(
+                " bench run {} ",
+                shell_quote(&sc.path.display().to_string().replace("<builtin>/", ""))
+            ),
+            &format!(" bench run {} ", sc.name),
+        );
+    }
+    if let Some(r) = a.repeat {
+        cmd += &format!(" --repeat {r}");
+    }
+    if let Some(s) = a.seed {
+        cmd += &format!(" --seed {s}");
+    }
+    if a.json {
+        cmd += " --json";
+    }
+    let profile: Profile = a.profile.parse().map_err(anyhow::Error::msg)?;
+    let reps =
+        f64::from(a.repeat.unwrap_or_else(|| sc.repeat(profile)) / sc.repeat(profile).max(1))
+            .max(1.0);
+    let traffic_s = sc.total_duration_s(profile).unwrap_or(600.0) * a.algo.len() as f64 * reps;
+    let mut spec = vm::VmSpec::detect()?;
+    spec.rwdirs.push(out.clone());
+    // Emulated (TCG) guests run the traffic in real time but everything else slowly.
+    spec.timeout = Duration::from_secs_f64(traffic_s * 2.0 + 600.0);
+    spec.echo = true;
+    eprintln!(
+        "cctl bench: VM {} ({:?}), {} CPUs, {} MB",
+        spec.kernel.display(),
+        spec.accel,
+        spec.cpus,
+        spec.memory_mb
+    );
+    let res = vm::run_in_vm(&spec, &cmd)?;
+    Ok(if res.success() {
+        exit::OK
+    } else {
+        exit::FAILURE
+    })
+}
+
+fn shell_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "'\\''"))
+}
