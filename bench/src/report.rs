@@ -285,23 +285,27 @@ fn point_label(row: &SummaryRow) -> String {
     parts.join(" ")
 }
 
-/// Which metric names a scenario's `metrics` list (M-ids) selects for the tables.
+/// Which metric names a scenario's `metrics` list (M-ids) selects for the tables, in the
+/// order the scenario lists them, then the always-shown throughput, utilisation and loss.
 fn selected(names: &[String], wanted: &[String]) -> Vec<String> {
-    let always = [
-        "M1 flow",
-        "M8 utilisation (goodput)",
-        "M9 drop rate",
-        "backoffs",
-    ];
-    names
-        .iter()
-        .filter(|n| {
-            wanted.iter().any(|w| n.starts_with(&format!("{w} ")))
-                || always.iter().any(|a| n.starts_with(a))
-        })
-        .filter(|n| !n.contains("steady"))
-        .cloned()
-        .collect()
+    let always = ["M1 flow", "M8 utilisation (goodput)", "M9 drop rate", "backoffs"];
+    let mut out: Vec<String> = Vec::new();
+    let mut push = |n: &String| {
+        if !n.contains("steady") && !out.contains(n) {
+            out.push(n.clone());
+        }
+    };
+    for w in wanted {
+        for n in names.iter().filter(|n| n.starts_with(&format!("{w} "))) {
+            push(n);
+        }
+    }
+    for a in always {
+        for n in names.iter().filter(|n| n.starts_with(a)) {
+            push(n);
+        }
+    }
+    out
 }
 
 /// Renders `summary.md`: one table per metric, points as rows, algorithms as columns.

@@ -1023,20 +1023,17 @@ impl Scenario {
 
     fn from_table(table: toml::Table, path: &Path) -> Result<Scenario, Bad> {
         let top: RawTop = de_at(toml::Value::Table(table), "")?;
-        let id_ok = top
-            .id
-            .strip_prefix('T')
-            .and_then(|r| r.split_once('.'))
-            .is_some_and(|(a, b)| {
-                !a.is_empty()
-                    && !b.is_empty()
-                    && (a.to_owned() + b).chars().all(|c| c.is_ascii_digit())
-            });
+        // A test id of benchmarks.md ("T0.1"), or a user's own: a letter, then letters,
+        // digits, '.', '_' or '-' (at most 32 characters).
+        let id_ok = top.id.len() <= 32
+            && top.id.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
+            && top.id.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c));
         if !id_ok {
             return Err(bad(
                 "id",
                 format!(
-                    "`{}`: expected a test id of benchmarks.md such as \"T0.1\"",
+                    "`{}`: expected a test id of benchmarks.md such as \"T0.1\", or a user id: \
+                     a letter, then letters, digits, '.', '_' or '-' (at most 32 characters)",
                     top.id
                 ),
             ));

@@ -251,7 +251,7 @@ pub enum TestbedError {
     #[error("invalid path spec: {0}")]
     InvalidSpec(String),
     /// A tool could not be started at all (not installed, not executable).
-    #[error("running `{command}`: {source}")]
+    #[error("running `{command}`: {source}{}", package_hint(command))]
     Spawn {
         /// The full command line.
         command: String,
@@ -268,6 +268,14 @@ pub enum TestbedError {
         /// Its stderr, verbatim.
         stderr: String,
     },
+    /// A tool the testbed runs is not installed.
+    #[error("`{tool}` is not installed (Debian package {package}; `make deps` installs it)")]
+    MissingTool {
+        /// The program.
+        tool: &'static str,
+        /// The Debian package that provides it.
+        package: &'static str,
+    },
     /// The running kernel has no sch_netem, which delay and random loss need.
     #[error(
         "the running kernel has no sch_netem (needed for delay and random loss): {0}; \
@@ -282,6 +290,38 @@ pub enum TestbedError {
         /// What was wrong with the output.
         reason: String,
     },
+}
+
+/// Programs the testbed runs, with the Debian packages that provide them.
+pub const TOOLS: &[(&str, &str)] = &[("ip", "iproute2"), ("tc", "iproute2"), ("ethtool", "ethtool"), ("sysctl", "procps")];
+
+/// Fails with [`TestbedError::MissingTool`] naming the first tool of [`TOOLS`] not on `PATH`
+/// (or in /sbin, /usr/sbin).
+pub fn check_tools() -> Result<(), TestbedError> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let dirs: Vec<std::path::PathBuf> = std::env::split_paths(&path)
+        .chain(["/sbin", "/usr/sbin", "/bin", "/usr/bin"].map(std::path::PathBuf::from))
+        .collect();
+    for &(tool, package) in TOOLS {
+        if !dirs.iter().any(|d| d.join(tool).is_file()) {
+            return Err(TestbedError::MissingTool { tool, package });
+        }
+    }
+    Ok(())
+}
+
+/// " (install the Debian package X)" for the tool a failed command line starts with.
+fn package_hint(command: &str) -> String {
+    let tool = command.split_whitespace().next().unwrap_or("");
+    let package = match tool {
+        "ip" | "tc" => "iproute2",
+        "ethtool" => "ethtool",
+        "modprobe" => "kmod",
+        "sysctl" => "procps",
+        "ping" => "iputils-ping",
+        _ => return String::new(),
+    };
+    format!(" (install the Debian package {package}: `make deps`)")
 }
 
 /// Counters of the bottleneck's root `tbf` qdisc (they include what its `pfifo` child
@@ -370,6 +410,7 @@ impl Testbed {
     /// delay or loss and the running kernel has no sch_netem; a failing `ip`/`tc`/`ethtool`.
     pub fn create(spec: &PathSpec) -> Result<Testbed, TestbedError> {
         spec.validate()?;
+        check_tools()?;
         let bed = Testbed {
             spec: spec.clone(),
             sender_ns: (0..spec.senders.len())
@@ -741,6 +782,15 @@ mod tests {
         assert_eq!(spec.receiver_addr(), Ipv4Addr::new(10, 77, 9, 129));
         assert_eq!(spec.router_ns(), "x-rtr");
         assert_eq!(spec.bottleneck_dev(), "xb0");
+    }
+
+    #[test]
+    fn the_tools_the_testbed_runs_are_found_and_a_missing_one_names_its_package() {
+        check_tools().expect("ip, tc, ethtool and sysctl are installed here");
+        let e = TestbedError::MissingTool { tool: "tc", package: "iproute2" }.to_string();
+        assert!(e.contains("`tc` is not installed") && e.contains("iproute2"), "{e}");
+        let e = TestbedError::Spawn { command: "tc qdisc show".into(), source: std::io::ErrorKind::NotFound.into() }.to_string();
+        assert!(e.contains("Debian package iproute2"), "{e}");
     }
 
     #[test]
