@@ -4,7 +4,7 @@ export PATH := $(HOME)/.cargo/bin:$(PATH)
 CARGO ?= cargo
 CCTL := target/release/cctl
 
-.PHONY: all deps vm-deps vm-deps-if-needed build test demo bench-collector lint fmt install clean
+.PHONY: all deps vm-deps vm-deps-if-needed build test demo demo-tbf bench-collector lint fmt install clean
 
 all: build
 
@@ -29,8 +29,16 @@ vm-deps-if-needed:
 test: deps vm-deps-if-needed
 	$(CARGO) test --workspace -- --test-threads=1
 
-# The main job: two traced bpf_htcp flows through a 20 Mbit/s tbf bottleneck.
-demo: deps
+# The main job: a short, real benchmark run — [P0]'s convergence test (T0.7) for bpf_htcp
+# against bpf_reno in the ci profile, on a netem dumbbell (in a VM where the kernel lacks
+# netem), ending with the report on disk and a summary table on screen.
+demo: deps vm-deps-if-needed
+	$(CARGO) build --release -p cctl
+	$(CCTL) bench run convergence-time --algo htcp,reno --profile ci $(DEMO_ARGS)
+
+# Two traced bpf_htcp flows through a 20 Mbit/s tbf bottleneck on the running kernel
+# (no netem, no VM): the collector and per-flow summary, live.
+demo-tbf: deps
 	$(CARGO) build --release -p cctl
 	$(CCTL) demo $(DEMO_ARGS)
 

@@ -131,6 +131,9 @@ pub fn run_metrics(r: &RunRecord, p: &MetricParams) -> RunMetrics {
         v.insert("M9 retransmission ratio".into(), x);
     }
     v.insert("M9 random drops (pkts)".into(), r.random_drops as f64);
+    if r.cpu_busy.is_finite() {
+        v.insert("CPU busy (%)".into(), 100.0 * r.cpu_busy);
+    }
     if let Some(q) =
         metrics::normalised_queue_length(&r.queue, 0.0, end, f64::from(r.spec.buffer_pkts))
     {
@@ -288,7 +291,13 @@ fn point_label(row: &SummaryRow) -> String {
 /// Which metric names a scenario's `metrics` list (M-ids) selects for the tables, in the
 /// order the scenario lists them, then the always-shown throughput, utilisation and loss.
 fn selected(names: &[String], wanted: &[String]) -> Vec<String> {
-    let always = ["M1 flow", "M8 utilisation (goodput)", "M9 drop rate", "backoffs"];
+    let always = [
+        "M1 flow",
+        "M8 utilisation (goodput)",
+        "M9 drop rate",
+        "backoffs",
+        "CPU busy",
+    ];
     let mut out: Vec<String> = Vec::new();
     let mut push = |n: &String| {
         if !n.contains("steady") && !out.contains(n) {

@@ -89,6 +89,25 @@ impl Loaded {
 ///
 /// Errors list what is available.
 pub fn resolve_algorithms(names: &[String]) -> Result<(Vec<ResolvedCc>, Loaded)> {
+    // First check every name, so that a bad one is refused before anything is loaded.
+    for name in names {
+        let native = name.strip_prefix("native:");
+        if native.is_none() && algos::find(name).is_ok() {
+            continue;
+        }
+        let kname = native.unwrap_or(name);
+        algos::validate_cc_name(kname)?;
+        if !kernel::available_ccs()?.iter().any(|n| n == kname)
+            && kernel::native_module(kname).is_none()
+        {
+            bail!(
+                "unknown algorithm '{name}': not one of cctl's ({}) and not registered in the kernel \
+                 (registered: {}) nor a module tcp_{kname} of this kernel",
+                algos::ALGORITHMS.iter().map(|a| a.key).collect::<Vec<_>>().join(", "),
+                kernel::available_ccs()?.join(" ")
+            );
+        }
+    }
     let mut out = Vec::new();
     let mut loaded = Loaded { guards: Vec::new() };
     for name in names {
@@ -181,6 +200,23 @@ pub struct RunRecord {
     pub sample_drops: u64,
     /// Wall-clock length of the run, s.
     pub wall_s: f64,
+    /// Share of the machine's CPU time that was busy during the run (all CPUs), 0..1.
+    #[serde(default)]
+    pub cpu_busy: f64,
+}
+
+/// Busy and total jiffies of all CPUs, from /proc/stat.
+fn cpu_times() -> Option<(u64, u64)> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let line = stat.lines().find(|l| l.starts_with("cpu "))?;
+    let v: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|x| x.parse().ok())
+        .collect();
+    let total: u64 = v.iter().take(8).sum();
+    let idle = v.get(3)? + v.get(4).unwrap_or(&0);
+    Some((total - idle, total))
 }
 
 fn monotonic_ns() -> u64 {
@@ -252,6 +288,7 @@ pub fn run_once(
     // Bottleneck sampler.
     let queue: Arc<Mutex<Vec<QueuePoint>>> = Arc::default();
     let done = Arc::new(AtomicBool::new(false));
+    let cpu0 = cpu_times();
     let t0_ns = monotonic_ns();
     let t0 = Instant::now();
     let sampler = {
@@ -292,6 +329,10 @@ pub fn run_once(
     done.store(true, Ordering::Relaxed);
     let _ = sampler.join();
     let wall_s = t0.elapsed().as_secs_f64();
+    let cpu_busy = match (cpu0, cpu_times()) {
+        (Some((b0, t0)), Some((b1, t1))) if t1 > t0 => (b1 - b0) as f64 / (t1 - t0) as f64,
+        _ => f64::NAN,
+    };
     samples.extend(trace.drain());
     let stats = trace.finish()?;
     let random_drops: u64 = (0..bed.senders())
@@ -326,6 +367,7 @@ pub fn run_once(
         samples: stats.samples,
         sample_drops: stats.dropped,
         wall_s,
+        cpu_busy,
     };
     std::fs::write(dir.join("run.json"), serde_json::to_vec_pretty(&record)?)?;
     Ok(record)

@@ -1026,8 +1026,15 @@ impl Scenario {
         // A test id of benchmarks.md ("T0.1"), or a user's own: a letter, then letters,
         // digits, '.', '_' or '-' (at most 32 characters).
         let id_ok = top.id.len() <= 32
-            && top.id.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
-            && top.id.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c));
+            && top
+                .id
+                .chars()
+                .next()
+                .is_some_and(|c| c.is_ascii_alphabetic())
+            && top
+                .id
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c));
         if !id_ok {
             return Err(bad(
                 "id",

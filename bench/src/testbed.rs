@@ -293,7 +293,12 @@ pub enum TestbedError {
 }
 
 /// Programs the testbed runs, with the Debian packages that provide them.
-pub const TOOLS: &[(&str, &str)] = &[("ip", "iproute2"), ("tc", "iproute2"), ("ethtool", "ethtool"), ("sysctl", "procps")];
+pub const TOOLS: &[(&str, &str)] = &[
+    ("ip", "iproute2"),
+    ("tc", "iproute2"),
+    ("ethtool", "ethtool"),
+    ("sysctl", "procps"),
+];
 
 /// Fails with [`TestbedError::MissingTool`] naming the first tool of [`TOOLS`] not on `PATH`
 /// (or in /sbin, /usr/sbin).
@@ -787,9 +792,20 @@ mod tests {
     #[test]
     fn the_tools_the_testbed_runs_are_found_and_a_missing_one_names_its_package() {
         check_tools().expect("ip, tc, ethtool and sysctl are installed here");
-        let e = TestbedError::MissingTool { tool: "tc", package: "iproute2" }.to_string();
-        assert!(e.contains("`tc` is not installed") && e.contains("iproute2"), "{e}");
-        let e = TestbedError::Spawn { command: "tc qdisc show".into(), source: std::io::ErrorKind::NotFound.into() }.to_string();
+        let e = TestbedError::MissingTool {
+            tool: "tc",
+            package: "iproute2",
+        }
+        .to_string();
+        assert!(
+            e.contains("`tc` is not installed") && e.contains("iproute2"),
+            "{e}"
+        );
+        let e = TestbedError::Spawn {
+            command: "tc qdisc show".into(),
+            source: std::io::ErrorKind::NotFound.into(),
+        }
+        .to_string();
         assert!(e.contains("Debian package iproute2"), "{e}");
     }
 

@@ -266,3 +266,110 @@ fn default_refuses_an_unregistered_name_and_keeps_the_current_one() {
     let o = cctl(&["default"]);
     assert_eq!(String::from_utf8_lossy(&o.stdout), before);
 }
+
+#[test]
+fn bench_refuses_bad_input_before_creating_anything() {
+    let ns_before = Command::new("ip")
+        .args(["netns", "list"])
+        .output()
+        .unwrap()
+        .stdout;
+    let o = cctl(&["bench", "run", "no-such-test", "--algo", "reno"]);
+    assert_ne!(o.status.code(), Some(0));
+    assert!(stderr(&o).contains("no-such-test"), "{}", stderr(&o));
+
+    let o = cctl(&[
+        "bench",
+        "run",
+        "fairness-same-rtt",
+        "--algo",
+        "reno",
+        "--profile",
+        "huge",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--profile"), "{}", stderr(&o));
+
+    let o = cctl(&[
+        "bench",
+        "run",
+        "fairness-same-rtt",
+        "--algo",
+        "reno",
+        "--repeat",
+        "0",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+
+    let dir = std::env::temp_dir().join(format!("cctl-cli-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bad = dir.join("bad.toml");
+    std::fs::write(
+        &bad,
+        "id = \"U1\"\nname = \"bad\"\ntitle = \"bad\"\nsource = \"test\"\nmetrics = [\"M1\"]\nplots = []\n\
+         [defaults]\nrate_mbit = 10\nrtt_ms = -5\nbuffer_bdp = 1.0\nduration_s = 10\n[[flows]]\ncc = \"{algo}\"\n\
+         [profiles.paper]\n[profiles.ci]\n",
+    )
+    .unwrap();
+    let o = cctl(&[
+        "bench",
+        "run",
+        bad.to_str().unwrap(),
+        "--algo",
+        "reno",
+        "--dry-run",
+    ]);
+    assert_ne!(o.status.code(), Some(0));
+    let e = stderr(&o);
+    assert!(e.contains("bad.toml") && e.contains("rtt_ms"), "{e}");
+
+    std::fs::write(
+        &bad,
+        std::fs::read_to_string(&bad)
+            .unwrap()
+            .replace("rtt_ms = -5", "rtt_ms = 40\nloss = 1.5"),
+    )
+    .unwrap();
+    let o = cctl(&[
+        "bench",
+        "run",
+        bad.to_str().unwrap(),
+        "--algo",
+        "reno",
+        "--dry-run",
+    ]);
+    let e = stderr(&o);
+    assert!(e.contains("bad.toml") && e.contains("loss"), "{e}");
+    std::fs::remove_dir_all(&dir).unwrap();
+
+    let ns_after = Command::new("ip")
+        .args(["netns", "list"])
+        .output()
+        .unwrap()
+        .stdout;
+    assert_eq!(
+        ns_before, ns_after,
+        "a refused bench run created namespaces"
+    );
+}
+
+#[test]
+fn bench_list_names_every_test_of_the_spec() {
+    let o = cctl(&["bench", "list", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let ids: Vec<String> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["id"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    for id in [
+        "T0.1", "T0.9", "T1.1", "T1.4", "T2.5", "T2.7", "T3.1", "T3.6",
+    ] {
+        assert!(ids.iter().any(|i| i == id), "{id} missing from {ids:?}");
+    }
+    assert_eq!(ids.len(), 22);
+}

@@ -65,28 +65,53 @@ fn custom(name: &str, defaults: &str, flows: &str, sweep: &str) -> Scenario {
          metrics = [\"M1\", \"M3\", \"M8\"]\nplots = [\"cwnd\"]\n[defaults]\n{defaults}\n{flows}\n\
          [profiles.paper]\n{sweep}\n[profiles.ci]\n{sweep}\n"
     );
-    Scenario::parse(&text, Path::new(&format!("<test>/{name}.toml"))).unwrap_or_else(|e| panic!("{e}"))
+    Scenario::parse(&text, Path::new(&format!("<test>/{name}.toml")))
+        .unwrap_or_else(|e| panic!("{e}"))
 }
 
 const ONE_FLOW: &str = "[[flows]]\ncc = \"{algo}\"\n";
-const TWO_FLOWS: &str = "[[flows]]\ncc = \"{algo}\"\n[[flows]]\ncc = \"{algo}\"\nrtt_ms = \"{rtt2_ms}\"\nstart_s = 3\n";
+const TWO_FLOWS: &str =
+    "[[flows]]\ncc = \"{algo}\"\n[[flows]]\ncc = \"{algo}\"\nrtt_ms = \"{rtt2_ms}\"\nstart_s = 3\n";
 
 /// The custom scenarios parse (checked on the host before a VM boots).
 #[test]
 fn the_test_scenarios_are_valid() {
-    custom("single-flow", "rate_mbit = 20\nrtt_ms = 40\nbuffer_bdp = 1.0\nduration_s = 30", ONE_FLOW, "");
-    custom("same-rtt", "rate_mbit = 20\nrtt_ms = 40\nbuffer_bdp = 1.0\nduration_s = 40\nvars = { rtt2_ms = 40 }", TWO_FLOWS, "");
-    custom("response", "rate_mbit = 50\nrtt_ms = 40\nbuffer_bdp = 1.0\nduration_s = 30", ONE_FLOW, "sweep = { loss = [0.0001, 0.001, 0.01] }");
+    custom(
+        "single-flow",
+        "rate_mbit = 20\nrtt_ms = 40\nbuffer_bdp = 1.0\nduration_s = 30",
+        ONE_FLOW,
+        "",
+    );
+    custom(
+        "same-rtt",
+        "rate_mbit = 20\nrtt_ms = 40\nbuffer_bdp = 1.0\nduration_s = 40\nvars = { rtt2_ms = 40 }",
+        TWO_FLOWS,
+        "",
+    );
+    custom(
+        "response",
+        "rate_mbit = 50\nrtt_ms = 40\nbuffer_bdp = 1.0\nduration_s = 30",
+        ONE_FLOW,
+        "sweep = { loss = [0.0001, 0.001, 0.01] }",
+    );
 }
 
 fn checks_in_a_netem_kernel() {
     // A single flow with a 100 % BDP buffer keeps the link busy: BPF ports and the
     // guest's native module on the same scenario.
-    let sc = custom("single-flow", "rate_mbit = 20\nrtt_ms = 40\nbuffer_bdp = 1.0\nduration_s = 30", ONE_FLOW, "");
+    let sc = custom(
+        "single-flow",
+        "rate_mbit = 20\nrtt_ms = 40\nbuffer_bdp = 1.0\nduration_s = 30",
+        ONE_FLOW,
+        "",
+    );
     let s = run(&sc, &["reno", "htcp", "native:htcp"]);
     for algo in ["reno", "htcp", "native:htcp"] {
         let u = metric(&s, algo, 0, "M8 utilisation (wire)").expect("utilisation");
-        assert!(u >= 0.9, "{algo}: utilisation {u} < 0.9 with a 100 % BDP buffer");
+        assert!(
+            u >= 0.9,
+            "{algo}: utilisation {u} < 0.9 with a 100 % BDP buffer"
+        );
     }
 
     // Two H-TCP flows with the same RTT share the link.
@@ -98,7 +123,10 @@ fn checks_in_a_netem_kernel() {
     );
     let s = run(&sc, &["htcp"]);
     let ratio = metric(&s, "htcp", 0, "M3 R_minmax").expect("ratio");
-    assert!(ratio >= 0.8, "H-TCP same-RTT throughput ratio {ratio} < 0.8");
+    assert!(
+        ratio >= 0.8,
+        "H-TCP same-RTT throughput ratio {ratio} < 0.8"
+    );
 
     // With different RTTs, Reno gives the short-RTT flow more throughput.
     let sc = custom(
@@ -110,7 +138,10 @@ fn checks_in_a_netem_kernel() {
     let s = run(&sc, &["reno"]);
     let u_long = metric(&s, "reno", 0, "M1 flow1 (Mbit/s)").unwrap();
     let u_short = metric(&s, "reno", 0, "M1 flow2 (Mbit/s)").unwrap();
-    assert!(u_short > u_long, "Reno: 20 ms flow {u_short} Mbit/s not above the 80 ms flow's {u_long}");
+    assert!(
+        u_short > u_long,
+        "Reno: 20 ms flow {u_short} Mbit/s not above the 80 ms flow's {u_long}"
+    );
 
     // The response function falls as the random loss rate rises.
     let sc = custom(
@@ -125,12 +156,22 @@ fn checks_in_a_netem_kernel() {
             .rows
             .iter()
             .filter(|r| r.algo == algo)
-            .map(|r| (r.loss, metric(&s, algo, r.point, "M1 flow1 (Mbit/s)").expect("throughput")))
+            .map(|r| {
+                (
+                    r.loss,
+                    metric(&s, algo, r.point, "M1 flow1 (Mbit/s)").expect("throughput"),
+                )
+            })
             .collect();
         pts.sort_by(|a, b| a.0.total_cmp(&b.0));
         assert_eq!(pts.len(), 3, "{algo}: loss points {pts:?}");
         for w in pts.windows(2) {
-            assert!(w[1].1 < w[0].1, "{algo}: throughput did not fall from p={} to p={}: {pts:?}", w[0].0, w[1].0);
+            assert!(
+                w[1].1 < w[0].1,
+                "{algo}: throughput did not fall from p={} to p={}: {pts:?}",
+                w[0].0,
+                w[1].0
+            );
         }
     }
 
@@ -138,7 +179,11 @@ fn checks_in_a_netem_kernel() {
     let s = run(&builtin("convergence-time"), &["htcp"]);
     for r in &s.rows {
         let t = metric(&s, "htcp", r.point, "M5 A (s)");
-        assert!(t.is_some_and(f64::is_finite), "H-TCP did not converge (NC) at point {}", r.point);
+        assert!(
+            t.is_some_and(f64::is_finite),
+            "H-TCP did not converge (NC) at point {}",
+            r.point
+        );
     }
 }
 

@@ -85,6 +85,9 @@ struct RunArgs {
     /// Print the summary as JSON lines instead of a table.
     #[arg(long)]
     json: bool,
+    /// Check the scenario and print the planned runs without running anything.
+    #[arg(long)]
+    dry_run: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -148,6 +151,33 @@ fn run_bench(a: RunArgs) -> Result<i32> {
     let sc = scenario::find(&a.scenario)?;
     let seed = a.seed.unwrap_or_else(|| sc.seed(profile));
     let points = sc.expand(profile, seed)?;
+    if a.dry_run {
+        let repeat = a.repeat.unwrap_or_else(|| sc.repeat(profile));
+        for p in &points {
+            println!(
+                "point {:>2}: {} ({} flows, {:.0} s)",
+                p.index,
+                p.label(),
+                p.flows.len(),
+                p.duration_s
+            );
+        }
+        let secs: f64 = points.iter().map(|p| p.duration_s).sum::<f64>()
+            * f64::from(repeat)
+            * a.algo.len() as f64;
+        println!(
+            "{} ({}) profile {profile}: {} points x {} algorithms x {repeat} repetitions = {:.0} s of traffic",
+            sc.name,
+            sc.id,
+            points.len(),
+            a.algo.len(),
+            secs
+        );
+        return match runner::check_supported(&sc, &points) {
+            Ok(()) => Ok(exit::OK),
+            Err(e) => Err(e),
+        };
+    }
     runner::check_supported(&sc, &points)?;
     let needs_netem = points.iter().any(|p| runner::path_for(p).needs_netem());
 

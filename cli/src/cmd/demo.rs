@@ -25,10 +25,12 @@ const PORT: u16 = 5201;
 
 /// Arguments of `cctl demo`.
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Example: cctl demo --algo htcp --duration-s 30\n\
+#[command(
+    after_help = "Example: cctl demo --algo htcp --duration-s 30   (or --algo cubic: any registered CC)\n\
 Writes <out>/samples.csv (one row per sample, columns as `cctl trace --csv`) and \
 <out>/summary.json. Namespaces and the algorithm (if the demo loaded it) are removed \
-on exit, on Ctrl-C, and at the start of the next run after a crash.")]
+on exit, on Ctrl-C, and at the start of the next run after a crash."
+)]
 pub struct Args {
     /// cctl algorithm both flows use (loaded for the run unless already loaded).
     #[arg(long, default_value = "htcp")]
@@ -39,6 +41,9 @@ pub struct Args {
     /// When the second flow starts, s after the first.
     #[arg(long, default_value_t = 5.0)]
     second_start_s: f64,
+    /// Number of flows (the first starts at 0, the others at --second-start-s).
+    #[arg(long, default_value_t = 2)]
+    flows: usize,
     /// Bottleneck rate, Mbit/s (tbf).
     #[arg(long, default_value_t = 20)]
     rate_mbit: u32,
@@ -128,7 +133,23 @@ pub fn run(args: Args) -> Result<i32> {
             args.queue_pkts
         );
     }
-    let algorithm = algos::find(&args.algo)?;
+    if !(1..=8).contains(&args.flows) {
+        usage!("--flows must be in [1, 8], got {}", args.flows);
+    }
+    // One of cctl's algorithms (loaded for the run), or a congestion control the kernel has.
+    let algorithm = match algos::find(&args.algo) {
+        Ok(a) => Some(a),
+        Err(e) => {
+            if !kernel::available_ccs()?.contains(&args.algo) {
+                return Err(anyhow::Error::new(e).context(format!(
+                    "'{}' is not registered in the kernel either ({})",
+                    args.algo,
+                    kernel::available_ccs()?.join(" ")
+                )));
+            }
+            None
+        }
+    };
     kernel::require_privileges("running the demo")?;
     kernel::require_struct_ops_links()?;
     kernel::ensure_bpffs()?;
@@ -148,24 +169,33 @@ pub fn run(args: Args) -> Result<i32> {
         );
     }
 
-    let cc = algorithm.cc_name.to_string();
-    let already = registry::list_loaded()?.into_iter().any(|l| l.name == cc);
-    let guard = if already {
-        eprintln!("cctl demo: using the already loaded {cc} (it stays loaded)");
-        None
-    } else {
-        let opts = LoadOptions {
-            owned: true,
-            ..Default::default()
-        };
-        registry::load(algorithm.key, &opts)
-            .with_context(|| format!("loading {}", algorithm.key))?;
-        Some(LoadGuard::new(cc.clone()))
+    let cc = algorithm.map_or(args.algo.clone(), |a| a.cc_name.to_string());
+    let guard = match algorithm {
+        None => None,
+        Some(_) if registry::list_loaded()?.into_iter().any(|l| l.name == cc) => {
+            eprintln!("cctl demo: using the already loaded {cc} (it stays loaded)");
+            None
+        }
+        Some(a) => {
+            let opts = LoadOptions {
+                owned: true,
+                ..Default::default()
+            };
+            registry::load(a.key, &opts).with_context(|| format!("loading {}", a.key))?;
+            Some(LoadGuard::new(cc.clone()))
+        }
     };
 
     let spec = PathSpec::new(PREFIX, args.rate_mbit, args.queue_pkts);
     let bed = Testbed::create(&spec).context("building the veth/tbf path")?;
+    let cpu0 = cpu_times();
     let result = run_on(&args, &cc, &bed, stop.clone());
+    let cpu_busy = match (cpu0, cpu_times()) {
+        (Some((b0, t0)), Some((b1, t1))) if t1 > t0 => {
+            Some(100.0 * (b1 - b0) as f64 / (t1 - t0) as f64)
+        }
+        _ => None,
+    };
 
     let qdisc = bed.bottleneck_stats().ok();
     let destroyed = bed.destroy();
@@ -215,6 +245,12 @@ pub fn run(args: Args) -> Result<i32> {
                 100.0 * q.drops as f64 / (q.sent_packets + q.drops).max(1) as f64
             );
         }
+        if let Some(c) = cpu_busy {
+            println!(
+                "host CPU busy during the run: {c:.0} % of {} CPUs",
+                std::thread::available_parallelism().map_or(1, |n| n.get())
+            );
+        }
         println!(
             "trace: {} samples ({:.0}/s), {} flows, {} ring-buffer drops -> {}",
             trace_stats.samples,
@@ -234,6 +270,20 @@ pub fn run(args: Args) -> Result<i32> {
     Ok(exit::OK)
 }
 
+/// Busy and total jiffies of all CPUs, from /proc/stat.
+fn cpu_times() -> Option<(u64, u64)> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let line = stat.lines().find(|l| l.starts_with("cpu "))?;
+    let v: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|x| x.parse().ok())
+        .collect();
+    let total: u64 = v.iter().take(8).sum();
+    let idle = v.get(3)? + v.get(4).unwrap_or(&0);
+    Some((total - idle, total))
+}
+
 type RunOutput = (
     Vec<FlowReport>,
     cctl_loader::collector::TraceStats,
@@ -251,22 +301,19 @@ fn run_on(args: &Args, cc: &str, bed: &Testbed, stop: Arc<AtomicBool>) -> Result
     .context("starting the collector")?;
 
     let total = Duration::from_secs_f64(args.duration_s);
-    let flows = [
-        FlowSpec {
-            id: 1,
+    let flows: Vec<FlowSpec> = (1..=args.flows)
+        .map(|id| FlowSpec {
+            id,
             cc: cc.to_string(),
-            start: Duration::ZERO,
+            start: if id == 1 {
+                Duration::ZERO
+            } else {
+                Duration::from_secs_f64(args.second_start_s)
+            },
             stop: total,
             ..Default::default()
-        },
-        FlowSpec {
-            id: 2,
-            cc: cc.to_string(),
-            start: Duration::from_secs_f64(args.second_start_s),
-            stop: total,
-            ..Default::default()
-        },
-    ];
+        })
+        .collect();
     let bar = if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
         indicatif::ProgressBar::new(total.as_secs())
     } else {
