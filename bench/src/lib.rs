@@ -15,6 +15,7 @@ pub mod runner;
 pub mod scenario;
 pub mod testbed;
 pub mod vm;
+pub mod web;
 
 pub use flows::{run_bulk_flows, run_bulk_flows_observed, spawn_in_netns, FlowResult, FlowSpec};
 pub use testbed::{remove_leftovers, PathSpec, QdiscStats, Testbed, TestbedError};

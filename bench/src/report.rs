@@ -131,6 +131,10 @@ pub fn run_metrics(r: &RunRecord, p: &MetricParams) -> RunMetrics {
         v.insert("M9 retransmission ratio".into(), x);
     }
     v.insert("M9 random drops (pkts)".into(), r.random_drops as f64);
+    if let Some(w) = &r.web {
+        v.insert("web load forward (Mbit/s)".into(), w.forward_bps() / 1e6);
+        v.insert("web pages".into(), w.pages as f64);
+    }
     if r.cpu_busy.is_finite() {
         v.insert("CPU busy (%)".into(), 100.0 * r.cpu_busy);
     }

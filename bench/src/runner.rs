@@ -200,6 +200,9 @@ pub struct RunRecord {
     pub sample_drops: u64,
     /// Wall-clock length of the run, s.
     pub wall_s: f64,
+    /// What the web cross traffic did (none without web sessions).
+    #[serde(default)]
+    pub web: Option<crate::web::WebStats>,
     /// Share of the machine's CPU time that was busy during the run (all CPUs), 0..1.
     #[serde(default)]
     pub cpu_busy: f64,
@@ -240,6 +243,7 @@ fn flow_cc(f: &crate::scenario::FlowPlan, algo: &ResolvedCc, all: &[ResolvedCc])
 /// Builds the testbed of one point: one sender per flow with its RTT, the scenario's loss.
 pub fn path_for(point: &RunPoint) -> PathSpec {
     let mut spec = PathSpec::new(PREFIX, point.rate_mbit, point.buffer_pkts.max(1));
+    spec.reverse_rate_mbit = point.reverse_rate_mbit;
     spec.senders = point
         .flows
         .iter()
@@ -248,6 +252,13 @@ pub fn path_for(point: &RunPoint) -> PathSpec {
             loss: point.loss,
         })
         .collect();
+    if point.web_sessions > 0 {
+        // The web host on the senders' side, at the scenario's RTT.
+        spec.senders.push(AccessSpec {
+            rtt_ms: point.rtt_ms,
+            loss: point.loss,
+        });
+    }
     spec
 }
 
@@ -288,6 +299,25 @@ pub fn run_once(
     // Bottleneck sampler.
     let queue: Arc<Mutex<Vec<QueuePoint>>> = Arc::default();
     let done = Arc::new(AtomicBool::new(false));
+    let web = if point.web_sessions > 0 {
+        let web_cc = all
+            .iter()
+            .find(|r| r.requested == point.web_cc)
+            .map_or(point.web_cc.clone(), |r| r.cc_name.clone());
+        let sender = point.flows.len();
+        let seed = 0x5eed ^ ((point.index as u64) << 8) ^ u64::from(rep);
+        let spec = match point.web_model {
+            crate::scenario::WebModel::Surge => {
+                crate::web::WebSpec::surge(point.web_sessions, &web_cc, sender, seed)
+            }
+            crate::scenario::WebModel::P0 => {
+                crate::web::WebSpec::p0(point.web_sessions, &web_cc, sender, seed)
+            }
+        };
+        Some(crate::web::start(&bed, &spec).context("starting the web cross traffic")?)
+    } else {
+        None
+    };
     let cpu0 = cpu_times();
     let t0_ns = monotonic_ns();
     let t0 = Instant::now();
@@ -328,6 +358,7 @@ pub fn run_once(
     })?;
     done.store(true, Ordering::Relaxed);
     let _ = sampler.join();
+    let web = web.map(crate::web::WebTraffic::finish);
     let wall_s = t0.elapsed().as_secs_f64();
     let cpu_busy = match (cpu0, cpu_times()) {
         (Some((b0, t0)), Some((b1, t1))) if t1 > t0 => (b1 - b0) as f64 / (t1 - t0) as f64,
@@ -367,6 +398,7 @@ pub fn run_once(
         samples: stats.samples,
         sample_drops: stats.dropped,
         wall_s,
+        web,
         cpu_busy,
     };
     std::fs::write(dir.join("run.json"), serde_json::to_vec_pretty(&record)?)?;
@@ -474,6 +506,28 @@ pub struct Metadata {
     pub runs_planned: usize,
     /// Whether the run was interrupted.
     pub interrupted: bool,
+    /// Where the runs differ from the scenario, and why (threats to validity).
+    #[serde(default)]
+    pub deviations: Vec<String>,
+}
+
+/// Scenario settings the runner records as deviations instead of applying.
+pub fn deviations(points: &[RunPoint]) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(p) = points.iter().find(|p| p.init_ssthresh_pkts.is_some()) {
+        out.push(format!(
+            "initial ssthresh preset ([P3]: 50 % BDP, e.g. {} packets) not applied: Linux has no \
+             per-connection setter that works for every congestion control and its route-metric \
+             path is ignored with tcp_no_ssthresh_metrics_save; flows start with ssthresh = infinity",
+            p.init_ssthresh_pkts.unwrap_or(0)
+        ));
+    }
+    out.push(
+        "bottleneck queue sampled every queue_interval_ms (benchmarks.md's [CHOICE] is 10 ms); \
+         tbf rather than htb; delay on the ACK path; random loss at each sender's egress"
+            .into(),
+    );
+    out
 }
 
 /// Runs every point × algorithm × repetition of `sc`; returns the results directory and
@@ -509,6 +563,9 @@ pub fn run_scenario(
                 names.push(n.clone());
             }
         }
+        if p.web_sessions > 0 {
+            names.push(p.web_cc.clone());
+        }
     }
     let (resolved, loaded) = resolve_algorithms(&names)?;
     let under_test: Vec<ResolvedCc> = opts
@@ -539,7 +596,11 @@ pub fn run_scenario(
         runs_done: 0,
         runs_planned: points.len() * under_test.len() * repeat as usize,
         interrupted: false,
+        deviations: deviations(&points),
     };
+    for d in &meta.deviations {
+        eprintln!("cctl bench: deviation: {d}");
+    }
     std::fs::write(dir.join("metadata.json"), serde_json::to_vec_pretty(&meta)?)?;
 
     let total_s: f64 = points.iter().map(|p| p.duration_s).sum::<f64>()
@@ -604,13 +665,7 @@ pub fn run_scenario(
 /// yet (named, so the user knows what is missing).
 pub fn check_supported(sc: &Scenario, points: &[RunPoint]) -> Result<()> {
     for p in points {
-        let missing = if p.web_sessions > 0 {
-            Some(format!("web cross traffic ({} sessions)", p.web_sessions))
-        } else if p.reverse_rate_mbit.is_some() {
-            Some("an asymmetric (reverse-rate) bottleneck".to_string())
-        } else if p.init_ssthresh_pkts.is_some() {
-            Some("a preset initial ssthresh".to_string())
-        } else if p.flows.len() > crate::testbed::MAX_SENDERS {
+        let missing = if p.flows.len() + 1 > crate::testbed::MAX_SENDERS {
             Some(format!(
                 "{} flows (at most {})",
                 p.flows.len(),

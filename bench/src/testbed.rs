@@ -71,6 +71,9 @@ pub struct PathSpec {
     pub subnet_octet: u8,
     /// The senders' access links, at least one, at most [`MAX_SENDERS`].
     pub senders: Vec<AccessSpec>,
+    /// Rate of the reverse (receiver → senders) direction, in Mbit/s, shaped by tbf on the
+    /// receiver's egress (an asymmetric path such as [P2]'s DSL uplink); `None` = unshaped.
+    pub reverse_rate_mbit: Option<f64>,
 }
 
 /// Most senders a testbed can have (subnets 10.80.X.0 to 10.179.X.0, two-digit device suffixes).
@@ -85,6 +88,7 @@ impl PathSpec {
             queue_pkts,
             subnet_octet: 0,
             senders: vec![AccessSpec::default()],
+            reverse_rate_mbit: None,
         }
     }
 
@@ -200,6 +204,13 @@ impl PathSpec {
         }
         if self.queue_pkts == 0 {
             return bad("queue_pkts must be at least 1 packet".into());
+        }
+        if let Some(r) = self.reverse_rate_mbit {
+            if !(0.01..=100_000.0).contains(&r) {
+                return bad(format!(
+                    "reverse_rate_mbit must be in [0.01, 100000] Mbit/s, got {r}"
+                ));
+            }
         }
         if self.senders.is_empty() || self.senders.len() > MAX_SENDERS {
             return bad(format!(
@@ -520,6 +531,13 @@ impl Testbed {
         run_words(&format!(
             "tc -n {rtr} qdisc add dev {bdev} parent 1:1 handle 10: pfifo limit {queue}"
         ))?;
+        if let Some(rev) = spec.reverse_rate_mbit {
+            let burst = ((rev * 1e6 / 8.0 / 1000.0) as u64).max(2 * u64::from(FRAME_BYTES));
+            run_words(&format!(
+                "tc -n {rcv} qdisc add dev {rdev} root tbf rate {}kbit burst {burst} latency 1s",
+                (rev * 1000.0).round() as u64
+            ))?;
+        }
         Ok(())
     }
 
