@@ -205,10 +205,67 @@ pub struct Summary {
     pub runs: Vec<RunMetrics>,
 }
 
+/// Goodput of the fixed (named, e.g. Reno) flows of a run, bit/s: G_R of M11.
+fn named_flows_goodput(r: &RunRecord, p: &MetricParams) -> Option<f64> {
+    let mut total = 0.0;
+    let mut any = false;
+    for (f, plan) in r.series.iter().zip(&r.spec.flows) {
+        if matches!(plan.cc, crate::scenario::CcRef::Named(_)) {
+            total +=
+                metrics::flow_throughput(f, r.spec.duration_s, &p.steady_state).whole_run_bps?;
+            any = true;
+        }
+    }
+    any.then_some(total)
+}
+
+/// M11: where the runs include Reno as the algorithm under test, each other algorithm's
+/// fair-to-Reno factor FtR = G_R(n Reno + 1 Reno) / G_R(n Reno + 1 X) at the same point.
+fn add_fair_to_reno(rows: &mut [SummaryRow], records: &[RunRecord], p: &MetricParams) {
+    let is_reno = |a: &str| a == "reno" || a == "native:reno";
+    let g = |point: usize, algo: &str| -> Vec<f64> {
+        records
+            .iter()
+            .filter(|r| r.point == point && r.algo == algo)
+            .filter_map(|r| named_flows_goodput(r, p))
+            .collect()
+    };
+    let points: Vec<usize> = rows.iter().map(|r| r.point).collect();
+    for point in points {
+        let Some(reno) = rows
+            .iter()
+            .find(|r| r.point == point && is_reno(&r.algo))
+            .map(|r| r.algo.clone())
+        else {
+            continue;
+        };
+        let Some((g_reno, _)) = metrics::mean_and_stderr(&g(point, &reno)) else {
+            continue;
+        };
+        for row in rows.iter_mut().filter(|r| r.point == point) {
+            let values: Vec<f64> = g(point, &row.algo)
+                .into_iter()
+                .filter_map(|gx| metrics::fair_to_reno(g_reno, gx))
+                .collect();
+            if let Some((mean, stderr)) = metrics::mean_and_stderr(&values) {
+                row.metrics.insert(
+                    "M11 FtR".into(),
+                    Aggregate {
+                        mean,
+                        stderr,
+                        values,
+                        nc: 0,
+                    },
+                );
+            }
+        }
+    }
+}
+
 /// Aggregates run metrics by (point, algorithm).
 pub fn summarize(meta: &Metadata, records: &[RunRecord], p: &MetricParams) -> Summary {
     let runs: Vec<RunMetrics> = records.iter().map(|r| run_metrics(r, p)).collect();
-    let mut rows = Vec::new();
+    let mut rows: Vec<SummaryRow> = Vec::new();
     let mut keys: Vec<(usize, String)> =
         records.iter().map(|r| (r.point, r.algo.clone())).collect();
     keys.sort();
@@ -256,6 +313,7 @@ pub fn summarize(meta: &Metadata, records: &[RunRecord], p: &MetricParams) -> Su
             metrics: metrics_out,
         });
     }
+    add_fair_to_reno(&mut rows, records, p);
     Summary {
         metadata: meta.clone(),
         params: *p,

@@ -135,6 +135,9 @@ const POLL_INTERVAL: Duration = Duration::from_millis(100);
 /// Why a VM could not be run, or did not finish its script.
 #[derive(Debug, thiserror::Error)]
 pub enum VmError {
+    /// The caller's cancel flag was raised (Ctrl-C); the VM was killed.
+    #[error("interrupted: the VM was stopped")]
+    Cancelled,
     /// A program the VM runner needs is not installed.
     #[error("`{tool}` not found ({package}); run `make vm-deps` (as root) to install it")]
     MissingTool {
@@ -248,7 +251,7 @@ impl fmt::Display for Accel {
 }
 
 /// The guest to boot for [`run_in_vm`].
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct VmSpec {
     /// Kernel image to boot (its modules must be in the host's `/lib/modules`).
     pub kernel: PathBuf,
@@ -266,6 +269,9 @@ pub struct VmSpec {
     /// Also copy the guest's output to this process's stdout/stderr as it comes (progress
     /// of long runs); it is captured in [`VmOutput`] either way.
     pub echo: bool,
+    /// When raised (e.g. by a SIGINT handler), the VM is killed and [`run_in_vm`] returns
+    /// [`VmError::Cancelled`]; what the guest wrote to its rwdirs stays.
+    pub cancel: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
 }
 
 impl VmSpec {
@@ -281,6 +287,7 @@ impl VmSpec {
             accel: choose_accel(),
             timeout: Duration::from_secs(600),
             echo: false,
+            cancel: None,
         })
     }
 
@@ -492,6 +499,7 @@ fn probe_kvm() -> Option<Accel> {
         accel: Accel::Kvm,
         timeout: KVM_PROBE_TIMEOUT,
         echo: false,
+        cancel: None,
     };
     match run_in_vm(&spec, "true") {
         Ok(out) if out.success() => Some(Accel::Kvm),
@@ -609,9 +617,19 @@ pub fn run_in_vm(spec: &VmSpec, script: &str) -> Result<VmOutput, VmError> {
     let stdout = drain(child.stdout.take(), spec.echo.then_some(Echo::Stdout));
     let stderr = drain(child.stderr.take(), spec.echo.then_some(Echo::Stderr));
 
+    let cancelled = || {
+        spec.cancel
+            .as_ref()
+            .is_some_and(|c| c.load(std::sync::atomic::Ordering::SeqCst))
+    };
     let timed_out = loop {
         match exited_unreaped(&child) {
             Ok(true) => break false,
+            Ok(false) if cancelled() => {
+                kill_group(&child);
+                let _ = child.wait();
+                return Err(VmError::Cancelled);
+            }
             Ok(false) if start.elapsed() >= spec.timeout => break true,
             Ok(false) => thread::sleep(POLL_INTERVAL),
             Err(e) => {
@@ -797,6 +815,7 @@ mod tests {
             accel,
             timeout: Duration::from_secs(60),
             echo: false,
+            cancel: None,
         }
     }
 

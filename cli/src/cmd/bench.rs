@@ -292,6 +292,12 @@ fn run_in_vm(a: &RunArgs, sc: &scenario::Scenario, needs_netem: bool) -> Result<
     // Emulated (TCG) guests run the traffic in real time but everything else slowly.
     spec.timeout = Duration::from_secs_f64(traffic_s * 2.0 + 600.0);
     spec.echo = true;
+    // Ctrl-C kills the VM (its namespaces and algorithms go with it); finished runs stay on disk.
+    let cancel = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, cancel.clone()).context("installing signal handlers")?;
+    }
+    spec.cancel = Some(cancel);
     eprintln!(
         "cctl bench: VM {} ({:?}), {} CPUs, {} MB",
         spec.kernel.display(),
@@ -299,12 +305,21 @@ fn run_in_vm(a: &RunArgs, sc: &scenario::Scenario, needs_netem: bool) -> Result<
         spec.cpus,
         spec.memory_mb
     );
-    let res = vm::run_in_vm(&spec, &cmd)?;
-    Ok(if res.success() {
-        exit::OK
-    } else {
-        exit::FAILURE
-    })
+    match vm::run_in_vm(&spec, &cmd) {
+        Ok(res) => Ok(if res.success() {
+            exit::OK
+        } else {
+            exit::FAILURE
+        }),
+        Err(vm::VmError::Cancelled) => {
+            eprintln!(
+                "cctl bench: interrupted; the VM was stopped, runs finished so far are in {}",
+                out.display()
+            );
+            Ok(exit::INTERRUPTED)
+        }
+        Err(e) => Err(e.into()),
+    }
 }
 
 fn shell_quote(s: &str) -> String {
