@@ -358,6 +358,7 @@ fn selected(names: &[String], wanted: &[String]) -> Vec<String> {
         "M8 utilisation (goodput)",
         "M9 drop rate",
         "backoffs",
+        "web load",
         "CPU busy",
     ];
     let mut out: Vec<String> = Vec::new();

@@ -630,6 +630,19 @@ pub fn run_scenario(
                     "{} p{} {} r{}",
                     sc.name, point.index, algo.requested, rep
                 ));
+                if opts.progress && bar.is_hidden() {
+                    // No terminal (e.g. inside the VM): one line per run instead of a bar.
+                    eprintln!(
+                        "cctl bench: run {}/{}: point {} ({}) with {}, repetition {}, {:.0} s",
+                        records.len() + 1,
+                        meta.runs_planned,
+                        point.index,
+                        point.label(),
+                        algo.requested,
+                        rep,
+                        point.duration_s
+                    );
+                }
                 let run_dir = dir
                     .join("runs")
                     .join(&algo.requested)
