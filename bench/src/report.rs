@@ -72,6 +72,13 @@ pub fn run_metrics(r: &RunRecord, p: &MetricParams) -> RunMetrics {
                 v.insert("M3 R_rtt".into(), x);
             }
         }
+        // [P0] T0.1: the ratio also over the last 50 % of the run.
+        let half = |f: &FlowSeries| metrics::avg_throughput_bps(f, end / 2.0, end);
+        if let (Some(u1), Some(u2)) = (half(&flows[0]), half(&flows[1])) {
+            if let Some(x) = metrics::throughput_ratio(u1, u2).minmax {
+                v.insert("M3 R_minmax last 50 %".into(), x);
+            }
+        }
         let shares: Vec<f64> = flows
             .iter()
             .filter_map(|f| metrics::flow_throughput(f, end, &p.steady_state).whole_run_bps)
