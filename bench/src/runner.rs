@@ -208,8 +208,8 @@ pub struct RunRecord {
     pub cpu_busy: f64,
 }
 
-/// Busy and total jiffies of all CPUs, from /proc/stat.
-fn cpu_times() -> Option<(u64, u64)> {
+/// Busy and total jiffies of all CPUs, from /proc/stat (busy share = Δbusy / Δtotal).
+pub fn cpu_times() -> Option<(u64, u64)> {
     let stat = std::fs::read_to_string("/proc/stat").ok()?;
     let line = stat.lines().find(|l| l.starts_with("cpu "))?;
     let v: Vec<u64> = line

@@ -188,9 +188,9 @@ pub fn run(args: Args) -> Result<i32> {
 
     let spec = PathSpec::new(PREFIX, args.rate_mbit, args.queue_pkts);
     let bed = Testbed::create(&spec).context("building the veth/tbf path")?;
-    let cpu0 = cpu_times();
+    let cpu0 = cctl_bench::runner::cpu_times();
     let result = run_on(&args, &cc, &bed, stop.clone());
-    let cpu_busy = match (cpu0, cpu_times()) {
+    let cpu_busy = match (cpu0, cctl_bench::runner::cpu_times()) {
         (Some((b0, t0)), Some((b1, t1))) if t1 > t0 => {
             Some(100.0 * (b1 - b0) as f64 / (t1 - t0) as f64)
         }
@@ -268,20 +268,6 @@ pub fn run(args: Args) -> Result<i32> {
         return Ok(exit::FAILURE);
     }
     Ok(exit::OK)
-}
-
-/// Busy and total jiffies of all CPUs, from /proc/stat.
-fn cpu_times() -> Option<(u64, u64)> {
-    let stat = std::fs::read_to_string("/proc/stat").ok()?;
-    let line = stat.lines().find(|l| l.starts_with("cpu "))?;
-    let v: Vec<u64> = line
-        .split_whitespace()
-        .skip(1)
-        .filter_map(|x| x.parse().ok())
-        .collect();
-    let total: u64 = v.iter().take(8).sum();
-    let idle = v.get(3)? + v.get(4).unwrap_or(&0);
-    Some((total - idle, total))
 }
 
 type RunOutput = (
