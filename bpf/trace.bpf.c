@@ -88,16 +88,18 @@ int BPF_PROG(cctl_tcp_probe, struct sock *sk, const struct sk_buff *skb)
 	if (filter_port && sport != filter_port && dport != filter_port)
 		return 0;
 
-	bpf_probe_read_kernel(name, sizeof(name), icsk->icsk_ca_ops->name);
-	if (!trace_cc_matches(name))
-		return 0;
-
 	now = bpf_ktime_get_ns();
 	cookie = bpf_get_socket_cookie(sk);
 	state = BPF_CORE_READ_BITFIELD(icsk, icsk_ca_state);
 
+	/* Most calls end here (per-ACK, rate-limited); only flows that were emitted
+	 * before have an entry, so this never skips a flow the cc filter would drop. */
 	fs = bpf_map_lookup_elem(&flows, &cookie);
 	if (fs && now - fs->last_ns < interval_ns && state == fs->last_state)
+		return 0;
+
+	bpf_probe_read_kernel(name, sizeof(name), icsk->icsk_ca_ops->name);
+	if (!trace_cc_matches(name))
 		return 0;
 
 	e = bpf_ringbuf_reserve(&samples, sizeof(*e), 0);

@@ -387,6 +387,13 @@ fn selected(names: &[String], wanted: &[String]) -> Vec<String> {
     out
 }
 
+/// Every metric name that occurs in the summary, sorted.
+fn metric_names(s: &Summary) -> Vec<String> {
+    let names: std::collections::BTreeSet<&String> =
+        s.rows.iter().flat_map(|r| r.metrics.keys()).collect();
+    names.into_iter().cloned().collect()
+}
+
 /// Renders `summary.md`: one table per metric, points as rows, algorithms as columns.
 pub fn markdown(s: &Summary, title: &str, wanted: &[String]) -> String {
     let m = &s.metadata;
@@ -425,19 +432,12 @@ pub fn markdown(s: &Summary, title: &str, wanted: &[String]) -> String {
     );
 
     let mut algo_cols: Vec<String> = s.rows.iter().map(|r| r.algo.clone()).collect();
-    algo_cols.dedup();
     algo_cols.sort();
     algo_cols.dedup();
     let mut points: Vec<usize> = s.rows.iter().map(|r| r.point).collect();
     points.sort();
     points.dedup();
-    let mut names: Vec<String> = s
-        .rows
-        .iter()
-        .flat_map(|r| r.metrics.keys().cloned())
-        .collect();
-    names.sort();
-    names.dedup();
+    let names = metric_names(s);
     for name in selected(&names, wanted) {
         let _ = writeln!(out, "## {name}\n");
         let _ = writeln!(out, "| point | {} |", algo_cols.join(" | "));
@@ -478,13 +478,7 @@ pub fn markdown(s: &Summary, title: &str, wanted: &[String]) -> String {
 /// A compact table for the terminal: each point × algorithm with the scenario's headline
 /// metrics.
 pub fn terminal_table(s: &Summary, wanted: &[String]) -> String {
-    let mut names: Vec<String> = s
-        .rows
-        .iter()
-        .flat_map(|r| r.metrics.keys().cloned())
-        .collect();
-    names.sort();
-    names.dedup();
+    let names = metric_names(s);
     let cols: Vec<String> = selected(&names, wanted).into_iter().take(7).collect();
     let mut out = String::new();
     let _ = write!(out, "{:<28} {:<8}", "point", "algo");

@@ -346,12 +346,7 @@ pub fn run_once(
     let results = std::thread::scope(|scope| {
         let flows_stop = stop.clone();
         let handle = scope.spawn(|| run_bulk_flows(&bed, PORT, &flows, flows_stop));
-        while !handle.is_finished() {
-            if let Some(s) = trace.recv_timeout(Duration::from_millis(100)) {
-                samples.push(s);
-            }
-            samples.extend(trace.drain());
-        }
+        trace.collect_while(&mut samples, |_| !handle.is_finished());
         handle
             .join()
             .map_err(|_| anyhow!("the flow runner panicked"))?
@@ -702,29 +697,7 @@ pub fn check_supported(sc: &Scenario, points: &[RunPoint]) -> Result<()> {
 
 /// UTC time as `YYYYMMDDTHHMMSSZ` (for directory names).
 pub fn timestamp() -> String {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0) as i64;
-    let days = secs.div_euclid(86_400);
-    let rem = secs.rem_euclid(86_400);
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = if m <= 2 { y + 1 } else { y };
-    format!(
-        "{y:04}{m:02}{d:02}T{:02}{:02}{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
+    chrono::Utc::now().format("%Y%m%dT%H%M%SZ").to_string()
 }
 
 /// Reads the run records of a results directory (for `cctl bench report`).

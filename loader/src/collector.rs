@@ -134,6 +134,22 @@ impl Trace {
         }
     }
 
+    /// Appends samples to `out` for as long as `busy(out)` holds (checked at least every
+    /// 100 ms), e.g. while traffic runs on another thread; then whatever is queued.
+    pub fn collect_while(
+        &mut self,
+        out: &mut Vec<Sample>,
+        mut busy: impl FnMut(&[Sample]) -> bool,
+    ) {
+        while busy(out) {
+            if let Some(s) = self.recv_timeout(Duration::from_millis(100)) {
+                out.push(s);
+            }
+            out.extend(self.drain());
+        }
+        out.extend(self.drain());
+    }
+
     /// Samples already received, without waiting.
     pub fn drain(&mut self) -> Vec<Sample> {
         let mut out = Vec::new();

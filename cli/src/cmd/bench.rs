@@ -254,25 +254,23 @@ fn run_in_vm(a: &RunArgs, sc: &scenario::Scenario, needs_netem: bool) -> Result<
     std::fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
     let out = a.out.canonicalize()?;
     let exe = std::env::current_exe()?;
+    // Built-in scenarios go by name; a file by its absolute path (the guest sees the
+    // host's file system read-only at the same paths).
+    let scenario_arg = if sc.path.starts_with("<builtin>") {
+        sc.name.clone()
+    } else {
+        sc.path.canonicalize()?.display().to_string()
+    };
     let mut cmd = format!(
         "{} bench run {} --algo {} --profile {} --out {} --interval-ms {} --queue-interval-ms {} --vm never",
-        exe.display(),
-        shell_quote(&sc.path.display().to_string().replace("<builtin>/", "")),
-        a.algo.join(","),
-        a.profile,
-        out.display(),
+        shell_quote(&exe.display().to_string()),
+        shell_quote(&scenario_arg),
+        shell_quote(&a.algo.join(",")),
+        shell_quote(&a.profile),
+        shell_quote(&out.display().to_string()),
         a.interval_ms,
         a.queue_interval_ms,
     );
-    if sc.path.starts_with("<builtin>") {
-        cmd = cmd.replace(
-            &format!(
-                " bench run {} ",
-                shell_quote(&sc.path.display().to_string().replace("<builtin>/", ""))
-            ),
-            &format!(" bench run {} ", sc.name),
-        );
-    }
     if let Some(r) = a.repeat {
         cmd += &format!(" --repeat {r}");
     }

@@ -314,14 +314,11 @@ fn run_on(args: &Args, cc: &str, bed: &Testbed, stop: Arc<AtomicBool>) -> Result
     let results = std::thread::scope(|scope| {
         let flows_stop = stop.clone();
         let handle = scope.spawn(move || run_bulk_flows(bed, PORT, &flows, flows_stop));
-        while !handle.is_finished() {
-            if let Some(s) = trace.recv_timeout(Duration::from_millis(100)) {
-                samples.push(s);
-            }
-            samples.extend(trace.drain());
+        trace.collect_while(&mut samples, |got| {
             bar.set_position(t0.elapsed().as_secs().min(total.as_secs()));
-            bar.set_message(format!("{} samples", samples.len()));
-        }
+            bar.set_message(format!("{} samples", got.len()));
+            !handle.is_finished()
+        });
         handle.join().expect("flow runner does not panic")
     })?;
     bar.finish_and_clear();
