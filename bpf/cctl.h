@@ -2,7 +2,8 @@
 /* cctl.h - the only declaration of data shared between the BPF programs and Rust.
  *
  * Rust never mirrors these by hand: libbpf-cargo emits them into each skeleton's
- * `types` module (the dummy instances at the end of trace.bpf.c make sure of that),
+ * `types` module (dummy instances in trace.bpf.c and in each algorithm's program
+ * make sure of that),
  * and a test checks that the sizes agree.
  *
  * Include after vmlinux.h (BPF side) or <linux/types.h> (host-side tests).
@@ -23,7 +24,25 @@ enum cctl_algo_id {
 	CCTL_ALGO_NONE = 0,
 	CCTL_ALGO_RENO = 1,
 	CCTL_ALGO_HTCP = 2,
+	CCTL_ALGO_SCALABLE = 3,
+	CCTL_ALGO_HIGHSPEED = 4,
+	CCTL_ALGO_BIC = 5,
+	CCTL_ALGO_CUBIC = 6,
+	CCTL_ALGO_FAST = 7,
+	CCTL_ALGO_VEGAS = 8,
+	CCTL_ALGO_YEAH = 9,
+	CCTL_ALGO_AFRICA = 10,
+	CCTL_ALGO_COMPOUND = 11,
+	CCTL_ALGO_ILLINOIS = 12,
+	CCTL_ALGO_WESTWOOD = 13,
 };
+
+/*
+ * Each algorithm's private state (struct cctl_<algo>_ca, starting with a
+ * struct cctl_meas) is declared in bpf/<algo>_math.h next to its fixed-point
+ * rules; its BPF program defines one zeroed global of that type so that the
+ * skeleton (and so Rust) gets the layout. It must fit CCTL_CA_PRIV_BYTES.
+ */
 
 /*
  * The shared per-flow measurement layer (spec §0.3, §5 "per-flow state", §18.3).
@@ -47,27 +66,6 @@ struct cctl_meas {
 /* Reno's private state: only the shared layer. */
 struct cctl_reno_ca {
 	struct cctl_meas m;
-};
-
-/*
- * H-TCP's private state (spec §5). 96 bytes; must fit icsk_ca_priv, which
- * htcp.bpf.c checks against the kernel's BTF at compile time.
- */
-struct cctl_htcp_ca {
-	struct cctl_meas m;
-	__u64 undo_cong_us;  /* cong_us before the current reduction, for undo (0 = nothing to undo) */
-	__u32 alpha;         /* α: increase per RTT, packets << CCTL_FP_SHIFT */
-	__u16 beta;          /* β: backoff multiplier, << CCTL_FP_SHIFT */
-	__u8 modeswitch;     /* 1 once a congestion event has passed: adaptive β allowed */
-	__u8 _pad;
-	__u32 packetcount;   /* packets acked since the last throughput sample */
-	__u32 lasttime_us;   /* low 32 bits of tcp_mstamp at the last throughput sample, usec */
-	__u32 bi_pps;        /* B_i: smoothed throughput, packets/s */
-	__u32 maxb_pps;      /* B_max of the current epoch, packets/s */
-	__u32 old_maxb_pps;  /* B_max of the previous epoch, packets/s */
-	__u32 undo_tmax_us;  /* Tmax before the current reduction, usec */
-	__u32 undo_old_maxb_pps; /* old_maxb_pps before the current reduction */
-	__u32 _pad2;
 };
 
 /* Flags of cctl_sample.flags. */

@@ -30,9 +30,13 @@
 
 char _license[] SEC("license") = "Dual BSD/GPL";
 
-_Static_assert(sizeof(struct cctl_htcp_ca) <=
+_Static_assert(sizeof(struct cctl_htcp_ca) <= CCTL_CA_PRIV_BYTES &&
+		       sizeof(struct cctl_htcp_ca) <=
 		       sizeof(((struct inet_connection_sock *)0)->icsk_ca_priv),
 	       "struct cctl_htcp_ca does not fit icsk_ca_priv");
+
+/* Zeroed instance so that the skeleton carries the layout (see cctl.h). */
+struct cctl_htcp_ca cctl_ca_layout = {};
 
 /* Tunables (set by the loader before load; defaults are [P0] Table II / spec §5). */
 const volatile __u32 delta_l_ms = 1000;          /* Δ_L, ms */

@@ -1,13 +1,34 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /* htcp_math.h - H-TCP's fixed-point rules, free of kernel types, so that the
  * very same code runs in htcp.bpf.c and in the host-side unit tests that check
- * it against a floating-point model of spec §5 (loader/src/htcp_model.rs).
+ * it against a floating-point model of spec §5 (loader/src/algo/htcp/model.rs).
  *
  * Fixed point: α, β, S and f_α are << CCTL_FP_SHIFT (1.0 == 1024).
  * Include after cctl.h and something that defines __u32/__u64.
  */
 #ifndef HTCP_MATH_H
 #define HTCP_MATH_H
+
+/*
+ * H-TCP's private state (spec §5). 96 bytes; must fit icsk_ca_priv, which
+ * htcp.bpf.c checks against the kernel's BTF at compile time.
+ */
+struct cctl_htcp_ca {
+	struct cctl_meas m;
+	__u64 undo_cong_us;  /* cong_us before the current reduction, for undo (0 = nothing to undo) */
+	__u32 alpha;         /* α: increase per RTT, packets << CCTL_FP_SHIFT */
+	__u16 beta;          /* β: backoff multiplier, << CCTL_FP_SHIFT */
+	__u8 modeswitch;     /* 1 once a congestion event has passed: adaptive β allowed */
+	__u8 _pad;
+	__u32 packetcount;   /* packets acked since the last throughput sample */
+	__u32 lasttime_us;   /* low 32 bits of tcp_mstamp at the last throughput sample, usec */
+	__u32 bi_pps;        /* B_i: smoothed throughput, packets/s */
+	__u32 maxb_pps;      /* B_max of the current epoch, packets/s */
+	__u32 old_maxb_pps;  /* B_max of the previous epoch, packets/s */
+	__u32 undo_tmax_us;  /* Tmax before the current reduction, usec */
+	__u32 undo_old_maxb_pps; /* old_maxb_pps before the current reduction */
+	__u32 _pad2;
+};
 
 #ifndef HTCP_INLINE
 #define HTCP_INLINE static inline __attribute__((always_inline))

@@ -33,7 +33,6 @@ __u64 samples_dropped = 0; /* ring buffer full */
 
 /* Dummy instances so that libbpf-cargo emits these types into the skeleton. */
 struct cctl_sample _cctl_sample_type = {};
-struct cctl_htcp_ca _cctl_htcp_type = {};
 struct cctl_reno_ca _cctl_reno_type = {};
 
 struct flow_state {

@@ -1,6 +1,8 @@
-//! Build script: obtains vmlinux.h from the running kernel's BTF, compiles the BPF
-//! programs in ../bpf into libbpf-cargo skeletons, and builds the host-side C shim
-//! that lets unit tests run H-TCP's fixed-point code (bpf/htcp_math.h).
+//! Build script: obtains vmlinux.h from the running kernel's BTF, compiles every
+//! BPF program `../bpf/<name>.bpf.c` into a libbpf-cargo skeleton (listed in
+//! `$OUT_DIR/skels.rs`, which lib.rs includes), and builds the host-side C shims
+//! `csrc/*.c` that let unit tests run the algorithms' fixed-point code
+//! (`bpf/<algo>_math.h`) on the host.
 
 use std::env;
 use std::path::{Path, PathBuf};
@@ -8,8 +10,19 @@ use std::process::Command;
 
 use libbpf_cargo::SkeletonBuilder;
 
-/// BPF objects built into skeletons: (source stem, skeleton module file).
-const PROGS: &[&str] = &["reno", "htcp", "trace"];
+/// Sorted file names in `dir` that end with `suffix`, without the suffix.
+fn stems(dir: &Path, suffix: &str) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("reading {}: {e}", dir.display()))
+        .filter_map(|e| e.ok())
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            name.strip_suffix(suffix).map(str::to_string)
+        })
+        .collect();
+    v.sort();
+    v
+}
 
 fn vmlinux_h(include: &Path) -> PathBuf {
     let dst = include.join("vmlinux.h");
@@ -57,7 +70,12 @@ fn main() {
     std::fs::create_dir_all(&include).unwrap();
     vmlinux_h(&include);
 
-    for prog in PROGS {
+    let progs = stems(&bpf_dir, ".bpf.c");
+    let mut skels = String::new();
+    for prog in &progs {
+        skels += &format!(
+            "/// bpf/{prog}.bpf.c\npub mod {prog} {{\n    include!(concat!(env!(\"OUT_DIR\"), \"/{prog}.skel.rs\"));\n}}\n"
+        );
         let src = bpf_dir.join(format!("{prog}.bpf.c"));
         let skel = out.join(format!("{prog}.skel.rs"));
         SkeletonBuilder::new()
@@ -74,15 +92,22 @@ fn main() {
             .unwrap_or_else(|e| panic!("building {}: {e:#}", src.display()));
     }
 
-    cc::Build::new()
-        .file(manifest.join("csrc").join("htcp_shim.c"))
-        .include(&bpf_dir)
-        .warnings(true)
-        .compile("cctl_htcp_shim");
+    std::fs::write(out.join("skels.rs"), skels).expect("writing skels.rs");
+
+    let csrc = manifest.join("csrc");
+    let mut shims = cc::Build::new();
+    shims.include(&bpf_dir).warnings(true);
+    for shim in stems(&csrc, ".c") {
+        shims.file(csrc.join(format!("{shim}.c")));
+    }
+    shims.compile("cctl_shims");
 
     println!("cargo:rerun-if-changed={}", bpf_dir.display());
     for entry in std::fs::read_dir(&bpf_dir).unwrap() {
         println!("cargo:rerun-if-changed={}", entry.unwrap().path().display());
     }
-    println!("cargo:rerun-if-changed=csrc/htcp_shim.c");
+    println!("cargo:rerun-if-changed=csrc");
+    for entry in std::fs::read_dir(&csrc).unwrap() {
+        println!("cargo:rerun-if-changed={}", entry.unwrap().path().display());
+    }
 }

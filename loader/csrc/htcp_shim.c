@@ -35,17 +35,6 @@ __u32 cctl_htcp_ssthresh(__u32 cwnd, __u32 beta_fp)
 	return htcp_fp_ssthresh(cwnd, beta_fp);
 }
 
-/* Sizes of the shared structs, so a Rust test can check the skeleton's types. */
-__u32 cctl_sizeof_sample(void)
-{
-	return sizeof(struct cctl_sample);
-}
-
-__u32 cctl_sizeof_meas(void)
-{
-	return sizeof(struct cctl_meas);
-}
-
 __u32 cctl_sizeof_htcp_ca(void)
 {
 	return sizeof(struct cctl_htcp_ca);

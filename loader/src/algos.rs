@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
+use crate::algo::{self, Var};
 use crate::error::{Error, Result};
 
 /// One load-time tunable of an algorithm (a `const volatile` global of its BPF
@@ -23,25 +24,8 @@ pub struct ParamSpec {
     pub doc: &'static str,
 }
 
-/// A congestion control carried by this binary as a BPF struct_ops program.
-#[derive(Debug, Clone, Copy, serde::Serialize)]
-pub struct Algorithm {
-    /// Short key used on the command line (`cctl load htcp`).
-    pub key: &'static str,
-    /// Name it registers under by default (`bpf_<key>`), as seen in
-    /// /proc/sys/net/ipv4/tcp_available_congestion_control.
-    pub cc_name: &'static str,
-    /// One-line summary.
-    pub summary: &'static str,
-    /// Paper(s) and section it implements.
-    pub paper: &'static str,
-    /// Section of shared/spec/algorithms.md.
-    pub spec: &'static str,
-    /// Load-time tunables.
-    pub params: &'static [ParamSpec],
-}
-
-const fn p(
+/// Builds a [`ParamSpec`] (for the algorithms' const tables).
+pub const fn p(
     key: &'static str,
     default: u32,
     min: u32,
@@ -59,97 +43,74 @@ const fn p(
     }
 }
 
-const HTCP_PARAMS: &[ParamSpec] = &[
-    p(
-        "delta_l_ms",
-        1000,
-        1,
-        60_000,
-        "ms",
-        "Δ_L: time after a congestion event before the quadratic increase starts",
-    ),
-    p(
-        "delta_b_pct",
-        20,
-        0,
-        100,
-        "%",
-        "Δ_B: change of the epoch's max throughput that forces β = beta_min",
-    ),
-    p(
-        "beta_min_pct",
-        50,
-        10,
-        100,
-        "%",
-        "lower bound of the adaptive backoff β",
-    ),
-    p(
-        "beta_max_pct",
-        80,
-        10,
-        100,
-        "%",
-        "upper bound of the adaptive backoff β",
-    ),
-    p(
-        "fixed_beta_pct",
-        0,
-        0,
-        100,
-        "%",
-        "fixed β ([P2]'s variant); 0 = adaptive",
-    ),
-    p(
-        "use_rtt_scaling",
-        1,
-        0,
-        1,
-        "bool",
-        "scale the increase by S = Tmin / T_ref",
-    ),
-    p(
-        "rtt_ref_ms",
-        100,
-        1,
-        10_000,
-        "ms",
-        "T_ref of the RTT scaling",
-    ),
-    p("rtt_scale_min_pct", 10, 1, 1_000, "%", "lower clamp of S"),
-    p("rtt_scale_max_pct", 200, 1, 1_000, "%", "upper clamp of S"),
-    p(
-        "use_bandwidth_switch",
-        1,
-        0,
-        1,
-        "bool",
-        "fall back to β = beta_min when throughput moved by more than Δ_B",
-    ),
-    p(
-        "adaptive_min_rtt_ms",
-        10,
-        0,
-        10_000,
-        "ms",
-        "Tmin must exceed this for the adaptive β = Tmin/Tmax",
-    ),
-    p(
-        "tmax_spike_ms",
-        20,
-        0,
-        10_000,
-        "ms",
-        "accept a new Tmax only if within this of the old one (0 = no filter)",
-    ),
-    p(
-        "ack_counting",
-        0,
-        0,
-        1,
-        "0=packets,1=events",
-        "count acked packets (ABC, [P0]) or ACK events (spec §18.2)",
-    ),
+/// Tunable values by key, every tunable of the algorithm present.
+pub type Params = BTreeMap<&'static str, u32>;
+
+/// A named set of tunable values (spec §18.4), e.g. `linux`: the constants of the
+/// Linux module where they differ from the paper's.
+#[derive(Debug, Clone, Copy, serde::Serialize)]
+pub struct Profile {
+    /// Name used with `--profile` and in `--algo <key>@<name>`.
+    pub name: &'static str,
+    /// Suffix of the default registered name: `bpf_<key>.<tag>` (kept short: names
+    /// are at most 15 characters).
+    pub tag: &'static str,
+    /// What it reproduces.
+    pub doc: &'static str,
+    /// Values that differ from the defaults.
+    pub values: &'static [(&'static str, u32)],
+}
+
+/// A congestion control carried by this binary as a BPF struct_ops program.
+#[derive(Debug, Clone, Copy, serde::Serialize)]
+pub struct Algorithm {
+    /// Short key used on the command line (`cctl load htcp`).
+    pub key: &'static str,
+    /// Name it registers under by default (`bpf_<key>`), as seen in
+    /// /proc/sys/net/ipv4/tcp_available_congestion_control.
+    pub cc_name: &'static str,
+    /// `CCTL_ALGO_*` id of bpf/cctl.h, stored in the shared measurement layer.
+    pub id: u8,
+    /// One-line summary.
+    pub summary: &'static str,
+    /// Paper(s) and section it implements.
+    pub paper: &'static str,
+    /// Section of shared/spec/algorithms.md.
+    pub spec: &'static str,
+    /// Name of the Linux module it is compared with (`cubic` for tcp_cubic), if any.
+    pub native: Option<&'static str>,
+    /// Load-time tunables.
+    pub params: &'static [ParamSpec],
+    /// Named parameter sets.
+    pub profiles: &'static [Profile],
+    /// The variables `vars` decodes: (name, "unit: meaning").
+    pub var_docs: &'static [(&'static str, &'static str)],
+    /// Kernel functions (kfuncs) the program calls; checked in the kernel's BTF
+    /// before loading so that a missing one is named.
+    pub kfuncs: &'static [&'static str],
+    /// Refuses forbidden combinations of (individually valid) tunables, saying why.
+    #[serde(skip)]
+    pub check: fn(&Params) -> std::result::Result<(), String>,
+    /// Loads the BPF object with these tunables and registers it under a name.
+    #[serde(skip)]
+    pub load: fn(&str, &Params) -> Result<libbpf_rs::Link>,
+    /// Decodes the algorithm's variables from a sample's raw `icsk_ca_priv`.
+    #[serde(skip)]
+    pub vars: fn(&[u8]) -> Vec<Var>,
+}
+
+/// No forbidden combinations.
+pub fn no_check(_: &Params) -> std::result::Result<(), String> {
+    Ok(())
+}
+
+/// The kfuncs of the Reno helpers (net/ipv4/bpf_tcp_ca.c) most ports call.
+pub const RENO_KFUNCS: &[&str] = &[
+    "tcp_slow_start",
+    "tcp_cong_avoid_ai",
+    "tcp_reno_cong_avoid",
+    "tcp_reno_ssthresh",
+    "tcp_reno_undo_cwnd",
 ];
 
 /// Every algorithm this binary carries.
@@ -157,18 +118,34 @@ pub const ALGORITHMS: &[Algorithm] = &[
     Algorithm {
         key: "reno",
         cc_name: "bpf_reno",
+        id: 1,
         summary: "standard TCP (NewReno): +1 segment per RTT, halve on loss; the baseline",
         paper: "[P1] eq. 1-2; every paper's baseline",
         spec: "§2",
+        native: Some("reno"),
         params: &[],
+        profiles: &[],
+        var_docs: &[],
+        kfuncs: RENO_KFUNCS,
+        check: no_check,
+        load: algo::reno::load,
+        vars: algo::reno::vars,
     },
     Algorithm {
         key: "htcp",
         cc_name: "bpf_htcp",
+        id: 2,
         summary: "H-TCP: increase grows with Δ since the last loss, adaptive backoff Tmin/Tmax",
         paper: "Leith & Shorten 2004; [P0] §IV-C, Table II",
         spec: "§5",
-        params: HTCP_PARAMS,
+        native: Some("htcp"),
+        params: algo::htcp::PARAMS,
+        profiles: &[],
+        var_docs: algo::htcp::VAR_DOCS,
+        kfuncs: RENO_KFUNCS,
+        check: algo::htcp::check,
+        load: algo::htcp::load,
+        vars: algo::htcp::vars,
     },
 ];
 
@@ -185,6 +162,11 @@ pub fn find(name: &str) -> Result<&'static Algorithm> {
                 .collect::<Vec<_>>()
                 .join(", "),
         })
+}
+
+/// Looks an algorithm up by its `CCTL_ALGO_*` id.
+pub fn by_id(id: u8) -> Option<&'static Algorithm> {
+    ALGORITHMS.iter().find(|a| a.id == id)
 }
 
 impl Algorithm {
@@ -205,11 +187,56 @@ impl Algorithm {
         s
     }
 
+    /// Looks up a profile by name; the error lists the ones there are.
+    pub fn profile(&self, name: &str) -> Result<&'static Profile> {
+        self.profiles
+            .iter()
+            .find(|p| p.name == name)
+            .ok_or_else(|| Error::BadParamCombination {
+                algo: self.key.into(),
+                reason: if self.profiles.is_empty() {
+                    format!("there is no profile '{name}': {} has no profiles", self.key)
+                } else {
+                    format!(
+                        "there is no profile '{name}'; profiles: {}",
+                        self.profiles
+                            .iter()
+                            .map(|p| p.name)
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )
+                },
+            })
+    }
+
+    /// The registered name for a profile: `bpf_<key>` without, `bpf_<key>.<tag>` with.
+    pub fn default_name(&self, profile: Option<&str>) -> Result<String> {
+        match profile {
+            None => Ok(self.cc_name.to_string()),
+            Some(p) => Ok(format!("{}.{}", self.cc_name, self.profile(p)?.tag)),
+        }
+    }
+
     /// Parses `key=value` strings into a full parameter map (defaults filled in),
     /// refusing unknown keys, values out of range and forbidden combinations.
-    pub fn resolve_params(&self, args: &[String]) -> Result<BTreeMap<&'static str, u32>> {
-        let mut values: BTreeMap<&'static str, u32> =
-            self.params.iter().map(|p| (p.key, p.default)).collect();
+    pub fn resolve_params(&self, args: &[String]) -> Result<Params> {
+        self.resolve_params_with(None, args)
+    }
+
+    /// As [`Algorithm::resolve_params`], starting from a profile's values instead of
+    /// the defaults (explicit `key=value`s still win).
+    pub fn resolve_params_with(&self, profile: Option<&str>, args: &[String]) -> Result<Params> {
+        let mut values: Params = self.params.iter().map(|p| (p.key, p.default)).collect();
+        if let Some(name) = profile {
+            for (k, v) in self.profile(name)?.values {
+                let spec = self
+                    .params
+                    .iter()
+                    .find(|p| p.key == *k)
+                    .expect("profile values name tunables");
+                values.insert(spec.key, *v);
+            }
+        }
         for arg in args {
             let (key, value) = arg.split_once('=').ok_or_else(|| Error::BadParamValue {
                 algo: self.key.into(),
@@ -243,38 +270,11 @@ impl Algorithm {
             }
             values.insert(spec.key, v);
         }
-        self.check_combination(&values)?;
+        (self.check)(&values).map_err(|reason| Error::BadParamCombination {
+            algo: self.key.into(),
+            reason,
+        })?;
         Ok(values)
-    }
-
-    fn check_combination(&self, v: &BTreeMap<&'static str, u32>) -> Result<()> {
-        let bad = |reason: String| {
-            Err(Error::BadParamCombination {
-                algo: self.key.into(),
-                reason,
-            })
-        };
-        if self.key == "htcp" {
-            if v["beta_min_pct"] > v["beta_max_pct"] {
-                return bad(format!(
-                    "beta_min_pct ({}) must not exceed beta_max_pct ({})",
-                    v["beta_min_pct"], v["beta_max_pct"]
-                ));
-            }
-            if v["rtt_scale_min_pct"] > v["rtt_scale_max_pct"] {
-                return bad(format!(
-                    "rtt_scale_min_pct ({}) must not exceed rtt_scale_max_pct ({})",
-                    v["rtt_scale_min_pct"], v["rtt_scale_max_pct"]
-                ));
-            }
-            let fixed = v["fixed_beta_pct"];
-            if fixed != 0 && !(10..100).contains(&fixed) {
-                return bad(format!(
-                    "fixed_beta_pct ({fixed}) must be 0 (adaptive) or in [10, 99] %"
-                ));
-            }
-        }
-        Ok(())
     }
 }
 
@@ -309,6 +309,57 @@ pub fn validate_cc_name(name: &str) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_algorithm_is_consistent() {
+        let mut ids = std::collections::BTreeSet::new();
+        for a in ALGORITHMS {
+            assert_eq!(a.cc_name, format!("bpf_{}", a.key), "{}", a.key);
+            assert!(
+                a.id != 0 && ids.insert(a.id),
+                "{}: id {} reused",
+                a.key,
+                a.id
+            );
+            assert_eq!(by_id(a.id).unwrap().key, a.key);
+            for p in a.params {
+                assert!(
+                    p.min <= p.default && p.default <= p.max,
+                    "{}.{}",
+                    a.key,
+                    p.key
+                );
+                assert!(
+                    !p.unit.is_empty() && !p.doc.is_empty(),
+                    "{}.{}",
+                    a.key,
+                    p.key
+                );
+            }
+            let defaults = a
+                .resolve_params(&[])
+                .unwrap_or_else(|e| panic!("{}: {e}", a.key));
+            assert_eq!(defaults.len(), a.params.len());
+            for prof in a.profiles {
+                for (k, v) in prof.values {
+                    let p = a.params.iter().find(|p| p.key == *k);
+                    let p = p.unwrap_or_else(|| panic!("{} profile {}: no {k}", a.key, prof.name));
+                    assert!(
+                        p.min <= *v && *v <= p.max,
+                        "{} profile {}: {k}",
+                        a.key,
+                        prof.name
+                    );
+                }
+                a.resolve_params_with(Some(prof.name), &[])
+                    .unwrap_or_else(|e| panic!("{} profile {}: {e}", a.key, prof.name));
+                validate_cc_name(&a.default_name(Some(prof.name)).unwrap()).unwrap();
+            }
+            let names: Vec<&str> = (a.vars)(&[0u8; 104]).iter().map(|v| v.name).collect();
+            let docs: Vec<&str> = a.var_docs.iter().map(|(n, _)| *n).collect();
+            assert_eq!(names, docs, "{}: vars and var_docs differ", a.key);
+        }
+    }
 
     #[test]
     fn names_longer_than_15_or_with_odd_characters_are_refused() {

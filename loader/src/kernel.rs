@@ -91,6 +91,32 @@ pub fn require_struct_ops_links() -> Result<()> {
     Ok(())
 }
 
+/// Fails with [`Error::MissingFeature`] naming the first of `kfuncs` (functions a
+/// BPF congestion control of `algo` calls) that the running kernel's BTF lacks.
+pub fn require_kfuncs(algo: &str, kfuncs: &[&str]) -> Result<()> {
+    require_btf()?;
+    let path = vmlinux_btf();
+    let btf = libbpf_rs::btf::Btf::from_path(&path)
+        .map_err(|e| Error::bpf(format!("reading {}", path.display()), e))?;
+    let missing: Vec<&str> = kfuncs
+        .iter()
+        .copied()
+        .filter(|f| {
+            btf.type_by_name::<libbpf_rs::btf::types::Func<'_>>(f)
+                .is_none()
+        })
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    Err(Error::MissingFeature {
+        feature: format!("the kfunc(s) {} that {algo} calls", missing.join(", ")),
+        hint: "they are exported to BPF congestion controls by net/ipv4/bpf_tcp_ca.c \
+               (Linux >= 5.13 for the Reno helpers); use a newer kernel or another algorithm"
+            .into(),
+    })
+}
+
 /// Makes sure a BPF file system is mounted at [`BPFFS`], mounting one if not.
 pub fn ensure_bpffs() -> Result<()> {
     // f_type is i64 on x86_64 glibc but narrower elsewhere.

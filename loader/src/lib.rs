@@ -4,10 +4,10 @@
 
 #![warn(missing_docs)]
 
+pub mod algo;
 pub mod algos;
 pub mod collector;
 pub mod error;
-pub mod htcp_model;
 pub mod kernel;
 pub mod registry;
 pub mod sample;
@@ -24,16 +24,5 @@ pub use error::{Error, Result};
     dead_code
 )]
 pub mod skel {
-    /// bpf/htcp.bpf.c
-    pub mod htcp {
-        include!(concat!(env!("OUT_DIR"), "/htcp.skel.rs"));
-    }
-    /// bpf/reno.bpf.c
-    pub mod reno {
-        include!(concat!(env!("OUT_DIR"), "/reno.skel.rs"));
-    }
-    /// bpf/trace.bpf.c
-    pub mod trace {
-        include!(concat!(env!("OUT_DIR"), "/trace.skel.rs"));
-    }
+    include!(concat!(env!("OUT_DIR"), "/skels.rs"));
 }

@@ -6,17 +6,12 @@
 //! `/run/cctl/<name>.json`; both live in memory and vanish on reboot together.
 
 use std::collections::BTreeMap;
-use std::mem::MaybeUninit;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-
-use libbpf_rs::skel::{OpenSkel, SkelBuilder};
-use libbpf_rs::{ErrorKind, Link};
 
 use crate::algos::{self, Algorithm};
 use crate::error::{Error, Result};
 use crate::kernel;
-use crate::skel;
 
 /// Directory of cctl's pinned struct_ops links.
 pub const PIN_DIR: &str = "/sys/fs/bpf/cctl";
@@ -30,6 +25,9 @@ pub struct LoadedCc {
     pub name: String,
     /// Algorithm key (`htcp`), see [`algos::ALGORITHMS`].
     pub algo: String,
+    /// Profile the parameters started from, if any.
+    #[serde(default)]
+    pub profile: Option<String>,
     /// Every tunable with the value it was loaded with.
     pub params: BTreeMap<String, u32>,
     /// Seconds since the Unix epoch when it was loaded.
@@ -48,7 +46,9 @@ pub struct LoadedCc {
 pub struct LoadOptions {
     /// Name to register under; default `bpf_<algo>`.
     pub name: Option<String>,
-    /// `key=value` tunables.
+    /// Named parameter set to start from (`linux`), see [`algos::Profile`].
+    pub profile: Option<String>,
+    /// `key=value` tunables (applied over the profile's values).
     pub params: Vec<String>,
     /// Mark the registration as owned by this process (see [`LoadedCc::owner_pid`]).
     pub owned: bool,
@@ -60,80 +60,6 @@ fn pin_path(name: &str) -> PathBuf {
 
 fn meta_path(name: &str) -> PathBuf {
     Path::new(META_DIR).join(format!("{name}.json"))
-}
-
-fn write_name(dst: &mut [std::os::raw::c_char; 16], name: &str) {
-    dst.fill(0);
-    for (d, b) in dst.iter_mut().zip(name.bytes()) {
-        *d = b as std::os::raw::c_char;
-    }
-}
-
-fn attach_error(name: &str, e: libbpf_rs::Error) -> Error {
-    match e.kind() {
-        ErrorKind::AlreadyExists => Error::NameTaken {
-            name: name.into(),
-            detail: "was registered by someone else while cctl was loading it (EEXIST)".into(),
-        },
-        ErrorKind::PermissionDenied => Error::NotPrivileged {
-            action: format!("registering {name}"),
-        },
-        _ => Error::bpf(format!("registering {name} (attaching struct_ops)"), e),
-    }
-}
-
-fn load_reno(name: &str) -> Result<Link> {
-    let mut storage = MaybeUninit::uninit();
-    let mut open = skel::reno::RenoSkelBuilder::default()
-        .open(&mut storage)
-        .map_err(|e| Error::bpf("opening the reno BPF object", e))?;
-    write_name(&mut open.struct_ops.reno_mut().name, name);
-    let mut skel = open
-        .load()
-        .map_err(|e| Error::bpf(format!("loading {name} (verifier)"), e))?;
-    skel.maps
-        .reno
-        .attach_struct_ops()
-        .map_err(|e| attach_error(name, e))
-}
-
-fn load_htcp(name: &str, params: &BTreeMap<&'static str, u32>) -> Result<Link> {
-    let mut storage = MaybeUninit::uninit();
-    let mut open = skel::htcp::HtcpSkelBuilder::default()
-        .open(&mut storage)
-        .map_err(|e| Error::bpf("opening the htcp BPF object", e))?;
-    write_name(&mut open.struct_ops.htcp_mut().name, name);
-    let ro = open
-        .maps
-        .rodata_data
-        .as_deref_mut()
-        .expect("htcp .rodata is memory-mapped");
-    for (&key, &v) in params {
-        let field = match key {
-            "delta_l_ms" => &mut ro.delta_l_ms,
-            "delta_b_pct" => &mut ro.delta_b_pct,
-            "beta_min_pct" => &mut ro.beta_min_pct,
-            "beta_max_pct" => &mut ro.beta_max_pct,
-            "fixed_beta_pct" => &mut ro.fixed_beta_pct,
-            "use_rtt_scaling" => &mut ro.use_rtt_scaling,
-            "rtt_ref_ms" => &mut ro.rtt_ref_ms,
-            "rtt_scale_min_pct" => &mut ro.rtt_scale_min_pct,
-            "rtt_scale_max_pct" => &mut ro.rtt_scale_max_pct,
-            "use_bandwidth_switch" => &mut ro.use_bandwidth_switch,
-            "adaptive_min_rtt_ms" => &mut ro.adaptive_min_rtt_ms,
-            "tmax_spike_ms" => &mut ro.tmax_spike_ms,
-            "ack_counting" => &mut ro.ack_counting,
-            other => unreachable!("htcp parameter {other} has no BPF global"),
-        };
-        *field = v;
-    }
-    let mut skel = open
-        .load()
-        .map_err(|e| Error::bpf(format!("loading {name} (verifier)"), e))?;
-    skel.maps
-        .htcp
-        .attach_struct_ops()
-        .map_err(|e| attach_error(name, e))
 }
 
 /// Refuses a name that is taken: by cctl, by the kernel, or by a native module on disk.
@@ -178,15 +104,16 @@ fn check_name_free(name: &str) -> Result<()> {
 /// [`Error::MissingFeature`], [`Error::NameTaken`], [`Error::Bpf`] (verifier), [`Error::Io`].
 pub fn load(algo: &str, opts: &LoadOptions) -> Result<LoadedCc> {
     let algorithm: &Algorithm = algos::find(algo)?;
-    let name = opts
-        .name
-        .clone()
-        .unwrap_or_else(|| algorithm.cc_name.to_string());
+    let name = match &opts.name {
+        Some(n) => n.clone(),
+        None => algorithm.default_name(opts.profile.as_deref())?,
+    };
     algos::validate_cc_name(&name)?;
-    let params = algorithm.resolve_params(&opts.params)?;
+    let params = algorithm.resolve_params_with(opts.profile.as_deref(), &opts.params)?;
 
     kernel::require_privileges(&format!("loading {name}"))?;
     kernel::require_struct_ops_links()?;
+    kernel::require_kfuncs(algorithm.key, algorithm.kfuncs)?;
     kernel::ensure_bpffs()?;
     check_name_free(&name)?;
     std::fs::create_dir_all(PIN_DIR)
@@ -194,11 +121,7 @@ pub fn load(algo: &str, opts: &LoadOptions) -> Result<LoadedCc> {
     std::fs::create_dir_all(META_DIR)
         .map_err(|e| Error::io("creating metadata directory", META_DIR, e))?;
 
-    let mut link = match algorithm.key {
-        "reno" => load_reno(&name)?,
-        "htcp" => load_htcp(&name, &params)?,
-        other => unreachable!("algorithm {other} has no loader"),
-    };
+    let mut link = (algorithm.load)(&name, &params)?;
     let pin = pin_path(&name);
     // Dropping `link` on any error below unregisters the algorithm again.
     link.pin(&pin)
@@ -207,6 +130,7 @@ pub fn load(algo: &str, opts: &LoadOptions) -> Result<LoadedCc> {
     let record = LoadedCc {
         name: name.clone(),
         algo: algorithm.key.into(),
+        profile: opts.profile.clone(),
         params: params.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
         loaded_at: std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -238,6 +162,7 @@ pub fn list_loaded() -> Result<Vec<LoadedCc>> {
                 .unwrap_or_else(|| LoadedCc {
                     name: name.clone(),
                     algo: "?".into(),
+                    profile: None,
                     params: BTreeMap::new(),
                     loaded_at: 0,
                     kernel: String::new(),

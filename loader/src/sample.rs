@@ -2,23 +2,21 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-use crate::skel::trace::types::{cctl_htcp_ca, cctl_meas, cctl_sample};
+use crate::algo::Var;
+use crate::algos;
+use crate::skel::trace::types::{cctl_meas, cctl_sample};
 
 // SAFETY: these are plain C structs of integers and byte arrays (bpf/cctl.h) for
 // which every bit pattern is valid.
 unsafe impl plain::Plain for cctl_sample {}
 // SAFETY: as above.
 unsafe impl plain::Plain for cctl_meas {}
-// SAFETY: as above.
-unsafe impl plain::Plain for cctl_htcp_ca {}
 
 /// Constants of bpf/cctl.h.
 pub const CCTL_CA_MAGIC: u32 = 0xCC7C;
 const FP_ONE: f64 = 1024.0;
 const FLAG_STATE_CHANGE: u8 = 1;
 const FLAG_OURS: u8 = 2;
-const ALGO_RENO: u32 = 1;
-const ALGO_HTCP: u32 = 2;
 const INFINITE_SSTHRESH: u32 = 0x7fff_ffff;
 
 /// TCP congestion-avoidance state (`icsk_ca_state`).
@@ -119,14 +117,48 @@ pub struct Sample {
     pub backoffs: Option<u32>,
     /// β applied at the last reduction.
     pub last_beta: Option<f64>,
-    /// H-TCP α: increase per RTT, segments.
-    pub htcp_alpha: Option<f64>,
-    /// H-TCP β: current backoff multiplier.
-    pub htcp_beta: Option<f64>,
-    /// H-TCP B_max of the current epoch, packets/s.
-    pub htcp_maxb_pps: Option<u32>,
-    /// H-TCP B_max of the previous epoch, packets/s.
-    pub htcp_old_maxb_pps: Option<u32>,
+    /// The algorithm's own variables (spec §18.3), see `cctl list --vars`; in CSV one
+    /// column `vars` of space-separated `name=value`.
+    pub vars: Vars,
+}
+
+/// An algorithm's variables in a sample, in the order its module lists them.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Vars(pub Vec<Var>);
+
+impl Vars {
+    /// The value of variable `name`, if the sample has it.
+    pub fn get(&self, name: &str) -> Option<f64> {
+        self.0.iter().find(|v| v.name == name).map(|v| v.value)
+    }
+
+    /// Whether there are none (native flows, Reno).
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl std::fmt::Display for Vars {
+    /// `name=value` pairs separated by spaces, values with up to 6 significant decimals.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (i, v) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str(" ")?;
+            }
+            if v.value.fract() == 0.0 && v.value.abs() < 1e15 {
+                write!(f, "{}={}", v.name, v.value as i64)?;
+            } else {
+                write!(f, "{}={:.6}", v.name, v.value)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl serde::Serialize for Vars {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
 }
 
 fn addr(family: u16, raw: &[u8; 16]) -> IpAddr {
@@ -181,10 +213,7 @@ impl Sample {
             epoch_tput_bytes_per_s: None,
             backoffs: None,
             last_beta: None,
-            htcp_alpha: None,
-            htcp_beta: None,
-            htcp_maxb_pps: None,
-            htcp_old_maxb_pps: None,
+            vars: Vars::default(),
         };
         if raw.flags & FLAG_OURS != 0 {
             s.decode_ours(&raw);
@@ -197,26 +226,16 @@ impl Sample {
         if plain::copy_from_bytes(&mut m, &raw.ca_priv).is_err() || m.magic >> 16 != CCTL_CA_MAGIC {
             return;
         }
-        let algo = (m.magic >> 8) & 0xff;
-        self.algo = match algo {
-            ALGO_RENO => Some("reno"),
-            ALGO_HTCP => Some("htcp"),
-            _ => None,
-        };
+        let algo = algos::by_id(((m.magic >> 8) & 0xff) as u8);
+        self.algo = algo.map(|a| a.key);
         self.tmin_us = Some(m.tmin_us);
         self.tmax_us = Some(m.tmax_us);
         self.delta_us = Some(raw.mstamp_us.saturating_sub(m.cong_us));
         self.epoch_tput_bytes_per_s = Some(m.epoch_tput_Bps);
         self.backoffs = Some(m.backoffs);
         self.last_beta = Some(f64::from(m.last_beta) / FP_ONE);
-        if algo == ALGO_HTCP {
-            let mut h = cctl_htcp_ca::default();
-            if plain::copy_from_bytes(&mut h, &raw.ca_priv).is_ok() {
-                self.htcp_alpha = Some(f64::from(h.alpha) / FP_ONE);
-                self.htcp_beta = Some(f64::from(h.beta) / FP_ONE);
-                self.htcp_maxb_pps = Some(h.maxb_pps);
-                self.htcp_old_maxb_pps = Some(h.old_maxb_pps);
-            }
+        if let Some(a) = algo {
+            self.vars = Vars((a.vars)(&raw.ca_priv));
         }
     }
 }
@@ -225,6 +244,9 @@ impl Sample {
 #[allow(clippy::field_reassign_with_default)]
 mod tests {
     use super::*;
+    use crate::skel::htcp::types::cctl_htcp_ca;
+
+    const ALGO_HTCP: u32 = 2;
 
     extern "C" {
         fn cctl_sizeof_sample() -> u32;
@@ -278,7 +300,7 @@ mod tests {
         assert_eq!(s.cwnd, 42);
         assert_eq!(s.ssthresh, None);
         assert_eq!(s.ca_state, CaState::Recovery);
-        assert!(s.algo.is_none() && s.htcp_beta.is_none());
+        assert!(s.algo.is_none() && s.vars.is_empty());
     }
 
     #[test]
@@ -304,8 +326,12 @@ mod tests {
         assert_eq!(s.tmin_us, Some(20_000));
         assert_eq!(s.backoffs, Some(3));
         assert!((s.last_beta.unwrap() - 0.6836).abs() < 1e-3);
-        assert_eq!(s.htcp_alpha, Some(3.0));
-        assert_eq!(s.htcp_beta, Some(0.5));
+        assert_eq!(s.vars.get("alpha"), Some(3.0));
+        assert_eq!(s.vars.get("beta"), Some(0.5));
+        assert_eq!(
+            s.vars.to_string(),
+            "alpha=3 beta=0.500000 maxb_pps=0 old_maxb_pps=0"
+        );
     }
 
     #[test]

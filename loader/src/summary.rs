@@ -180,10 +180,7 @@ mod tests {
             epoch_tput_bytes_per_s: None,
             backoffs,
             last_beta: backoffs.map(|_| beta),
-            htcp_alpha: None,
-            htcp_beta: None,
-            htcp_maxb_pps: None,
-            htcp_old_maxb_pps: None,
+            vars: Default::default(),
         }
     }
 

@@ -52,8 +52,8 @@ fn htcp_loads_carries_a_traced_flow_backs_off_within_bounds_and_unloads() {
 
     let opts = LoadOptions {
         name: Some(name.into()),
-        params: vec![],
         owned: true,
+        ..Default::default()
     };
     let rec = registry::load("htcp", &opts).expect("bpf_htcp loads");
     let guard = LoadGuard::new(rec.name.clone());
@@ -84,7 +84,7 @@ fn htcp_loads_carries_a_traced_flow_backs_off_within_bounds_and_unloads() {
     );
     assert!(mine
         .iter()
-        .any(|s| s.htcp_alpha.is_some() && s.tmin_us.unwrap_or(0) > 0));
+        .any(|s| s.vars.get("alpha").is_some() && s.tmin_us.unwrap_or(0) > 0));
     assert!(
         bps > 12e6 && bps < 21e6,
         "throughput {bps} bit/s outside 12-21 Mbit/s"
@@ -127,7 +127,7 @@ fn native_cubic_flow_is_traced_without_cctl_fields() {
     assert!(mine.len() >= 10, "too few cubic samples: {}", mine.len());
     assert!(mine
         .iter()
-        .all(|s| s.cc == "cubic" && s.algo.is_none() && s.htcp_beta.is_none()));
+        .all(|s| s.cc == "cubic" && s.algo.is_none() && s.vars.is_empty()));
     assert!(mine.iter().all(|s| s.cwnd > 0 && s.mss > 0));
     assert!(
         mine.iter().any(|s| s.ssthresh.is_some()),
@@ -143,8 +143,8 @@ fn reno_loads_and_carries_a_flow_with_the_shared_measurements() {
     clean_slate("cctl-it", &[name]);
     let opts = LoadOptions {
         name: Some(name.into()),
-        params: vec![],
         owned: true,
+        ..Default::default()
     };
     registry::load("reno", &opts).expect("bpf_reno loads");
     let guard = LoadGuard::new(name);
@@ -170,8 +170,8 @@ fn a_name_already_registered_is_refused_and_left_untouched() {
     let before = available();
     let opts = LoadOptions {
         name: Some("cubic".into()),
-        params: vec![],
         owned: true,
+        ..Default::default()
     };
     let e = registry::load("htcp", &opts).unwrap_err().to_string();
     assert!(e.contains("already registered"), "{e}");
@@ -189,8 +189,8 @@ fn loading_twice_is_refused_with_a_hint() {
     clean_slate("cctl-it", &[name]);
     let opts = LoadOptions {
         name: Some(name.into()),
-        params: vec![],
         owned: true,
+        ..Default::default()
     };
     registry::load("reno", &opts).expect("first load");
     let guard = LoadGuard::new(name);
@@ -211,8 +211,8 @@ fn an_orphan_of_a_crashed_run_is_removed() {
     clean_slate("cctl-it", &[name]);
     let opts = LoadOptions {
         name: Some(name.into()),
-        params: vec![],
         owned: true,
+        ..Default::default()
     };
     registry::load("reno", &opts).expect("load");
     // Pretend the owner died: rewrite its metadata with a pid that cannot exist.
@@ -284,4 +284,72 @@ fn a_stalled_consumer_makes_the_kernel_count_ring_buffer_drops() {
         stats.kernel_emitted >= stats.samples,
         "user space got more than the kernel wrote: {stats:?}"
     );
+}
+
+/// Every algorithm cctl carries passes the verifier on this kernel, carries a real
+/// traced flow through a drop-tail bottleneck with its variables in the samples,
+/// and unloads; each profile (e.g. `linux`) passes the verifier too.
+#[test]
+fn every_algorithm_loads_carries_a_traced_flow_with_its_variables_and_unloads() {
+    let _k = KERNEL.lock().unwrap_or_else(|e| e.into_inner());
+    require_root();
+    let names: Vec<String> = cctl_loader::algos::ALGORITHMS
+        .iter()
+        .map(|a| format!("cit_{}", a.key))
+        .collect();
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    clean_slate("cctl-ia", &refs);
+    let mut failures = Vec::new();
+    for a in cctl_loader::algos::ALGORITHMS {
+        let name = format!("cit_{}", a.key);
+        let rec = registry::load(
+            a.key,
+            &LoadOptions {
+                name: Some(name.clone()),
+                owned: true,
+                ..Default::default()
+            },
+        )
+        .unwrap_or_else(|e| panic!("{} does not load: {e:#}", a.key));
+        let guard = LoadGuard::new(rec.name.clone());
+        let (samples, port, bps) = traced_flow("cctl-ia", &name, 5);
+        let mine: Vec<&Sample> = samples.iter().filter(|s| s.sport == port).collect();
+        let with_vars = mine
+            .iter()
+            .filter(|s| s.algo == Some(a.key))
+            .filter(|s| a.var_docs.iter().all(|(v, _)| s.vars.get(v).is_some()))
+            .count();
+        println!(
+            "{:<10} {:>6.2} Mbit/s, {} samples, {} with all of its variables",
+            a.key,
+            bps / 1e6,
+            mine.len(),
+            with_vars
+        );
+        if mine.len() < 10 || with_vars < mine.len() || bps < 8e6 || bps > 21e6 {
+            failures.push(format!(
+                "{}: {:.2} Mbit/s (want 8-21), {} samples (want >= 10), {} with every variable",
+                a.key,
+                bps / 1e6,
+                mine.len(),
+                with_vars
+            ));
+        }
+        guard.unload().expect("unload");
+        assert!(!available().contains(&name), "{name} still registered");
+        for p in a.profiles {
+            let rec = registry::load(
+                a.key,
+                &LoadOptions {
+                    profile: Some(p.name.into()),
+                    owned: true,
+                    ..Default::default()
+                },
+            )
+            .unwrap_or_else(|e| panic!("{} profile {} does not load: {e:#}", a.key, p.name));
+            assert_eq!(rec.name, format!("{}.{}", a.cc_name, p.tag));
+            LoadGuard::new(rec.name).unload().expect("unload");
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
 }

@@ -11,7 +11,8 @@ pub struct Args {
     /// One JSON object per line instead of tables.
     #[arg(long)]
     json: bool,
-    /// Also show each algorithm's parameters (key, unit, range, default).
+    /// Also show each algorithm's parameters (key, unit, range, default), profiles
+    /// and the variables `cctl trace` shows for it.
     #[arg(long, short)]
     params: bool,
 }
@@ -26,7 +27,8 @@ pub fn run(args: Args) -> Result<i32> {
         for a in algos::ALGORITHMS {
             let line = serde_json::json!({
                 "kind": "algorithm", "key": a.key, "cc_name": a.cc_name, "summary": a.summary,
-                "paper": a.paper, "spec": a.spec, "params": a.params,
+                "paper": a.paper, "spec": a.spec, "native": a.native, "params": a.params,
+                "profiles": a.profiles, "vars": a.var_docs.iter().map(|(n, d)| serde_json::json!({"name": n, "doc": d})).collect::<Vec<_>>(),
             });
             println!("{line}");
         }
@@ -43,13 +45,34 @@ pub fn run(args: Args) -> Result<i32> {
     }
 
     println!("Algorithms carried by cctl (cctl load <key>):");
-    println!("  {:<6} {:<10} {:<76} PAPER", "KEY", "REGISTERS", "SUMMARY");
+    println!("  {:<9} {:<13} {:<80} PAPER", "KEY", "REGISTERS", "SUMMARY");
     for a in algos::ALGORITHMS {
         println!(
-            "  {:<6} {:<10} {:<76} {}",
+            "  {:<9} {:<13} {:<80} {}",
             a.key, a.cc_name, a.summary, a.paper
         );
         if args.params {
+            for p in a.profiles {
+                let vals: Vec<String> = p.values.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                println!(
+                    "    profile {} (registers {}.{}): {} [{}]",
+                    p.name,
+                    a.cc_name,
+                    p.tag,
+                    p.doc,
+                    vals.join(" ")
+                );
+            }
+            if !a.var_docs.is_empty() {
+                println!(
+                    "    trace vars: {}",
+                    a.var_docs
+                        .iter()
+                        .map(|(n, d)| format!("{n} ({d})"))
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                );
+            }
             println!(
                 "{}",
                 a.params_help()

@@ -9,7 +9,7 @@ use crate::exit;
 #[derive(Debug, clap::Args)]
 #[command(
     after_help = "Loading a name that is already registered is refused (not idempotent): \
-unload it first, or pick another --name.\nExample: cctl load htcp --param delta_l_ms=500"
+unload it first, or pick another --name.\nExamples: cctl load htcp --param delta_l_ms=500; cctl load cubic --profile linux"
 )]
 pub struct Args {
     /// Algorithm key or default name (`cctl list` shows them).
@@ -17,6 +17,10 @@ pub struct Args {
     /// Register under this name instead of bpf_<algo> (1-15 chars of [A-Za-z0-9_.]).
     #[arg(long)]
     name: Option<String>,
+    /// Start from a named parameter set (e.g. `linux`: the Linux module's constants);
+    /// registers as bpf_<algo>.<tag> unless --name is given.
+    #[arg(long)]
+    profile: Option<String>,
     /// Set a tunable, key=value; repeatable (`cctl list --params` shows keys, units, ranges).
     #[arg(long = "param", value_name = "KEY=VALUE")]
     params: Vec<String>,
@@ -29,6 +33,7 @@ pub struct Args {
 pub fn run(args: Args) -> Result<i32> {
     let opts = LoadOptions {
         name: args.name,
+        profile: args.profile,
         params: args.params,
         owned: false,
     };

@@ -79,8 +79,8 @@ impl Output {
                         fmt_opt(s.backoffs)
                     );
                 }
-                if let (Some(a), Some(b)) = (s.htcp_alpha, s.htcp_beta) {
-                    line += &format!(" α {a:.2} β {b:.3}");
+                if !s.vars.is_empty() {
+                    line += &format!(" | {}", s.vars);
                 }
                 writeln!(w, "{line}")?;
             }
