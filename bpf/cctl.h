@@ -100,6 +100,8 @@ struct cctl_sample {
 	__u32 in_flight;      /* packets_out - (sacked_out + lost_out) + retrans_out, segments */
 	__u32 mss_cache;      /* current MSS, bytes */
 	__u32 delivered;      /* segments delivered (tp->delivered) */
+	__u32 prior_cwnd;     /* cwnd when the current/last reduction began (tp->prior_cwnd), segments */
+	__u32 _pad;
 	char cc_name[16];     /* icsk_ca_ops->name */
 	__u8 ca_priv[CCTL_CA_PRIV_BYTES]; /* raw icsk_ca_priv: a cctl_*_ca when flags has OURS */
 };

@@ -138,6 +138,8 @@ int BPF_PROG(cctl_tcp_probe, struct sock *sk, const struct sk_buff *skb)
 	e->in_flight = tp->packets_out - (tp->sacked_out + tp->lost_out) + tp->retrans_out;
 	e->mss_cache = tp->mss_cache;
 	e->delivered = tp->delivered;
+	e->prior_cwnd = tp->prior_cwnd;
+	e->_pad = 0;
 	__builtin_memcpy(e->cc_name, name, sizeof(name));
 	bpf_probe_read_kernel(e->ca_priv, sizeof(e->ca_priv), icsk->icsk_ca_priv);
 	if ((*(__u32 *)e->ca_priv >> 16) == CCTL_CA_MAGIC)

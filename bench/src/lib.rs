@@ -7,6 +7,7 @@
 
 #![warn(missing_docs)]
 
+pub mod compare;
 pub mod flows;
 pub mod metrics;
 pub mod plot;

@@ -932,7 +932,24 @@ pub fn write_all(
     let p = MetricParams::default();
     let s = summarize(meta, records, &p);
     std::fs::write(dir.join("summary.json"), serde_json::to_vec_pretty(&s)?)?;
-    std::fs::write(dir.join("summary.md"), markdown(&s, &sc.title, &sc.metrics))?;
+    let mut md = markdown(&s, &sc.title, &sc.metrics);
+    let figs = crate::compare::case_figures(records);
+    let tol = crate::compare::Tolerances::default();
+    let cmp = crate::compare::markdown(&figs, meta, &tol);
+    if !cmp.is_empty() {
+        md = format!("{md}\n{cmp}");
+        let json = serde_json::json!({
+            "tolerances": tol,
+            "cases": figs,
+            "violations": crate::compare::pairs(&figs, meta)
+                .iter()
+                .flat_map(|(p, n)| crate::compare::violations(p, n, &tol))
+                .collect::<Vec<_>>(),
+        });
+        std::fs::write(dir.join("compare.json"), serde_json::to_vec_pretty(&json)?)?;
+        std::fs::write(dir.join("compare.md"), &cmp)?;
+    }
+    std::fs::write(dir.join("summary.md"), md)?;
     plots(&s, records, dir, &sc.plots, sc.x.as_deref())?;
     Ok(s)
 }

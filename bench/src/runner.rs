@@ -84,7 +84,8 @@ impl Loaded {
 }
 
 /// Resolves algorithm names before anything is created: cctl keys (`htcp`) are loaded
-/// (unless already loaded); other names, and names written `native:<name>` (the kernel's
+/// (unless already loaded), `<key>@<profile>` (`cubic@linux`) with that parameter profile
+/// under `bpf_<key>.<tag>`; other names, and names written `native:<name>` (the kernel's
 /// own `htcp`, not cctl's), must be registered or loadable as `tcp_<name>` modules.
 ///
 /// Errors list what is available.
@@ -92,6 +93,10 @@ pub fn resolve_algorithms(names: &[String]) -> Result<(Vec<ResolvedCc>, Loaded)>
     // First check every name, so that a bad one is refused before anything is loaded.
     for name in names {
         let native = name.strip_prefix("native:");
+        if let Some((key, profile)) = name.split_once('@') {
+            algos::find(key)?.profile(profile)?;
+            continue;
+        }
         if native.is_none() && algos::find(name).is_ok() {
             continue;
         }
@@ -115,15 +120,20 @@ pub fn resolve_algorithms(names: &[String]) -> Result<(Vec<ResolvedCc>, Loaded)>
             continue;
         }
         let native = name.strip_prefix("native:");
+        let (key, profile) = match name.split_once('@') {
+            Some((k, p)) => (k, Some(p.to_string())),
+            None => (name.as_str(), None),
+        };
         let cctl = if native.is_none() {
-            algos::find(name).ok()
+            algos::find(key).ok()
         } else {
             None
         };
         if let Some(a) = cctl {
+            let cc_name = a.default_name(profile.as_deref())?;
             let existing = registry::list_loaded()?
                 .into_iter()
-                .find(|l| l.name == a.cc_name);
+                .find(|l| l.name == cc_name && l.profile == profile);
             let rec = match existing {
                 Some(rec) => rec,
                 None => {
@@ -131,6 +141,7 @@ pub fn resolve_algorithms(names: &[String]) -> Result<(Vec<ResolvedCc>, Loaded)>
                         a.key,
                         &LoadOptions {
                             owned: true,
+                            profile: profile.clone(),
                             ..Default::default()
                         },
                     )
@@ -445,7 +456,7 @@ pub fn flow_series(
                         .map(|b| BackoffEvent {
                             t_s: t(b.ts_ns),
                             cwnd_before: b.cwnd_before,
-                            cwnd_after: None,
+                            cwnd_after: b.ssthresh_after,
                         })
                         .collect()
                 })

@@ -103,6 +103,8 @@ pub struct Sample {
     pub mss: u32,
     /// Segments delivered over the connection's life.
     pub delivered: u32,
+    /// cwnd when the current (or last) window reduction began, segments (`tp->prior_cwnd`).
+    pub prior_cwnd: u32,
     /// cctl algorithm key (`reno`, `htcp`), from the shared measurement layer.
     pub algo: Option<&'static str>,
     /// Tmin: minimum RTT seen by the algorithm, usec.
@@ -206,6 +208,7 @@ impl Sample {
             in_flight: raw.in_flight,
             mss: raw.mss_cache,
             delivered: raw.delivered,
+            prior_cwnd: raw.prior_cwnd,
             algo: None,
             tmin_us: None,
             tmax_us: None,

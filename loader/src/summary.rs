@@ -13,8 +13,12 @@ pub struct Backoff {
     /// β the algorithm applied (cctl algorithms only; `None` when several
     /// reductions fell between two samples and only the last β is known).
     pub beta: Option<f64>,
-    /// cwnd in the last sample before the reduction, segments.
+    /// cwnd just before the reduction, segments: the kernel's `prior_cwnd` from the
+    /// first sample in the reduction state, else the cwnd of the last sample before it.
     pub cwnd_before: u32,
+    /// ssthresh the reduction set (the window it aims at), segments; from the first
+    /// sample in the reduction state, if one was seen.
+    pub ssthresh_after: Option<u32>,
 }
 
 /// Summary of one flow (one socket cookie).
@@ -82,25 +86,36 @@ fn summarize_flow(mut v: Vec<&Sample>) -> FlowSummary {
     let mut backoffs = Vec::new();
     for pair in v.windows(2) {
         let (a, b) = (pair[0], pair[1]);
+        // Entering CWR/Recovery/Loss: the kernel's prior_cwnd and the new ssthresh are exact.
+        let entered = b.ca_state.is_reduction() && !a.ca_state.is_reduction();
+        let before = if entered && b.prior_cwnd > 0 {
+            b.prior_cwnd
+        } else {
+            a.cwnd
+        };
+        let after = if entered { b.ssthresh } else { None };
         match (a.backoffs, b.backoffs) {
             (Some(ka), Some(kb)) if kb > ka => {
                 let k = kb - ka;
                 for i in 0..k {
                     let beta = if i + 1 == k { b.last_beta } else { None };
+                    let last = i + 1 == k;
                     backoffs.push(Backoff {
                         ts_ns: b.ts_ns,
                         beta,
-                        cwnd_before: a.cwnd,
+                        cwnd_before: if last { before } else { a.cwnd },
+                        ssthresh_after: if last { after } else { None },
                     });
                 }
             }
             (Some(_), Some(_)) => {}
             _ => {
-                if b.ca_state.is_reduction() && !a.ca_state.is_reduction() {
+                if entered {
                     backoffs.push(Backoff {
                         ts_ns: b.ts_ns,
                         beta: None,
-                        cwnd_before: a.cwnd,
+                        cwnd_before: before,
+                        ssthresh_after: after,
                     });
                 }
             }
@@ -116,6 +131,7 @@ fn summarize_flow(mut v: Vec<&Sample>) -> FlowSummary {
                     ts_ns: first.ts_ns,
                     beta,
                     cwnd_before: 0,
+                    ssthresh_after: None,
                 },
             );
         }
@@ -173,6 +189,7 @@ mod tests {
             in_flight: 0,
             mss: 1448,
             delivered: 0,
+            prior_cwnd: 0,
             algo: backoffs.map(|_| "htcp"),
             tmin_us: None,
             tmax_us: None,
