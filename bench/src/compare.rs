@@ -113,10 +113,7 @@ pub struct CaseFigures {
 pub fn case_figures(records: &[RunRecord]) -> Vec<CaseFigures> {
     let mut groups: BTreeMap<(usize, String), Vec<&RunRecord>> = BTreeMap::new();
     for r in records {
-        groups
-            .entry((r.point, r.algo.clone()))
-            .or_default()
-            .push(r);
+        groups.entry((r.point, r.algo.clone())).or_default().push(r);
     }
     let mut out = Vec::new();
     for ((_, algo), runs) in groups {
@@ -135,7 +132,12 @@ pub fn case_figures(records: &[RunRecord]) -> Vec<CaseFigures> {
             continue;
         }
         let pooled = |g: fn(&FlowFigures) -> &Vec<f64>| {
-            mean(&flows.iter().flat_map(|f| g(f).iter().copied()).collect::<Vec<_>>())
+            mean(
+                &flows
+                    .iter()
+                    .flat_map(|f| g(f).iter().copied())
+                    .collect::<Vec<_>>(),
+            )
         };
         let per_flow = |g: fn(&FlowFigures) -> f64| mean(&flows.iter().map(g).collect::<Vec<_>>());
         let m = mean(&run_means);
@@ -223,7 +225,11 @@ pub fn violations(port: &CaseFigures, native: &CaseFigures, tol: &Tolerances) ->
         (a - b).abs() <= tol.backoffs_rel * b + tol.backoffs_abs,
         a,
         b,
-        format!("±({:.0} % + {})", tol.backoffs_rel * 100.0, tol.backoffs_abs),
+        format!(
+            "±({:.0} % + {})",
+            tol.backoffs_rel * 100.0,
+            tol.backoffs_abs
+        ),
     );
     let (a, b) = (port.factor, native.factor);
     if a.is_finite() && b.is_finite() {
@@ -294,9 +300,10 @@ pub fn pairs<'a>(
         let Some(want) = native_of(&port.algo) else {
             continue;
         };
-        if let Some(native) = figs.iter().find(|n| {
-            n.case == port.case && native_name(&n.algo, meta).as_deref() == Some(want)
-        }) {
+        if let Some(native) = figs
+            .iter()
+            .find(|n| n.case == port.case && native_name(&n.algo, meta).as_deref() == Some(want))
+        {
             out.push((port, native));
         }
     }
@@ -449,7 +456,10 @@ mod tests {
         assert!(violations(&case("cubic@linux", 9.0, 12.0, 0.72), &n, &tol).is_empty());
         let v = violations(&case("cubic", 7.0, 30.0, 0.8), &n, &tol);
         assert_eq!(v.len(), 3, "{v:?}");
-        assert!(v[0].contains("throughput") && v[0].contains("±15 %"), "{v:?}");
+        assert!(
+            v[0].contains("throughput") && v[0].contains("±15 %"),
+            "{v:?}"
+        );
         assert!(v[1].contains("backoffs"), "{v:?}");
         assert!(v[2].contains("backoff factor 0.800 vs 0.700"), "{v:?}");
     }

@@ -132,6 +132,47 @@ fn a_kernel_without_btf_is_named_as_the_missing_feature() {
     assert!(!available().contains("cctl_cli_nobtf"));
 }
 
+/// A kernel whose BTF has struct_ops links but not the Reno kfuncs (a pre-5.13 kind of
+/// kernel, played with a BTF made from a tiny C file) is told which kfuncs are missing.
+#[test]
+fn a_kernel_without_the_kfuncs_is_told_which_ones_are_missing() {
+    let dir = std::env::temp_dir().join(format!("cctl-nokfunc-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let c = dir.join("fake.c");
+    std::fs::write(
+        &c,
+        "struct bpf_struct_ops_link { int a; };\nstruct tcp_congestion_ops { int b; };\n\
+         struct bpf_struct_ops_link l;\nstruct tcp_congestion_ops o;\n",
+    )
+    .unwrap();
+    let obj = dir.join("fake.o");
+    let st = Command::new("clang")
+        .args(["-g", "-O2", "-target", "bpf", "-c"])
+        .arg(&c)
+        .arg("-o")
+        .arg(&obj)
+        .status()
+        .expect("clang (installed by make deps)");
+    assert!(st.success());
+    let o = Command::new(env!("CARGO_BIN_EXE_cctl"))
+        .env("CCTL_VMLINUX_BTF", &obj)
+        .args(["load", "htcp", "--name", "cctl_cli_nokf"])
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    let err = stderr(&o);
+    if nix::unistd::geteuid().is_root() {
+        assert_eq!(o.status.code(), Some(4), "{err}");
+        assert!(
+            err.contains("kfunc(s)") && err.contains("tcp_slow_start") && err.contains("htcp"),
+            "{err}"
+        );
+    } else {
+        assert_eq!(o.status.code(), Some(3), "{err}");
+    }
+    assert!(!available().contains("cctl_cli_nokf"));
+}
+
 #[test]
 fn list_shows_carried_algorithms_and_the_kernels() {
     let o = cctl(&["list"]);

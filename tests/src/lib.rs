@@ -33,3 +33,51 @@ pub fn clean_slate(prefix: &str, names: &[&str]) {
 pub fn available() -> Vec<String> {
     cctl_loader::kernel::available_ccs().expect("reading tcp_available_congestion_control")
 }
+
+/// Environment variable set inside the VM when a test re-runs itself there.
+pub const IN_VM: &str = "CCTL_TEST_IN_VM";
+
+/// Runs `body` where the kernel has sch_netem: here if it has, otherwise by re-running the
+/// test `test_name` of the current test binary inside a virtme-ng guest with Debian's
+/// netem-capable kernel (CI's hosts have no netem). `rwdir` is writable in the guest, for
+/// results; `timeout` bounds the whole guest run. Panics if the guest's test fails.
+pub fn in_netem_kernel(
+    test_name: &str,
+    rwdir: &std::path::Path,
+    timeout: std::time::Duration,
+    body: impl FnOnce(),
+) {
+    if cctl_bench::testbed::netem_available() {
+        body();
+        return;
+    }
+    assert!(
+        std::env::var_os(IN_VM).is_none(),
+        "inside the VM the kernel must have netem"
+    );
+    cctl_bench::vm::check_vm_deps()
+        .unwrap_or_else(|e| panic!("netem is missing here and the VM cannot start: {e}"));
+    std::fs::create_dir_all(rwdir).unwrap();
+    let exe = std::env::current_exe().unwrap();
+    let script = format!(
+        "export {IN_VM}=1 RUST_BACKTRACE=1\nexec '{}' --exact {test_name} --nocapture --test-threads=1\n",
+        exe.display()
+    );
+    let mut spec = cctl_bench::vm::VmSpec::detect().unwrap_or_else(|e| panic!("{e}"));
+    spec.rwdirs.push(rwdir.to_path_buf());
+    spec.timeout = timeout;
+    spec.echo = true;
+    let out = cctl_bench::vm::run_in_vm(&spec, &script)
+        .unwrap_or_else(|e| panic!("running the guest: {e}"));
+    assert!(
+        out.success(),
+        "{test_name} failed in the VM (results in {}): status {:?}",
+        rwdir.display(),
+        out.status
+    );
+    assert!(
+        out.stdout.contains("test result: ok. 1 passed"),
+        "the guest did not run {test_name}:\n{}",
+        out.stdout
+    );
+}

@@ -10,11 +10,7 @@ use std::time::Duration;
 use cctl_bench::report::{self, Summary};
 use cctl_bench::runner::{self, RunOptions};
 use cctl_bench::scenario::{self, Profile, Scenario};
-use cctl_bench::testbed::netem_available;
-use cctl_bench::vm;
-use cctl_tests::{require_root, KERNEL};
-
-const IN_VM: &str = "CCTL_TEST_IN_VM";
+use cctl_tests::{in_netem_kernel, require_root, KERNEL};
 
 fn results_root() -> PathBuf {
     Path::new(env!("CARGO_TARGET_TMPDIR")).join("netem-results")
@@ -192,38 +188,10 @@ fn checks_in_a_netem_kernel() {
 fn netem_scenarios_behave_as_the_papers_describe() {
     let _k = KERNEL.lock().unwrap_or_else(|e| e.into_inner());
     require_root();
-    if netem_available() {
-        checks_in_a_netem_kernel();
-        return;
-    }
-    assert!(
-        std::env::var_os(IN_VM).is_none(),
-        "inside the VM the kernel must have netem"
-    );
-    // Re-run this test in a guest with a netem-capable kernel.
-    vm::check_vm_deps()
-        .unwrap_or_else(|e| panic!("netem is missing here and the VM cannot start: {e}"));
-    let root = results_root();
-    std::fs::create_dir_all(&root).unwrap();
-    let exe = std::env::current_exe().unwrap();
-    let script = format!(
-        "export {IN_VM}=1 RUST_BACKTRACE=1\nexec '{}' --exact netem_scenarios_behave_as_the_papers_describe --nocapture --test-threads=1\n",
-        exe.display()
-    );
-    let mut spec = vm::VmSpec::detect().unwrap_or_else(|e| panic!("{e}"));
-    spec.rwdirs.push(root.clone());
-    spec.timeout = Duration::from_secs(40 * 60);
-    spec.echo = true;
-    let out = vm::run_in_vm(&spec, &script).unwrap_or_else(|e| panic!("running the guest: {e}"));
-    assert!(
-        out.success(),
-        "the netem checks failed in the VM (results in {}): status {:?}",
-        root.display(),
-        out.status
-    );
-    assert!(
-        out.stdout.contains("test result: ok. 1 passed"),
-        "the guest did not run the test:\n{}",
-        out.stdout
+    in_netem_kernel(
+        "netem_scenarios_behave_as_the_papers_describe",
+        &results_root(),
+        Duration::from_secs(40 * 60),
+        checks_in_a_netem_kernel,
     );
 }

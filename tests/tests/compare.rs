@@ -1,0 +1,104 @@
+//! Every BPF port that has a Linux module, run side by side with that module on the
+//! same netem paths (the shipped `native-comparison` scenario, ci profile), must match
+//! it within the tolerances of `cctl_bench::compare::Tolerances`: mean throughput,
+//! backoffs, backoff factor, mean and CV of cwnd. A port whose paper defaults differ
+//! from the module's constants is compared in its `linux` profile; the paper defaults
+//! are the benchmark's business (`make compare`), not this test's.
+//! On hosts without sch_netem the test re-runs itself in the VM.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Duration;
+
+use cctl_bench::compare::{self, Tolerances};
+use cctl_bench::report;
+use cctl_bench::runner::{self, RunOptions};
+use cctl_bench::scenario::{self, Profile};
+use cctl_loader::algos::ALGORITHMS;
+use cctl_tests::{in_netem_kernel, require_root, KERNEL};
+
+fn results_root() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join("compare-results")
+}
+
+/// The port variant compared with the module: `<key>@linux` where the paper defaults
+/// differ from the module's constants, else `<key>`.
+fn variant(key: &str) -> String {
+    let a = cctl_loader::algos::find(key).unwrap();
+    if a.profiles.iter().any(|p| p.name == "linux") {
+        format!("{key}@linux")
+    } else {
+        key.to_string()
+    }
+}
+
+fn compare_all() {
+    let sc = scenario::find("native-comparison").unwrap();
+    let tol = Tolerances::default();
+    let mut failures = Vec::new();
+    // CCTL_TEST_ALGOS narrows the set for developers; CI runs all.
+    let only = std::env::var("CCTL_TEST_ALGOS").ok();
+    for a in ALGORITHMS {
+        let Some(native) = a.native else { continue };
+        if a.key == "reno"
+            || only
+                .as_deref()
+                .is_some_and(|o| !o.split(',').any(|k| k == a.key))
+        {
+            // bpf_reno is the kernel's own Reno arithmetic (kfuncs); nothing to compare.
+            continue;
+        }
+        let algos = vec![variant(a.key), format!("native:{native}")];
+        let opts = RunOptions {
+            algos: algos.clone(),
+            profile: Profile::Ci,
+            repeat: Some(1),
+            out: results_root(),
+            seed: None,
+            interval: Duration::from_millis(20),
+            queue_interval: Duration::from_millis(100),
+            progress: false,
+        };
+        let (dir, records) = runner::run_scenario(&sc, &opts, Arc::new(AtomicBool::new(false)))
+            .unwrap_or_else(|e| panic!("{}: {e:#}", a.key));
+        let (meta, _) = runner::read_records(&dir).expect("metadata");
+        report::write_all(&dir, &meta, &records, &sc).expect("report");
+        let figs = compare::case_figures(&records);
+        println!("{}", compare::markdown(&figs, &meta, &tol));
+        let pairs = compare::pairs(&figs, &meta);
+        assert_eq!(
+            pairs.len(),
+            4,
+            "{}: 4 cases expected, got {}",
+            a.key,
+            pairs.len()
+        );
+        for (p, n) in pairs {
+            assert!(
+                p.throughput_mbit > 0.5 && n.throughput_mbit > 0.5,
+                "{}: a flow carried nothing in {}",
+                a.key,
+                p.case
+            );
+            failures.extend(compare::violations(p, n, &tol));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "ports outside the tolerances of their modules:\n{}",
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn bpf_ports_match_their_native_modules_on_netem_paths() {
+    let _k = KERNEL.lock().unwrap_or_else(|e| e.into_inner());
+    require_root();
+    in_netem_kernel(
+        "bpf_ports_match_their_native_modules_on_netem_paths",
+        &results_root(),
+        Duration::from_secs(60 * 60),
+        compare_all,
+    );
+}
