@@ -85,7 +85,7 @@ impl Loaded {
 
 /// Resolves algorithm names before anything is created: cctl keys (`htcp`) are loaded
 /// (unless already loaded), `<key>@<profile>` (`cubic@linux`) with that parameter profile
-/// under `bpf_<key>.<tag>`; other names, and names written `native:<name>` (the kernel's
+/// under `bpf_<key>_<tag>`; other names, and names written `native:<name>` (the kernel's
 /// own `htcp`, not cctl's), must be registered or loadable as `tcp_<name>` modules.
 ///
 /// Errors list what is available.

@@ -52,7 +52,7 @@ pub type Params = BTreeMap<&'static str, u32>;
 pub struct Profile {
     /// Name used with `--profile` and in `--algo <key>@<name>`.
     pub name: &'static str,
-    /// Suffix of the default registered name: `bpf_<key>.<tag>` (kept short: names
+    /// Suffix of the default registered name: `bpf_<key>_<tag>` (kept short: names
     /// are at most 15 characters).
     pub tag: &'static str,
     /// What it reproduces.
@@ -209,11 +209,11 @@ impl Algorithm {
             })
     }
 
-    /// The registered name for a profile: `bpf_<key>` without, `bpf_<key>.<tag>` with.
+    /// The registered name for a profile: `bpf_<key>` without, `bpf_<key>_<tag>` with.
     pub fn default_name(&self, profile: Option<&str>) -> Result<String> {
         match profile {
             None => Ok(self.cc_name.to_string()),
-            Some(p) => Ok(format!("{}.{}", self.cc_name, self.profile(p)?.tag)),
+            Some(p) => Ok(format!("{}_{}", self.cc_name, self.profile(p)?.tag)),
         }
     }
 
@@ -279,8 +279,8 @@ impl Algorithm {
 }
 
 /// Checks a congestion-control name the way the kernel limits it (TCP_CA_NAME_MAX
-/// is 16 bytes with the NUL) and restricts it to `[A-Za-z0-9_.]`, before anything
-/// touches the kernel.
+/// is 16 bytes with the NUL) and restricts it to `[A-Za-z0-9_]` (the name is also the
+/// pin's file name, and bpffs refuses '.'), before anything touches the kernel.
 pub fn validate_cc_name(name: &str) -> Result<()> {
     let bad = |reason: &str| {
         Err(Error::InvalidName {
@@ -296,12 +296,9 @@ pub fn validate_cc_name(name: &str) -> Result<()> {
     }
     if let Some(c) = name
         .chars()
-        .find(|c| !(c.is_ascii_alphanumeric() || *c == '_' || *c == '.'))
+        .find(|c| !(c.is_ascii_alphanumeric() || *c == '_'))
     {
         return bad(&format!("it contains '{c}'"));
-    }
-    if name == "." || name == ".." {
-        return bad("it is a path component");
     }
     Ok(())
 }
@@ -364,11 +361,11 @@ mod tests {
     #[test]
     fn names_longer_than_15_or_with_odd_characters_are_refused() {
         assert!(validate_cc_name("bpf_htcp").is_ok());
-        assert!(validate_cc_name("a.b_C9").is_ok());
+        assert!(validate_cc_name("ab_C9").is_ok());
         assert!(validate_cc_name("123456789012345").is_ok());
-        for bad in ["", "1234567890123456", "bpf-htcp", "a/b", "..", "é", "a b"] {
+        for bad in ["", "1234567890123456", "bpf-htcp", "a/b", "..", "a.b", "é", "a b"] {
             let e = validate_cc_name(bad).unwrap_err().to_string();
-            assert!(e.contains("[A-Za-z0-9_.]"), "{bad}: {e}");
+            assert!(e.contains("[A-Za-z0-9_]"), "{bad}: {e}");
         }
     }
 

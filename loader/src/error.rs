@@ -31,7 +31,7 @@ pub enum Error {
     },
 
     /// A congestion-control name the kernel would reject or that is unsafe.
-    #[error("invalid congestion-control name '{name}': {reason} (allowed: 1-15 characters of [A-Za-z0-9_.])")]
+    #[error("invalid congestion-control name '{name}': {reason} (allowed: 1-15 characters of [A-Za-z0-9_])")]
     InvalidName {
         /// The refused name.
         name: String,

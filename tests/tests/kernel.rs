@@ -355,7 +355,7 @@ fn every_algorithm_loads_carries_a_traced_flow_with_its_variables_and_unloads() 
                 },
             )
             .unwrap_or_else(|e| panic!("{} profile {} does not load: {e:#}", a.key, p.name));
-            assert_eq!(rec.name, format!("{}.{}", a.cc_name, p.tag));
+            assert_eq!(rec.name, format!("{}_{}", a.cc_name, p.tag));
             LoadGuard::new(rec.name).unload().expect("unload");
         }
     }

@@ -55,7 +55,7 @@ pub fn run(args: Args) -> Result<i32> {
             for p in a.profiles {
                 let vals: Vec<String> = p.values.iter().map(|(k, v)| format!("{k}={v}")).collect();
                 println!(
-                    "    profile {} (registers {}.{}): {} [{}]",
+                    "    profile {} (registers {}_{}): {} [{}]",
                     p.name,
                     a.cc_name,
                     p.tag,

@@ -14,11 +14,11 @@ unload it first, or pick another --name.\nExamples: cctl load htcp --param delta
 pub struct Args {
     /// Algorithm key or default name (`cctl list` shows them).
     algo: String,
-    /// Register under this name instead of bpf_<algo> (1-15 chars of [A-Za-z0-9_.]).
+    /// Register under this name instead of bpf_<algo> (1-15 chars of [A-Za-z0-9_]).
     #[arg(long)]
     name: Option<String>,
     /// Start from a named parameter set (e.g. `linux`: the Linux module's constants);
-    /// registers as bpf_<algo>.<tag> unless --name is given.
+    /// registers as bpf_<algo>_<tag> unless --name is given.
     #[arg(long)]
     profile: Option<String>,
     /// Set a tunable, key=value; repeatable (`cctl list --params` shows keys, units, ranges).
