@@ -147,6 +147,22 @@ pub const ALGORITHMS: &[Algorithm] = &[
         load: algo::htcp::load,
         vars: algo::htcp::vars,
     },
+    Algorithm {
+        key: "scalable",
+        cc_name: "bpf_scalable",
+        id: 3,
+        summary: "Scalable TCP: MIMD, +1 % per RTT above Low_Window, ×0.875 on loss",
+        paper: "Kelly 2003; [P0] §IV-A, Table II",
+        spec: "§3",
+        native: Some("scalable"),
+        params: algo::scalable::PARAMS,
+        profiles: algo::scalable::PROFILES,
+        var_docs: algo::scalable::VAR_DOCS,
+        kfuncs: RENO_KFUNCS,
+        check: algo::scalable::check,
+        load: algo::scalable::load,
+        vars: algo::scalable::vars,
+    },
 ];
 
 /// Looks an algorithm up by key (`htcp`) or default kernel name (`bpf_htcp`).
