@@ -163,6 +163,22 @@ pub const ALGORITHMS: &[Algorithm] = &[
         load: algo::scalable::load,
         vars: algo::scalable::vars,
     },
+    Algorithm {
+        key: "highspeed",
+        cc_name: "bpf_highspeed",
+        id: 4,
+        summary: "HighSpeed TCP: a(w), b(w) from RFC 3649's response function, Reno below W_L",
+        paper: "Floyd, RFC 3649; [P0] §IV-B, Table II",
+        spec: "§4",
+        native: Some("highspeed"),
+        params: algo::highspeed::PARAMS,
+        profiles: algo::highspeed::PROFILES,
+        var_docs: algo::highspeed::VAR_DOCS,
+        kfuncs: RENO_KFUNCS,
+        check: algo::highspeed::check,
+        load: algo::highspeed::load,
+        vars: algo::highspeed::vars,
+    },
 ];
 
 /// Looks an algorithm up by key (`htcp`) or default kernel name (`bpf_htcp`).

@@ -10,6 +10,7 @@
 
 use crate::error::Error;
 
+pub mod highspeed;
 pub mod htcp;
 pub mod reno;
 pub mod scalable;
