@@ -179,6 +179,22 @@ pub const ALGORITHMS: &[Algorithm] = &[
         load: algo::highspeed::load,
         vars: algo::highspeed::vars,
     },
+    Algorithm {
+        key: "africa",
+        cc_name: "bpf_africa",
+        id: 10,
+        summary: "TCP Africa: HSTCP increase while fewer than α packets queue (delay), Reno after",
+        paper: "King, Baraniuk, Riedi, Infocom 2005; [P3] §II, §V",
+        spec: "§11",
+        native: None,
+        params: algo::africa::PARAMS,
+        profiles: algo::africa::PROFILES,
+        var_docs: algo::africa::VAR_DOCS,
+        kfuncs: RENO_KFUNCS,
+        check: algo::africa::check,
+        load: algo::africa::load,
+        vars: algo::africa::vars,
+    },
 ];
 
 /// Looks an algorithm up by key (`htcp`) or default kernel name (`bpf_htcp`).

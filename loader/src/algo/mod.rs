@@ -10,6 +10,7 @@
 
 use crate::error::Error;
 
+pub mod africa;
 pub mod highspeed;
 pub mod htcp;
 pub mod reno;

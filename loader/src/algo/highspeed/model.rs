@@ -426,12 +426,12 @@ mod tests {
     #[test]
     fn linux_profile_is_bit_exact_with_tcp_highspeed() {
         let bounds: Vec<u32> = (0..ROWS).map(|r| c_row(r).0).collect();
-        let (mut c, mut c_cnt, mut c_row_) = (40u32, 0u32, 0u32);
+        let (mut c, mut c_cnt) = (40u32, 0u32);
         let (mut l, mut l_cnt, mut l_row) = (40u32, 0u32, 0u32);
         let mut x = 0x9e37_79b9_7f4a_7c15u64;
         let (mut losses, mut max_row) = (0, 0);
         for i in 0..300_000 {
-            c_row_ = c_table_index(c);
+            let c_row_ = c_table_index(c);
             let (a_q16, _) = c_table_ab(c_row_);
             c_ai_step(&mut c, &mut c_cnt, 1, a_q16, u32::MAX);
             linux_ca(&mut l, &mut l_cnt, &mut l_row, &bounds);
@@ -440,7 +440,7 @@ mod tests {
             x ^= x << 13;
             x ^= x >> 7;
             x ^= x << 17;
-            if x % 4000 == 0 {
+            if x.is_multiple_of(4000) {
                 let (_, b_q16) = c_table_ab(c_row_);
                 c = c_ssthresh(c, b_q16);
                 let md = c_row(l_row).1;
@@ -448,7 +448,7 @@ mod tests {
                 assert_eq!(c, l);
                 (c_cnt, l_cnt) = (0, 0);
                 losses += 1;
-                if x % 3 == 0 {
+                if x.is_multiple_of(3) {
                     // a slow-start-like jump: cwnd doubles with no CA update of the row
                     (c, l) = (2 * c, 2 * l);
                 }
