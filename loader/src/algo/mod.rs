@@ -10,8 +10,11 @@
 
 use crate::error::Error;
 
+pub mod africa;
+pub mod highspeed;
 pub mod htcp;
 pub mod reno;
+pub mod scalable;
 
 /// One internal variable of an algorithm, decoded from a sample (spec §18.3).
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
