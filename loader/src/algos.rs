@@ -147,6 +147,22 @@ pub const ALGORITHMS: &[Algorithm] = &[
         load: algo::htcp::load,
         vars: algo::htcp::vars,
     },
+    Algorithm {
+        key: "bic",
+        cc_name: "bpf_bic",
+        id: 5,
+        summary: "BIC-TCP: binary search towards the window of the last loss, then max probing",
+        paper: "Xu, Harfoush, Rhee 2004; [P0] §IV-D, Table II",
+        spec: "§6",
+        native: Some("bic"),
+        params: algo::bic::PARAMS,
+        profiles: algo::bic::PROFILES,
+        var_docs: algo::bic::VAR_DOCS,
+        kfuncs: RENO_KFUNCS,
+        check: algo::bic::check,
+        load: algo::bic::load,
+        vars: algo::bic::vars,
+    },
 ];
 
 /// Looks an algorithm up by key (`htcp`) or default kernel name (`bpf_htcp`).

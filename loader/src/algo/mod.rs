@@ -10,6 +10,7 @@
 
 use crate::error::Error;
 
+pub mod bic;
 pub mod htcp;
 pub mod reno;
 
