@@ -32,6 +32,8 @@
  *     ACKs; here that rescaling is the tunable delayed_ack_rescale (on in the
  *     `linux` profile, off by default: [P0] counted packets, spec §18.2);
  *   - w_min is tracked for the trace (Linux has no such variable);
+ *   - undo is current Linux's max(cwnd, prior cwnd) (tcp_reno_undo_cwnd);
+ *     older kernels (and spec §6's Linux note) returned max(cwnd, w_1);
  *   - every constant is a load-time tunable; ack_counting=events adds one
  *     packet per ACK instead of the packets it acknowledged (spec §18.2).
  */

@@ -163,6 +163,23 @@ pub const ALGORITHMS: &[Algorithm] = &[
         load: algo::bic::load,
         vars: algo::bic::vars,
     },
+    Algorithm {
+        key: "cubic",
+        cc_name: "bpf_cubic",
+        id: 6,
+        summary:
+            "CUBIC: cwnd follows C (t - K)^3 + W_max in real time, TCP-friendly floor, HyStart",
+        paper: "Rhee & Xu 2005, RFC 9438; [P2], [P3]",
+        spec: "§7",
+        native: Some("cubic"),
+        params: algo::cubic::PARAMS,
+        profiles: algo::cubic::PROFILES,
+        var_docs: algo::cubic::VAR_DOCS,
+        kfuncs: RENO_KFUNCS,
+        check: algo::cubic::check,
+        load: algo::cubic::load,
+        vars: algo::cubic::vars,
+    },
 ];
 
 /// Looks an algorithm up by key (`htcp`) or default kernel name (`bpf_htcp`).

@@ -11,6 +11,7 @@
 use crate::error::Error;
 
 pub mod bic;
+pub mod cubic;
 pub mod htcp;
 pub mod reno;
 
