@@ -33,9 +33,9 @@
  *   - W_tcp grows by 1 per ⌊w (1+β) / (3 (1-β))⌋ acked packets, exactly
  *     (Linux truncates the factor first: 8(1024+β)/3/(1024-β) >> 3, e.g.
  *     1.875 w instead of 1.890 w packets at β = 717/1024);
- *   - HyStart's ACK-delay cushion assumes GSO_MAX_SIZE-sized segments only
- *     through sk_gso_max_size, as Linux does; the per-round reset happens in
- *     pkts_acked like Linux (not cong_avoid like the BPF selftest);
+ *   - none in HyStart: the ACK-delay cushion reads sk_gso_max_size and the
+ *     round restarts in pkts_acked, as in Linux (the BPF selftest uses a
+ *     fixed 64 KB and restarts rounds in cong_avoid);
  *   - every constant is a load-time tunable (the HyStart constants too);
  *     ack_counting=events adds one packet per ACK instead of the packets it
  *     acknowledged (spec §18.2). Defaults are the [P2]/[P3] configuration
