@@ -11,6 +11,8 @@
 use crate::error::Error;
 
 pub mod africa;
+pub mod bic;
+pub mod cubic;
 pub mod highspeed;
 pub mod htcp;
 pub mod reno;

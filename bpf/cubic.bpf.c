@@ -1,0 +1,251 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* cubic.bpf.c - CUBIC as a BPF struct_ops tcp_congestion_ops, registered as "bpf_cubic".
+ *
+ * CUBIC: Rhee & Xu, "CUBIC: A New TCP-Friendly High-Speed TCP Variant",
+ * PFLDnet 2005; Ha, Rhee, Xu, ACM SIGOPS OSR 2008; RFC 9438. As tested in
+ * [P2] and [P3] (Linux 2.6.16-2.6.23, β = 0.8). HyStart: Ha & Rhee, "Taming the
+ * Elephants: New TCP Slow Start", 2008. Spec: shared/spec/algorithms.md §7.
+ *
+ *   window             W(t) = C (t - K)^3 + W_max,  K = cbrt((W_max - w_0) / C)
+ *                      (w_0: the window when the epoch starts; K = 0 and the
+ *                      origin is w_0 when w_0 >= W_max); target W(t + RTT_min),
+ *                      cnt = w / (target - w) acked packets per +1 segment
+ *   TCP-friendly       W_tcp += 3 (1 - β)/(1 + β) per window of acked packets,
+ *                      from w_0; cwnd grows at least as fast as W_tcp
+ *   loss               W_max = w (1 + β)/2 if w < W_max (fast convergence)
+ *                      else w;  ssthresh = max(β w, 2)
+ *   slow start         standard; with hystart=1, left early on an ACK train
+ *                      longer than RTT_min/2 or an RTT rise of
+ *                      clamp(RTT_min/8, 4 ms, 16 ms)
+ *
+ * The arithmetic lives in cubic_math.h (C (t-K)^3 with t in 1/1024 s as the
+ * Linux module scales it, and an exact integer cube root) so host tests can
+ * check it against a floating-point model.
+ *
+ * Differences from the Linux module (net/ipv4/tcp_cubic.c):
+ *   - time in usec (tcp_mstamp) instead of jiffies: the epoch start and t
+ *     are not rounded to 1/HZ (t is then rounded to 1/1024 s, as in Linux);
+ *   - K from an exact ⌊cbrt⌋ (Linux: table lookup + one Newton step, ~0.2 %);
+ *     K's argument is (W_max - w_0)·2^40/c rather than (W_max - w_0) times the
+ *     pre-truncated 2^40/c;
+ *   - cnt is recomputed on every ACK (Linux: at most once per jiffy, and
+ *     only every HZ/32 while cwnd is unchanged);
+ *   - W_tcp grows by 1 per ⌊w (1+β) / (3 (1-β))⌋ acked packets, exactly
+ *     (Linux truncates the factor first: 8(1024+β)/3/(1024-β) >> 3, e.g.
+ *     1.875 w instead of 1.890 w packets at β = 717/1024);
+ *   - none in HyStart: the ACK-delay cushion reads sk_gso_max_size and the
+ *     round restarts in pkts_acked, as in Linux (the BPF selftest uses a
+ *     fixed 64 KB and restarts rounds in cong_avoid);
+ *   - every constant is a load-time tunable (the HyStart constants too);
+ *     ack_counting=events adds one packet per ACK instead of the packets it
+ *     acknowledged (spec §18.2). Defaults are the [P2]/[P3] configuration
+ *     (β = 0.8, HyStart off); the `linux` profile has β = 0.7 and HyStart on.
+ */
+#include "cc_common.bpf.h"
+#include "cubic_math.h"
+
+char _license[] SEC("license") = "Dual BSD/GPL";
+
+_Static_assert(sizeof(struct cctl_cubic_ca) <= CCTL_CA_PRIV_BYTES &&
+		       sizeof(struct cctl_cubic_ca) <=
+		       sizeof(((struct inet_connection_sock *)0)->icsk_ca_priv),
+	       "struct cctl_cubic_ca does not fit icsk_ca_priv");
+
+/* Zeroed instance so that the skeleton carries the layout (see cctl.h). */
+struct cctl_cubic_ca cctl_ca_layout = {};
+
+/* Tunables (set by the loader before load; defaults are spec §7 / [P2], [P3]). */
+const volatile __u32 beta_1024 = 819;            /* β, multiplier on loss, 1/1024 (Linux 717) */
+const volatile __u32 c_1024 = 410;               /* C, segments/s^3, 1/1024 (Linux 41*10) */
+const volatile __u32 fast_convergence = 1;       /* bool */
+const volatile __u32 tcp_friendliness = 1;       /* bool */
+const volatile __u32 hystart = 0;                /* bool (Linux 1) */
+const volatile __u32 hystart_detect = 3;         /* 1 = ACK train, 2 = delay, 3 = both */
+const volatile __u32 hystart_low_window = 16;    /* segments */
+const volatile __u32 hystart_ack_delta_us = 2000; /* usec */
+const volatile __u32 hystart_delay_min_us = 4000;  /* usec */
+const volatile __u32 hystart_delay_max_us = 16000; /* usec */
+const volatile __u32 hystart_min_samples = 8;    /* RTT samples per round */
+const volatile __u32 initial_ssthresh = 0;       /* segments (0 = the kernel's) */
+const volatile __u32 ack_counting = 0;           /* 0 = packets (ABC), 1 = ACK events */
+
+extern unsigned long CONFIG_HZ __kconfig;
+
+static __always_inline struct cctl_cubic_ca *cubic_ca(const struct sock *sk)
+{
+	return cc_priv(sk);
+}
+
+static __always_inline void cubic_params_get(struct cubic_params *p)
+{
+	p->beta_fp = beta_1024;
+	p->c_1024 = c_1024;
+	p->fast_convergence = fast_convergence;
+	p->tcp_friendliness = tcp_friendliness;
+}
+
+static __always_inline __u32 cubic_now_us(const struct tcp_sock *tp)
+{
+	return (__u32)tp->tcp_mstamp;
+}
+
+SEC("struct_ops/cubic_init")
+void BPF_PROG(cubic_init, struct sock *sk)
+{
+	struct cctl_cubic_ca *ca = cubic_ca(sk);
+	struct tcp_sock *tp = cc_tcp_sk(sk);
+
+	__builtin_memset(ca, 0, sizeof(*ca));
+	cc_meas_init(&ca->m, tp, CCTL_ALGO_CUBIC);
+	cubic_reset(ca);
+	if (hystart)
+		cubic_hystart_round(ca, cubic_now_us(tp), tp->snd_nxt);
+	else if (initial_ssthresh)
+		tp->snd_ssthresh = initial_ssthresh;
+}
+
+/* After an idle period, move the epoch start on so W(t) resumes where it was. */
+SEC("struct_ops/cubic_cwnd_event")
+void BPF_PROG(cubic_cwnd_event, struct sock *sk, enum tcp_ca_event event)
+{
+	struct cctl_cubic_ca *ca = cubic_ca(sk);
+	struct tcp_sock *tp = cc_tcp_sk(sk);
+	__u32 now_us, start;
+	__s32 idle_j;
+	__u64 idle_us;
+
+	if (event != CA_EVENT_TX_START || !ca->epoch_start_us)
+		return;
+	/* lsndtime is in jiffies */
+	idle_j = (__s32)((__u32)bpf_jiffies64() - tp->lsndtime);
+	if (idle_j <= 0 || !CONFIG_HZ)
+		return;
+	idle_us = (__u64)idle_j * USEC_PER_SEC / CONFIG_HZ;
+	now_us = cubic_now_us(tp);
+	start = ca->epoch_start_us + (__u32)idle_us;
+	if (idle_us > 0x7fffffffull || (__s32)(start - now_us) > 0)
+		start = now_us;
+	ca->epoch_start_us = start ? start : 1;
+}
+
+SEC("struct_ops/cubic_cong_avoid")
+void BPF_PROG(cubic_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
+{
+	struct cctl_cubic_ca *ca = cubic_ca(sk);
+	struct tcp_sock *tp = cc_tcp_sk(sk);
+	struct cubic_params p;
+
+	if (!cc_cwnd_limited(sk))
+		return;
+
+	if (cc_in_slow_start(tp)) {
+		acked = tcp_slow_start(tp, acked);
+		if (!acked)
+			return;
+	}
+	if (ack_counting)
+		acked = 1;
+
+	cubic_params_get(&p);
+	cubic_update(ca, &p, tp->snd_cwnd, acked, cubic_now_us(tp));
+	tcp_cong_avoid_ai(tp, ca->cnt, acked);
+}
+
+/* Called when a reduction starts (Recovery, CWR or RTO), before set_state. */
+SEC("struct_ops/cubic_ssthresh")
+__u32 BPF_PROG(cubic_ssthresh, struct sock *sk)
+{
+	struct cctl_cubic_ca *ca = cubic_ca(sk);
+	struct tcp_sock *tp = cc_tcp_sk(sk);
+	struct cubic_params p;
+
+	cubic_params_get(&p);
+	cc_meas_backoff(&ca->m, beta_1024);
+	return cubic_on_reduction(ca, &p, tp->snd_cwnd);
+}
+
+SEC("struct_ops/cubic_set_state")
+void BPF_PROG(cubic_set_state, struct sock *sk, __u8 new_state)
+{
+	struct cctl_cubic_ca *ca = cubic_ca(sk);
+	struct tcp_sock *tp = cc_tcp_sk(sk);
+
+	switch (new_state) {
+	case TCP_CA_Loss:
+		/* a timeout forgets W_max and restarts HyStart (spec §7 "Timeout") */
+		cubic_reset(ca);
+		cubic_hystart_round(ca, cubic_now_us(tp), tp->snd_nxt);
+		cc_meas_cong_event(&ca->m, tp);
+		break;
+	case TCP_CA_CWR:
+	case TCP_CA_Recovery:
+		cc_meas_cong_event(&ca->m, tp);
+		break;
+	}
+}
+
+/* HyStart's allowance for TSO/GRO batching when paced: 4 GSO segments' worth
+ * of time at the pacing rate, at most 1 ms (as Linux). */
+static __always_inline __u32 cubic_hystart_ack_delay_us(const struct sock *sk)
+{
+	__u64 rate = sk->sk_pacing_rate;
+	__u64 d;
+
+	if (!rate)
+		return 0;
+	d = (__u64)sk->sk_gso_max_size * 4 * USEC_PER_SEC / rate;
+	return d < 1000 ? (__u32)d : 1000;
+}
+
+SEC("struct_ops/cubic_pkts_acked")
+void BPF_PROG(cubic_pkts_acked, struct sock *sk, const struct ack_sample *sample)
+{
+	struct cctl_cubic_ca *ca = cubic_ca(sk);
+	struct tcp_sock *tp = cc_tcp_sk(sk);
+	struct cubic_hystart_params h;
+	__u32 now_us = cubic_now_us(tp);
+	__u32 delay;
+
+	if (sample->rtt_us < 0)
+		return;
+	cc_meas_rtt(&ca->m, sample->rtt_us, cc_ca_state(sk), 0);
+
+	/* RTTs right after a reduction still carry the old queue */
+	if (ca->epoch_start_us && (__u32)(now_us - ca->epoch_start_us) < CUBIC_DELAY_FRESH_US)
+		return;
+
+	delay = sample->rtt_us ? sample->rtt_us : 1;
+	if (!ca->delay_min_us || delay < ca->delay_min_us)
+		ca->delay_min_us = delay;
+
+	if (!hystart || ca->found || !cc_in_slow_start(tp))
+		return;
+	h.detect = hystart_detect;
+	h.low_window = hystart_low_window;
+	h.ack_delta_us = hystart_ack_delta_us;
+	h.delay_min_us = hystart_delay_min_us;
+	h.delay_max_us = hystart_delay_max_us;
+	h.min_samples = hystart_min_samples;
+	if (cubic_hystart_update(ca, &h, tp->snd_cwnd, delay, now_us, tp->snd_una, tp->snd_nxt,
+				 cubic_hystart_ack_delay_us(sk),
+				 sk->sk_pacing_status != SK_PACING_NONE))
+		tp->snd_ssthresh = tp->snd_cwnd;
+}
+
+SEC("struct_ops/cubic_undo_cwnd")
+__u32 BPF_PROG(cubic_undo_cwnd, struct sock *sk)
+{
+	return tcp_reno_undo_cwnd(sk);
+}
+
+SEC(".struct_ops.link")
+struct tcp_congestion_ops cubic = {
+	.init = (void *)cubic_init,
+	.ssthresh = (void *)cubic_ssthresh,
+	.cong_avoid = (void *)cubic_cong_avoid,
+	.set_state = (void *)cubic_set_state,
+	.undo_cwnd = (void *)cubic_undo_cwnd,
+	.cwnd_event = (void *)cubic_cwnd_event,
+	.pkts_acked = (void *)cubic_pkts_acked,
+	.name = "bpf_cubic",
+};
