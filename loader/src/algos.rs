@@ -147,6 +147,22 @@ pub const ALGORITHMS: &[Algorithm] = &[
         load: algo::htcp::load,
         vars: algo::htcp::vars,
     },
+    Algorithm {
+        key: "vegas",
+        cc_name: "bpf_vegas",
+        id: 8,
+        summary: "TCP Vegas: ±1 segment per RTT to keep α..β packets queued (delay-based)",
+        paper: "Brakmo & Peterson 1995; [P1] footnote 6",
+        spec: "§9",
+        native: Some("vegas"),
+        params: algo::vegas::PARAMS,
+        profiles: algo::vegas::PROFILES,
+        var_docs: algo::vegas::VAR_DOCS,
+        kfuncs: RENO_KFUNCS,
+        check: algo::vegas::check,
+        load: algo::vegas::load,
+        vars: algo::vegas::vars,
+    },
 ];
 
 /// Looks an algorithm up by key (`htcp`) or default kernel name (`bpf_htcp`).

@@ -54,8 +54,10 @@ pub struct LoadOptions {
     pub owned: bool,
 }
 
-fn pin_path(name: &str) -> PathBuf {
-    Path::new(PIN_DIR).join(name)
+/// bpffs refuses file names with a '.', which profile names (`bpf_vegas.l`) have; a
+/// congestion-control name never has a '+', so the pin holds '+' where the name has '.'.
+pub fn pin_path(name: &str) -> PathBuf {
+    Path::new(PIN_DIR).join(name.replace('.', "+"))
 }
 
 fn meta_path(name: &str) -> PathBuf {
@@ -155,7 +157,7 @@ pub fn list_loaded() -> Result<Vec<LoadedCc>> {
     let mut out = Vec::new();
     if let Ok(dir) = std::fs::read_dir(PIN_DIR) {
         for entry in dir.flatten() {
-            let name = entry.file_name().to_string_lossy().into_owned();
+            let name = entry.file_name().to_string_lossy().replace('+', ".");
             let record = std::fs::read(meta_path(&name))
                 .ok()
                 .and_then(|b| serde_json::from_slice::<LoadedCc>(&b).ok())
