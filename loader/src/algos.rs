@@ -163,6 +163,23 @@ pub const ALGORITHMS: &[Algorithm] = &[
         load: algo::vegas::load,
         vars: algo::vegas::vars,
     },
+    Algorithm {
+        key: "yeah",
+        cc_name: "bpf_yeah",
+        id: 9,
+        summary:
+            "YeAH-TCP: STCP growth while its own queue is small, Reno and decongestion otherwise",
+        paper: "[P3] Baiocchi, Castellani, Vacirca 2007, §III",
+        spec: "§10",
+        native: Some("yeah"),
+        params: algo::yeah::PARAMS,
+        profiles: algo::yeah::PROFILES,
+        var_docs: algo::yeah::VAR_DOCS,
+        kfuncs: RENO_KFUNCS,
+        check: algo::yeah::check,
+        load: algo::yeah::load,
+        vars: algo::yeah::vars,
+    },
 ];
 
 /// Looks an algorithm up by key (`htcp`) or default kernel name (`bpf_htcp`).
