@@ -180,6 +180,22 @@ pub const ALGORITHMS: &[Algorithm] = &[
         load: algo::yeah::load,
         vars: algo::yeah::vars,
     },
+    Algorithm {
+        key: "fast",
+        cc_name: "bpf_fast",
+        id: 7,
+        summary: "FAST TCP: w <- min(2w, (1-γ)w + γ(baseRTT/avgRTT·w + α)), α packets queued",
+        paper: "[P1] Jin, Wei, Low 2004, §IV, eq. 5; [P0] §IV-E adaptive α",
+        spec: "§8",
+        native: None,
+        params: algo::fast::PARAMS,
+        profiles: algo::fast::PROFILES,
+        var_docs: algo::fast::VAR_DOCS,
+        kfuncs: &["tcp_slow_start", "tcp_reno_undo_cwnd"],
+        check: algo::fast::check,
+        load: algo::fast::load,
+        vars: algo::fast::vars,
+    },
 ];
 
 /// Looks an algorithm up by key (`htcp`) or default kernel name (`bpf_htcp`).

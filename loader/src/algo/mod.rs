@@ -10,6 +10,7 @@
 
 use crate::error::Error;
 
+pub mod fast;
 pub mod htcp;
 pub mod reno;
 pub mod vegas;
