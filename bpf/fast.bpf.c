@@ -15,7 +15,8 @@
  *   α            fixed, or [P0]'s levels 8 / 20 / 200 packets with hysteresis on the
  *                throughput of the last RTT (m0u / m1l / m1u / m2l kB/s)
  *   slow start   standard, until q̂ > ss_exit_qdelay_pct % of baseRTT (or diff > α/2)
- *                or the first loss; then the window update at once
+ *                or the first loss; then the window update at once. After a
+ *                timeout, the kernel's slow start up to ssthresh, then updates
  *   loss / ECN   halve, but keep 16 packets if the window was larger ([P1] fn. 5);
  *                no delay-based adjustment until recovery ends (samples unreliable)
  *   timeout      the kernel's: w = 1, slow start up to the same ssthresh
@@ -188,8 +189,13 @@ void BPF_PROG(fast_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 	}
 
 	if (cc_in_slow_start(tp)) {
-		if (!(boundary && fast_ss_exit(tp->snd_cwnd, ca->base_rtt_us, ca->avg_rtt_fp,
-					       ca->alpha_pkts, ss_exit_mode, ss_exit_qdelay_pct))) {
+		/* only the initial slow start ends on queueing delay; after a timeout
+		 * the kernel's slow start runs up to ssthresh (spec §8 "Timeout") */
+		bool initial = tp->snd_ssthresh >= CCTL_INFINITE_SSTHRESH;
+
+		if (!(initial && boundary &&
+		      fast_ss_exit(tp->snd_cwnd, ca->base_rtt_us, ca->avg_rtt_fp, ca->alpha_pkts,
+				   ss_exit_mode, ss_exit_qdelay_pct))) {
 			ca->phase = FAST_PHASE_SLOW_START;
 			if (cc_cwnd_limited(sk))
 				tcp_slow_start(tp, acked);

@@ -22,6 +22,8 @@
  *     it to whole packets (so Linux decreases only at diff >= β + 1); the
  *     `linux` profile sets integer_diff = 1 to do the same;
  *   - ack_counting = 1 makes slow start and the Reno fallback count ACK events;
+ *   - like Linux (and unlike the original Vegas) diff divides by baseRTT, not by
+ *     rtt, and slow start doubles every RTT, not every other one (spec §9);
  *   - otherwise the same: RTT samples + 1 us, baseRTT forgotten on idle restart,
  *     sampling restarted on entering Open, tcp_current_ssthresh after an update.
  */
