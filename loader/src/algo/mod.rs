@@ -13,10 +13,13 @@ use crate::error::Error;
 pub mod africa;
 pub mod bic;
 pub mod cubic;
+pub mod fast;
 pub mod highspeed;
 pub mod htcp;
 pub mod reno;
 pub mod scalable;
+pub mod vegas;
+pub mod yeah;
 
 /// One internal variable of an algorithm, decoded from a sample (spec §18.3).
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
