@@ -147,6 +147,23 @@ pub const ALGORITHMS: &[Algorithm] = &[
         load: algo::htcp::load,
         vars: algo::htcp::vars,
     },
+    Algorithm {
+        key: "illinois",
+        cc_name: "bpf_illinois",
+        id: 12,
+        summary:
+            "TCP Illinois: AIMD with α and β set by the average queueing delay (concave growth)",
+        paper: "Liu, Başar, Srikant 2008; [P2] Introduction, §III",
+        spec: "§13",
+        native: Some("illinois"),
+        params: algo::illinois::PARAMS,
+        profiles: algo::illinois::PROFILES,
+        var_docs: algo::illinois::VAR_DOCS,
+        kfuncs: RENO_KFUNCS,
+        check: algo::illinois::check,
+        load: algo::illinois::load,
+        vars: algo::illinois::vars,
+    },
 ];
 
 /// Looks an algorithm up by key (`htcp`) or default kernel name (`bpf_htcp`).

@@ -11,6 +11,7 @@
 use crate::error::Error;
 
 pub mod htcp;
+pub mod illinois;
 pub mod reno;
 
 /// One internal variable of an algorithm, decoded from a sample (spec §18.3).
