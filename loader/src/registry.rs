@@ -54,8 +54,17 @@ pub struct LoadOptions {
     pub owned: bool,
 }
 
-fn pin_path(name: &str) -> PathBuf {
-    Path::new(PIN_DIR).join(name)
+/// Where the link of the congestion control `name` is pinned. bpffs refuses names
+/// with a '.' (EPERM: "reserved for future use"), which profile names
+/// (`bpf_bic.l`) have, so the pin's file name spells '.' as '@', a character
+/// that congestion-control names cannot contain (see [`algos::validate_cc_name`]).
+pub fn pin_path(name: &str) -> PathBuf {
+    Path::new(PIN_DIR).join(name.replace('.', "@"))
+}
+
+/// The congestion-control name of a pin's file name (inverse of [`pin_path`]).
+fn name_of_pin(file_name: &str) -> String {
+    file_name.replace('@', ".")
 }
 
 fn meta_path(name: &str) -> PathBuf {
@@ -155,7 +164,7 @@ pub fn list_loaded() -> Result<Vec<LoadedCc>> {
     let mut out = Vec::new();
     if let Ok(dir) = std::fs::read_dir(PIN_DIR) {
         for entry in dir.flatten() {
-            let name = entry.file_name().to_string_lossy().into_owned();
+            let name = name_of_pin(&entry.file_name().to_string_lossy());
             let record = std::fs::read(meta_path(&name))
                 .ok()
                 .and_then(|b| serde_json::from_slice::<LoadedCc>(&b).ok())
@@ -306,6 +315,22 @@ impl Drop for LoadGuard {
     fn drop(&mut self) {
         if let Some(n) = self.name.take() {
             let _ = unload(&n);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pin_names_have_no_dots_and_map_back_to_the_cc_name() {
+        for name in ["bpf_htcp", "bpf_bic.l", "a.b.c"] {
+            let pin = pin_path(name);
+            let file = pin.file_name().unwrap().to_str().unwrap();
+            assert!(!file.contains('.'), "{file}");
+            assert_eq!(name_of_pin(file), name);
+            assert_eq!(pin.parent().unwrap(), Path::new(PIN_DIR));
         }
     }
 }

@@ -43,9 +43,13 @@ pub fn run(args: Args) -> Result<i32> {
         println!("{}", serde_json::to_string(&rec)?);
     } else {
         println!(
-            "loaded {} as '{}' (pinned at {}/{}); select it with `sysctl net.ipv4.tcp_congestion_control={}`, \
+            "loaded {} as '{}' (pinned at {}); select it with `sysctl net.ipv4.tcp_congestion_control={}`, \
              `iperf3 -C {}` or setsockopt(TCP_CONGESTION)",
-            rec.algo, rec.name, registry::PIN_DIR, rec.name, rec.name, rec.name
+            rec.algo,
+            rec.name,
+            registry::pin_path(&rec.name).display(),
+            rec.name,
+            rec.name
         );
     }
     Ok(exit::OK)
