@@ -164,6 +164,23 @@ pub const ALGORITHMS: &[Algorithm] = &[
         load: algo::illinois::load,
         vars: algo::illinois::vars,
     },
+    Algorithm {
+        key: "westwood",
+        cc_name: "bpf_westwood",
+        id: 13,
+        summary:
+            "TCP Westwood+: Reno growth, loss sets ssthresh from a bandwidth estimate × RTT_min",
+        paper: "Mascolo et al. 2001; Grieco & Mascolo 2004; [P3] §III",
+        spec: "§14",
+        native: Some("westwood"),
+        params: algo::westwood::PARAMS,
+        profiles: algo::westwood::PROFILES,
+        var_docs: algo::westwood::VAR_DOCS,
+        kfuncs: RENO_KFUNCS,
+        check: algo::westwood::check,
+        load: algo::westwood::load,
+        vars: algo::westwood::vars,
+    },
 ];
 
 /// Looks an algorithm up by key (`htcp`) or default kernel name (`bpf_htcp`).

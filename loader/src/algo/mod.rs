@@ -13,6 +13,7 @@ use crate::error::Error;
 pub mod htcp;
 pub mod illinois;
 pub mod reno;
+pub mod westwood;
 
 /// One internal variable of an algorithm, decoded from a sample (spec §18.3).
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
