@@ -181,6 +181,22 @@ pub const ALGORITHMS: &[Algorithm] = &[
         load: algo::westwood::load,
         vars: algo::westwood::vars,
     },
+    Algorithm {
+        key: "compound",
+        cc_name: "bpf_compound",
+        id: 11,
+        summary: "Compound TCP: Reno window plus a delay window that grows binomially until γ packets queue",
+        paper: "Tan, Song, Zhang, Sridharan 2006; [P3] §II, §V; [P2] Fig. 7",
+        spec: "§12",
+        native: None,
+        params: algo::compound::PARAMS,
+        profiles: algo::compound::PROFILES,
+        var_docs: algo::compound::VAR_DOCS,
+        kfuncs: RENO_KFUNCS,
+        check: algo::compound::check,
+        load: algo::compound::load,
+        vars: algo::compound::vars,
+    },
 ];
 
 /// Looks an algorithm up by key (`htcp`) or default kernel name (`bpf_htcp`).

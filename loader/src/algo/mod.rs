@@ -10,6 +10,7 @@
 
 use crate::error::Error;
 
+pub mod compound;
 pub mod htcp;
 pub mod illinois;
 pub mod reno;
