@@ -12,13 +12,16 @@ use crate::error::Error;
 
 pub mod africa;
 pub mod bic;
+pub mod compound;
 pub mod cubic;
 pub mod fast;
 pub mod highspeed;
 pub mod htcp;
+pub mod illinois;
 pub mod reno;
 pub mod scalable;
 pub mod vegas;
+pub mod westwood;
 pub mod yeah;
 
 /// One internal variable of an algorithm, decoded from a sample (spec §18.3).

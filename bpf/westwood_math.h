@@ -1,0 +1,150 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* westwood_math.h - TCP Westwood+'s bandwidth estimator and loss rule (spec §14),
+ * free of kernel types, so that the same code runs in westwood.bpf.c and in the
+ * host-side unit tests that check it against the f64 model
+ * (loader/src/algo/westwood/model.rs).
+ *
+ * Units: bytes, bytes/s, usec. Include after cctl.h and something that defines
+ * __u8/__u16/__u32/__u64.
+ */
+#ifndef WESTWOOD_MATH_H
+#define WESTWOOD_MATH_H
+
+/*
+ * Westwood+'s private state (spec §14). 96 bytes; westwood.bpf.c checks at
+ * compile time that it fits icsk_ca_priv.
+ */
+struct cctl_westwood_ca {
+	struct cctl_meas m;
+	__u64 bw_ns_Bps;     /* first (less smoothed) filter stage, bytes/s */
+	__u64 bw_Bps;        /* BWE: the bandwidth estimate (second stage), bytes/s */
+	__u32 win_start_us;  /* low 32 bits of tcp_mstamp when the sample interval began */
+	__u32 bk;            /* bytes acked in the current sample interval */
+	__u32 snd_una;       /* snd_una at the previous ACK */
+	__u32 accounted;     /* bytes credited to dupACKs, not yet covered by a cumulative ACK */
+	__u32 rtt_us;        /* last RTT sample, usec (0 = none yet) */
+	__u32 rtt_min_us;    /* RTT_min, usec (0 = none yet) */
+	__u8 first_ack;      /* 1 until the first ACK has set snd_una */
+	__u8 reset_rtt_min;  /* 1: the next ACK restarts RTT_min from the last sample */
+	__u16 _pad;
+	__u32 _pad2;
+};
+
+#ifndef WESTWOOD_INLINE
+#define WESTWOOD_INLINE static inline __attribute__((always_inline))
+#endif
+
+#define WESTWOOD_USEC_PER_SEC 1000000ull
+
+/*
+ * One bandwidth sample, bk bytes acked over delta_us, fed through the two
+ * cascaded low-pass filters of spec §14 with gain 2^-shift (7/8 and 1/8 for
+ * shift = 3): bw_ns = ((2^s - 1) bw_ns + sample) / 2^s, bw = ((2^s - 1) bw + bw_ns) / 2^s.
+ * An empty filter (both stages 0) is filled with the first sample (as Linux).
+ */
+WESTWOOD_INLINE void westwood_filter(struct cctl_westwood_ca *ca, __u32 bk, __u32 delta_us,
+				     __u32 shift)
+{
+	__u64 sample = delta_us ? (__u64)bk * WESTWOOD_USEC_PER_SEC / delta_us : 0;
+	__u64 keep;
+
+	if (shift > 8)
+		shift = 8;
+	keep = (1ull << shift) - 1;
+	if (!ca->bw_ns_Bps && !ca->bw_Bps) {
+		ca->bw_ns_Bps = sample;
+		ca->bw_Bps = sample;
+		return;
+	}
+	/* samples are below 2^32 * 10^6 < 2^52 and keep < 2^8: no overflow */
+	ca->bw_ns_Bps = (keep * ca->bw_ns_Bps + sample) >> shift;
+	ca->bw_Bps = (keep * ca->bw_Bps + ca->bw_ns_Bps) >> shift;
+}
+
+/*
+ * Bytes an ACK newly acknowledges, for the estimate. cumul = snd_una advance.
+ * A dupACK (cumul = 0) is credited one MSS (it reports a segment that left the
+ * network) and remembered in *accounted; a later cumulative ACK covering more
+ * than one MSS is reduced by what was already credited (Linux's slow path).
+ */
+WESTWOOD_INLINE __u32 westwood_acked_count(__u32 cumul, __u32 mss, __u32 *accounted)
+{
+	if (!cumul) {
+		*accounted += mss;
+		cumul = mss;
+	}
+	if (cumul > mss) {
+		if (*accounted >= cumul) {
+			*accounted -= cumul;
+			cumul = mss;
+		} else {
+			cumul -= *accounted;
+			*accounted = 0;
+		}
+	}
+	return cumul;
+}
+
+/*
+ * Per ACK (spec §14 "Bandwidth estimate"): close the sample interval once it is
+ * longer than max(RTT, win_min) and filter its bytes; then count this ACK's bytes
+ * and update RTT_min from the last RTT sample. now_us: low 32 bits of tcp_mstamp.
+ * slowpath = 0 for the kernel's fast-path ACKs (pure in-order advance: no dupACK
+ * accounting needed).
+ */
+WESTWOOD_INLINE void westwood_ack(struct cctl_westwood_ca *ca, __u32 now_us, __u32 snd_una,
+				  __u32 mss, __u32 slowpath, __u32 win_min_us, __u32 shift)
+{
+	__u32 delta, win;
+
+	if (ca->first_ack) {
+		ca->snd_una = snd_una;
+		ca->first_ack = 0;
+	}
+
+	delta = now_us - ca->win_start_us;
+	win = ca->rtt_us > win_min_us ? ca->rtt_us : win_min_us;
+	if (ca->rtt_us && delta > win) {
+		westwood_filter(ca, ca->bk, delta, shift);
+		ca->bk = 0;
+		ca->win_start_us = now_us;
+	}
+
+	if (slowpath)
+		ca->bk += westwood_acked_count(snd_una - ca->snd_una, mss, &ca->accounted);
+	else
+		ca->bk += snd_una - ca->snd_una;
+	ca->snd_una = snd_una;
+
+	if (ca->rtt_us) {
+		if (ca->reset_rtt_min || !ca->rtt_min_us) {
+			ca->rtt_min_us = ca->rtt_us;
+			ca->reset_rtt_min = 0;
+		} else if (ca->rtt_us < ca->rtt_min_us) {
+			ca->rtt_min_us = ca->rtt_us;
+		}
+	}
+}
+
+/*
+ * The loss rule: max(BWE · RTT_min / MSS, 2) segments, rounded down, saturating.
+ * BWE · RTT_min / 10^6 is split as q·RTT_min + r·RTT_min / 10^6 (BWE = q·10^6 + r)
+ * so that nothing overflows 64 bits below BWE = 2^32·10^6 bytes/s.
+ */
+WESTWOOD_INLINE __u32 westwood_bw_rttmin(__u64 bw_Bps, __u32 rtt_min_us, __u32 mss)
+{
+	__u64 q = bw_Bps / WESTWOOD_USEC_PER_SEC, r = bw_Bps % WESTWOOD_USEC_PER_SEC;
+	__u64 bytes, pkts;
+
+	if (!mss)
+		mss = 1;
+	if (q >> 32)
+		return 0xffffffffu;
+	bytes = q * rtt_min_us + r * rtt_min_us / WESTWOOD_USEC_PER_SEC;
+	pkts = bytes / mss;
+	if (pkts > 0xffffffffull)
+		return 0xffffffffu;
+	return pkts > 2 ? (__u32)pkts : 2;
+}
+
+#endif /* WESTWOOD_MATH_H */
