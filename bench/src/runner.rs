@@ -26,7 +26,7 @@ use serde::{Deserialize, Serialize};
 use crate::flows::{run_bulk_flows, FlowResult, FlowSpec};
 use crate::metrics::{BackoffEvent, FlowPoint, FlowSeries, QueuePoint};
 use crate::scenario::{CcRef, Profile, RunPoint, Scenario};
-use crate::testbed::{qdisc_stats, remove_leftovers, AccessSpec, PathSpec, Testbed};
+use crate::testbed::{remove_leftovers, AccessSpec, PathSpec, QdiscSampler, Testbed};
 
 /// Prefix of every namespace a bench run creates (removed at exit and at the next start).
 pub const PREFIX: &str = "cctl-b";
@@ -336,9 +336,10 @@ pub fn run_once(
         let (queue, done) = (queue.clone(), done.clone());
         let (ns, dev) = (bed.router_ns().to_string(), bed.spec().bottleneck_dev());
         let every = opts.queue_interval;
+        let mut tc = QdiscSampler::start(&ns, &dev).context("starting the queue sampler")?;
         std::thread::spawn(move || {
             while !done.load(Ordering::Relaxed) {
-                if let Ok(q) = qdisc_stats(&ns, &dev) {
+                if let Ok(q) = tc.sample() {
                     queue.lock().expect("queue lock").push(QueuePoint {
                         t_s: t0.elapsed().as_secs_f64(),
                         backlog_pkts: q.backlog_packets,

@@ -452,6 +452,9 @@ impl Testbed {
             .chain([&self.router_ns, &self.receiver_ns])
     }
 
+    /// Builds the namespaces, links, addresses, routes and qdiscs. Commands are grouped
+    /// into one `ip -batch` / `tc -batch` per namespace (and one `sysctl` per host) because
+    /// every exec costs about half a second in the emulated CI VM.
     fn build(&self) -> Result<(), TestbedError> {
         let spec = &self.spec;
         let (rtr, rcv) = (&self.router_ns, &self.receiver_ns);
@@ -459,34 +462,58 @@ impl Testbed {
         let x = spec.subnet_octet;
         let (rate, queue) = (spec.rate_mbit, spec.queue_pkts);
         let burst = spec.burst_bytes();
-        // Names are validated to [A-Za-z0-9._-], so splitting these lines on spaces is exact.
-        for ns in self.namespaces() {
-            run_words(&format!("ip netns add {ns}"))?;
-            run_words(&format!("ip -n {ns} link set lo up"))?;
-        }
+
+        let adds: Vec<String> = self.namespaces().map(|ns| format!("netns add {ns}")).collect();
+        run_batch(&["ip"], &adds)?;
         for ns in self.sender_ns.iter().chain([rcv]) {
-            for sysctl in HOST_SYSCTLS {
-                run(&["ip", "netns", "exec", ns, "sysctl", "-qw", sysctl])?;
-            }
+            let mut argv = vec!["ip", "netns", "exec", ns, "sysctl", "-qw"];
+            argv.extend(HOST_SYSCTLS);
+            run(&argv)?;
         }
         run_words(&format!(
             "ip netns exec {rtr} sysctl -qw net.ipv4.ip_forward=1"
         ))?;
 
-        // Receiver side: router <s>b0 10.77.X.254/25 <-> <s>r0 10.77.X.129/25.
-        run_words(&format!(
-            "ip -n {rtr} link add {bdev} type veth peer name {rdev} netns {rcv}"
-        ))?;
-        run_words(&format!("ip -n {rtr} addr add 10.77.{x}.254/25 dev {bdev}"))?;
-        run_words(&format!(
-            "ip -n {rcv} addr add {}/25 dev {rdev}",
-            spec.receiver_addr()
-        ))?;
-        self.link_up(rtr, &bdev)?;
-        self.link_up(rcv, &rdev)?;
-        run_words(&format!("ip -n {rcv} route add default via 10.77.{x}.254"))?;
-
+        // Every veth is created from the router's side, its peer moved into the host's
+        // namespace. Receiver side: router <s>b0 10.77.X.254/25 <-> <s>r0 10.77.X.129/25.
         // Senders: <s>s<i> 10.(80+i).X.1/24 <-> router <s>a<i> 10.(80+i).X.254/24.
+        let mut r = vec![
+            "link set lo up".to_string(),
+            format!("link add {bdev} type veth peer name {rdev} netns {rcv}"),
+            format!("addr add 10.77.{x}.254/25 dev {bdev}"),
+        ];
+        for i in 0..spec.senders.len() {
+            let (snd, sdev, adev) = (
+                &self.sender_ns[i],
+                spec.sender_dev_at(i),
+                spec.router_access_dev(i),
+            );
+            r.push(format!("link add {adev} type veth peer name {sdev} netns {snd}"));
+            r.push(format!("addr add 10.{}.{x}.254/24 dev {adev}", 80 + i));
+        }
+        run_batch(&["ip", "-n", rtr], &r)?;
+
+        // Offloads off on both ends of every link (ethtool has no batch mode), then up.
+        self.offloads_off(rtr, &bdev)?;
+        self.offloads_off(rcv, &rdev)?;
+        let mut up = vec![format!("link set {bdev} up")];
+        for i in 0..spec.senders.len() {
+            let adev = spec.router_access_dev(i);
+            self.offloads_off(rtr, &adev)?;
+            up.push(format!("link set {adev} up"));
+        }
+        run_batch(&["ip", "-n", rtr], &up)?;
+        run_batch(
+            &["ip", "-n", rcv],
+            &[
+                "link set lo up".to_string(),
+                format!("addr add {}/25 dev {rdev}", spec.receiver_addr()),
+                format!("link set {rdev} up"),
+                format!("route add default via 10.77.{x}.254"),
+            ],
+        )?;
+
+        let mut rtr_tc = Vec::new();
         for (i, access) in spec.senders.iter().enumerate() {
             let (snd, sdev, adev) = (
                 &self.sender_ns[i],
@@ -494,43 +521,46 @@ impl Testbed {
                 spec.router_access_dev(i),
             );
             let net = format!("10.{}.{x}", 80 + i);
-            run_words(&format!(
-                "ip -n {snd} link add {sdev} type veth peer name {adev} netns {rtr}"
-            ))?;
-            run_words(&format!("ip -n {snd} addr add {net}.1/24 dev {sdev}"))?;
-            run_words(&format!("ip -n {rtr} addr add {net}.254/24 dev {adev}"))?;
-            self.link_up(snd, &sdev)?;
-            self.link_up(rtr, &adev)?;
-            run_words(&format!("ip -n {snd} route add default via {net}.254"))?;
+            self.offloads_off(snd, &sdev)?;
+            run_batch(
+                &["ip", "-n", snd],
+                &[
+                    "link set lo up".to_string(),
+                    format!("addr add {net}.1/24 dev {sdev}"),
+                    format!("link set {sdev} up"),
+                    format!("route add default via {net}.254"),
+                ],
+            )?;
             if access.rtt_ms > 0.0 {
-                let limit = spec.netem_limit(i);
-                self.netem(
-                    rtr,
-                    &adev,
-                    &format!(
-                        "delay {}us limit {limit}",
-                        (access.rtt_ms * 1000.0).round() as u64
-                    ),
-                )?;
+                rtr_tc.push(format!(
+                    "qdisc add dev {adev} root netem delay {}us limit {}",
+                    (access.rtt_ms * 1000.0).round() as u64,
+                    spec.netem_limit(i)
+                ));
             }
             if access.loss > 0.0 {
                 self.netem(
                     snd,
-                    &sdev,
-                    &format!("loss random {}%", fmt_percent(access.loss)),
+                    &[format!(
+                        "qdisc add dev {sdev} root netem loss random {}%",
+                        fmt_percent(access.loss)
+                    )],
                 )?;
             }
         }
+        self.netem(rtr, &rtr_tc)?;
 
         // `latency` only sizes tbf's default bfifo child, which the pfifo below replaces.
-        run_words(&format!(
-            "tc -n {rtr} qdisc add dev {bdev} root handle 1: tbf rate {}kbit burst {burst} \
-             latency 1s",
-            (rate * 1000.0).round() as u64
-        ))?;
-        run_words(&format!(
-            "tc -n {rtr} qdisc add dev {bdev} parent 1:1 handle 10: pfifo limit {queue}"
-        ))?;
+        run_batch(
+            &["tc", "-n", rtr],
+            &[
+                format!(
+                    "qdisc add dev {bdev} root handle 1: tbf rate {}kbit burst {burst} latency 1s",
+                    (rate * 1000.0).round() as u64
+                ),
+                format!("qdisc add dev {bdev} parent 1:1 handle 10: pfifo limit {queue}"),
+            ],
+        )?;
         if let Some(rev) = spec.reverse_rate_mbit {
             let burst = ((rev * 1e6 / 8.0 / 1000.0) as u64).max(2 * u64::from(FRAME_BYTES));
             run_words(&format!(
@@ -541,16 +571,20 @@ impl Testbed {
         Ok(())
     }
 
-    fn link_up(&self, ns: &str, dev: &str) -> Result<(), TestbedError> {
+    fn offloads_off(&self, ns: &str, dev: &str) -> Result<(), TestbedError> {
         run_words(&format!(
             "ip netns exec {ns} ethtool -K {dev} tso off gso off gro off"
-        ))?;
-        run_words(&format!("ip -n {ns} link set {dev} up")).map(drop)
+        ))
+        .map(drop)
     }
 
-    fn netem(&self, ns: &str, dev: &str, args: &str) -> Result<(), TestbedError> {
-        let line = format!("tc -n {ns} qdisc add dev {dev} root netem {args}");
-        match run_words(&line) {
+    /// Adds netem qdiscs (`tc` batch lines) in `ns`; a failure on a kernel without
+    /// sch_netem is [`TestbedError::NoNetem`].
+    fn netem(&self, ns: &str, lines: &[String]) -> Result<(), TestbedError> {
+        if lines.is_empty() {
+            return Ok(());
+        }
+        match run_batch(&["tc", "-n", ns], lines) {
             Ok(_) => Ok(()),
             Err(e) if !netem_available() => Err(TestbedError::NoNetem(e.to_string())),
             Err(e) => Err(e),
@@ -626,17 +660,18 @@ impl Testbed {
         first.map_or(Ok(()), Err)
     }
 
-    /// Deletes whichever of the namespaces exist; returns the first error, if any.
+    /// Deletes whichever of the namespaces exist (one `ip -batch -force`); returns the
+    /// error, if any.
     fn remove_namespaces(&self) -> Option<TestbedError> {
-        let mut first = None;
-        for ns in self.namespaces() {
-            if netns_exists(ns) {
-                if let Err(e) = delete_netns(ns) {
-                    first.get_or_insert(e);
-                }
-            }
+        let dels: Vec<String> = self
+            .namespaces()
+            .filter(|ns| netns_exists(ns))
+            .map(|ns| format!("netns delete {ns}"))
+            .collect();
+        if dels.is_empty() {
+            return None;
         }
-        first
+        run_batch(&["ip", "-force"], &dels).err()
     }
 }
 
@@ -679,6 +714,72 @@ pub fn qdisc_stats(ns: &str, dev: &str) -> Result<QdiscStats, TestbedError> {
     QdiscStats::from_tc_json(&out)
         .map_err(parse_err)?
         .ok_or_else(|| parse_err("no root qdisc in the output".into()))
+}
+
+/// Samples root-qdisc counters of one device through a long-running
+/// `tc -n <ns> -s -j -batch -` (one JSON line per `qdisc show`), so that a sample costs
+/// no process start: at 10 samples/s a `tc` per sample would take a whole emulated CPU
+/// in the CI VM. The child is killed on drop.
+pub struct QdiscSampler {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    stdout: std::io::BufReader<std::process::ChildStdout>,
+    command: String,
+    dev: String,
+}
+
+impl QdiscSampler {
+    /// Starts the `tc` process for `dev` in namespace `ns`.
+    pub fn start(ns: &str, dev: &str) -> Result<QdiscSampler, TestbedError> {
+        let command = format!("tc -n {ns} -s -j -batch -");
+        let mut child = Command::new("tc")
+            .args(["-n", ns, "-s", "-j", "-batch", "-"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .map_err(|source| TestbedError::Spawn {
+                command: command.clone(),
+                source,
+            })?;
+        let stdin = child.stdin.take().expect("piped stdin");
+        let stdout = std::io::BufReader::new(child.stdout.take().expect("piped stdout"));
+        Ok(QdiscSampler {
+            child,
+            stdin,
+            stdout,
+            command,
+            dev: dev.to_string(),
+        })
+    }
+
+    /// One sample of the root qdisc's counters.
+    pub fn sample(&mut self) -> Result<QdiscStats, TestbedError> {
+        use std::io::{BufRead as _, Write as _};
+        let parse_err = |reason: String| TestbedError::Parse {
+            command: self.command.clone(),
+            reason,
+        };
+        writeln!(self.stdin, "qdisc show dev {}", self.dev)
+            .and_then(|_| self.stdin.flush())
+            .map_err(|e| parse_err(format!("writing to tc: {e}")))?;
+        let mut line = String::new();
+        match self.stdout.read_line(&mut line) {
+            Ok(0) => return Err(parse_err("tc exited".into())),
+            Ok(_) => {}
+            Err(e) => return Err(parse_err(format!("reading from tc: {e}"))),
+        }
+        QdiscStats::from_tc_json(&line)
+            .map_err(parse_err)?
+            .ok_or_else(|| parse_err("no root qdisc in the output".into()))
+    }
+}
+
+impl Drop for QdiscSampler {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
 
 /// Sysctls of benchmarks.md §7.2 set in every sender and receiver namespace.
@@ -729,6 +830,46 @@ fn delete_netns(name: &str) -> Result<(), TestbedError> {
 /// Runs a command line given as space-separated words (none of which contains a space).
 fn run_words(line: &str) -> Result<String, TestbedError> {
     run(&line.split_whitespace().collect::<Vec<_>>())
+}
+
+/// Runs `argv` (`ip`/`tc` with global options) in batch mode (`-batch -`) on `lines`, one
+/// command each, in one process; stops at the first failing line unless `-force` is given.
+/// A failure carries the lines and the tool's stderr (which names the failing line).
+fn run_batch(argv: &[&str], lines: &[String]) -> Result<String, TestbedError> {
+    use std::io::Write as _;
+    let mut full: Vec<&str> = argv.to_vec();
+    full.extend(["-batch", "-"]);
+    let command = format!("{} <<< {:?}", full.join(" "), lines.join("; "));
+    let mut child = Command::new(full[0])
+        .args(&full[1..])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|source| TestbedError::Spawn {
+            command: command.clone(),
+            source,
+        })?;
+    let mut input = lines.join("\n");
+    input.push('\n');
+    if let Some(mut stdin) = child.stdin.take() {
+        // A tool that exits early closes the pipe; its status below says why.
+        let _ = stdin.write_all(input.as_bytes());
+    }
+    let out = child
+        .wait_with_output()
+        .map_err(|source| TestbedError::Spawn {
+            command: command.clone(),
+            source,
+        })?;
+    if !out.status.success() {
+        return Err(TestbedError::Command {
+            command,
+            status: out.status.to_string(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        });
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 /// Runs `argv` (program first), returning its stdout; a failure carries the command line and
