@@ -4,7 +4,7 @@ export PATH := $(HOME)/.cargo/bin:$(PATH)
 CARGO ?= cargo
 CCTL := target/release/cctl
 
-.PHONY: all deps vm-deps vm-deps-if-needed build test demo demo-tbf bench-collector lint fmt install clean
+.PHONY: compare all deps vm-deps vm-deps-if-needed build test demo demo-tbf bench-collector lint fmt install clean
 
 all: build
 
@@ -41,6 +41,15 @@ demo: deps vm-deps-if-needed
 demo-tbf: deps
 	$(CARGO) build --release -p cctl
 	$(CCTL) demo $(DEMO_ARGS)
+
+# Every BPF port against its Linux module on the same netem paths (the native-comparison
+# scenario, ci profile): paper defaults, the `linux` profile where the port has one, and
+# the module. Ends with results/native-comparison/<timestamp>/compare.md. ~40 min in the
+# TCG guest.
+COMPARE_ALGOS ?= htcp,native:htcp,scalable,scalable@linux,native:scalable,highspeed,highspeed@linux,native:highspeed,bic,bic@linux,native:bic,cubic,cubic@linux,native:cubic,vegas,vegas@linux,native:vegas,yeah,yeah@linux,native:yeah,illinois,native:illinois,westwood,westwood@linux,native:westwood
+compare: deps vm-deps-if-needed
+	$(CARGO) build --release -p cctl
+	$(CCTL) bench run native-comparison --algo $(COMPARE_ALGOS) --profile ci $(COMPARE_ARGS)
 
 # Collector throughput: samples/s and ring-buffer drops with loopback bulk flows.
 # BENCH_ARGS="flows interval_us secs", default "4 1000 5".

@@ -59,8 +59,17 @@ pub fn in_netem_kernel(
         .unwrap_or_else(|e| panic!("netem is missing here and the VM cannot start: {e}"));
     std::fs::create_dir_all(rwdir).unwrap();
     let exe = std::env::current_exe().unwrap();
+    // Developers' filters (CCTL_TEST_ALGOS, ...) follow the test into the guest.
+    let passed: String = std::env::vars()
+        .filter(|(k, v)| {
+            k.starts_with("CCTL_TEST_")
+                && v.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || ",_-@:.".contains(c))
+        })
+        .map(|(k, v)| format!(" {k}={v}"))
+        .collect();
     let script = format!(
-        "export {IN_VM}=1 RUST_BACKTRACE=1\nexec '{}' --exact {test_name} --nocapture --test-threads=1\n",
+        "export {IN_VM}=1 RUST_BACKTRACE=1{passed}\nexec '{}' --exact {test_name} --nocapture --test-threads=1\n",
         exe.display()
     );
     let mut spec = cctl_bench::vm::VmSpec::detect().unwrap_or_else(|e| panic!("{e}"));

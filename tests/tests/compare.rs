@@ -16,6 +16,7 @@ use cctl_bench::report;
 use cctl_bench::runner::{self, RunOptions};
 use cctl_bench::scenario::{self, Profile};
 use cctl_loader::algos::ALGORITHMS;
+use cctl_loader::registry::{self, LoadGuard, LoadOptions};
 use cctl_tests::{in_netem_kernel, require_root, KERNEL};
 
 fn results_root() -> PathBuf {
@@ -33,7 +34,29 @@ fn variant(key: &str) -> String {
     }
 }
 
+/// Every algorithm and every profile passes this kernel's verifier and registers.
+fn all_load_here() {
+    for a in ALGORITHMS {
+        let mut profiles: Vec<Option<&str>> = vec![None];
+        profiles.extend(a.profiles.iter().map(|p| Some(p.name)));
+        for p in profiles {
+            let rec = registry::load(
+                a.key,
+                &LoadOptions {
+                    profile: p.map(str::to_string),
+                    owned: true,
+                    ..Default::default()
+                },
+            )
+            .unwrap_or_else(|e| panic!("{} {p:?} does not load on this kernel: {e:#}", a.key));
+            println!("loaded {} on {}", rec.name, rec.kernel);
+            LoadGuard::new(rec.name).unload().expect("unload");
+        }
+    }
+}
+
 fn compare_all() {
+    all_load_here();
     let sc = scenario::find("native-comparison").unwrap();
     let tol = Tolerances::default();
     let mut failures = Vec::new();
