@@ -108,16 +108,9 @@ void BPF_PROG(africa_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 		ca->beg_snd_nxt = tp->snd_nxt;
 	}
 
-	if (!cc_cwnd_limited(sk))
+	acked = cc_slow_start_then(sk, acked, ack_counting);
+	if (!acked)
 		return;
-
-	if (cc_in_slow_start(tp)) {
-		acked = tcp_slow_start(tp, acked);
-		if (!acked)
-			return;
-	}
-	if (ack_counting)
-		acked = 1;
 
 	if (ca->mode == AFRICA_MODE_FAST) {
 		a = africa_hstcp_a(ca, tp->snd_cwnd);

@@ -112,16 +112,9 @@ void BPF_PROG(bic_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 	struct cctl_bic_ca *ca = bic_ca(sk);
 	struct tcp_sock *tp = cc_tcp_sk(sk);
 
-	if (!cc_cwnd_limited(sk))
+	acked = cc_slow_start_then(sk, acked, ack_counting);
+	if (!acked)
 		return;
-
-	if (cc_in_slow_start(tp)) {
-		acked = tcp_slow_start(tp, acked);
-		if (!acked)
-			return;
-	}
-	if (ack_counting)
-		acked = 1;
 
 	bic_update(ca, tp->snd_cwnd);
 	tcp_cong_avoid_ai(tp, ca->cnt, acked);

@@ -70,6 +70,26 @@ static __always_inline bool cc_cwnd_limited(const struct sock *sk)
 	return BPF_CORE_READ_BITFIELD(tp, is_cwnd_limited);
 }
 
+/*
+ * The start of cong_avoid that most ports share: no growth unless the sender is
+ * cwnd-limited; slow start below ssthresh. Returns the acked packets left over for
+ * congestion avoidance (0 = nothing to do), counted as one per ACK when
+ * count_events is set (ack_counting = events, spec §18.2).
+ */
+static __always_inline __u32 cc_slow_start_then(struct sock *sk, __u32 acked, __u32 count_events)
+{
+	struct tcp_sock *tp = cc_tcp_sk(sk);
+
+	if (!cc_cwnd_limited(sk))
+		return 0;
+	if (cc_in_slow_start(tp)) {
+		acked = tcp_slow_start(tp, acked);
+		if (!acked)
+			return 0;
+	}
+	return count_events ? 1 : acked;
+}
+
 /* --- the measurement layer ------------------------------------------------- */
 
 static __always_inline void cc_meas_init(struct cctl_meas *m, const struct tcp_sock *tp,

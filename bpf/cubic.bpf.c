@@ -135,16 +135,9 @@ void BPF_PROG(cubic_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 	struct tcp_sock *tp = cc_tcp_sk(sk);
 	struct cubic_params p;
 
-	if (!cc_cwnd_limited(sk))
+	acked = cc_slow_start_then(sk, acked, ack_counting);
+	if (!acked)
 		return;
-
-	if (cc_in_slow_start(tp)) {
-		acked = tcp_slow_start(tp, acked);
-		if (!acked)
-			return;
-	}
-	if (ack_counting)
-		acked = 1;
 
 	cubic_params_get(&p);
 	cubic_update(ca, &p, tp->snd_cwnd, acked, cubic_now_us(tp));

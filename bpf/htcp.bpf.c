@@ -137,16 +137,9 @@ void BPF_PROG(htcp_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 	struct cctl_htcp_ca *ca = htcp_ca(sk);
 	struct tcp_sock *tp = cc_tcp_sk(sk);
 
-	if (!cc_cwnd_limited(sk))
+	acked = cc_slow_start_then(sk, acked, ack_counting);
+	if (!acked)
 		return;
-
-	if (cc_in_slow_start(tp)) {
-		acked = tcp_slow_start(tp, acked);
-		if (!acked)
-			return;
-	}
-	if (ack_counting)
-		acked = 1;
 
 	ca->alpha = htcp_alpha_fp(htcp_factor(ca, tp), ca->beta);
 	tcp_cong_avoid_ai(tp, htcp_ai_divisor(tp->snd_cwnd, ca->alpha), acked);

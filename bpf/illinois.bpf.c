@@ -139,16 +139,9 @@ void BPF_PROG(illinois_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 	if ((__s32)(ca->end_seq - ack) < 0)
 		illinois_update(ca, tp);
 
-	if (!cc_cwnd_limited(sk))
+	acked = cc_slow_start_then(sk, acked, ack_counting);
+	if (!acked)
 		return;
-
-	if (cc_in_slow_start(tp)) {
-		acked = tcp_slow_start(tp, acked);
-		if (!acked)
-			return;
-	}
-	if (ack_counting)
-		acked = 1;
 	tcp_cong_avoid_ai(tp, illinois_ai_divisor(tp->snd_cwnd, ca->alpha), acked);
 }
 

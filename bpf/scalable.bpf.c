@@ -78,16 +78,9 @@ void BPF_PROG(scalable_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 	__u32 w, n;
 	__u8 mode;
 
-	if (!cc_cwnd_limited(sk))
+	acked = cc_slow_start_then(sk, acked, ack_counting);
+	if (!acked)
 		return;
-
-	if (cc_in_slow_start(tp)) {
-		acked = tcp_slow_start(tp, acked);
-		if (!acked)
-			return;
-	}
-	if (ack_counting)
-		acked = 1;
 
 	mode = scalable_mode(tp->snd_cwnd, low_window_pkts);
 	if (mode != ca->mode) {

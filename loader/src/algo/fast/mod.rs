@@ -1,7 +1,7 @@
 //! FAST TCP (spec §8; [P1] Jin, Wei, Low 2004, §IV; [P0] §IV-E adaptive α): bpf/fast.bpf.c.
 //! There is no Linux module: the model in [`model`] is the reference.
 
-use crate::algos::{p, ParamSpec, Params, Profile};
+use crate::algos::{p, ParamSpec, Params, Profile, ACK_COUNTING};
 use crate::skel::fast::types::cctl_fast_ca;
 use crate::Result;
 
@@ -151,14 +151,7 @@ pub const PARAMS: &[ParamSpec] = &[
         "bool",
         "ask for the kernel's internal pacing (~1.2·cwnd/srtt), spec §8 burstiness",
     ),
-    p(
-        "ack_counting",
-        0,
-        0,
-        1,
-        "0=packets,1=events",
-        "count acked packets (ABC, [P0]) or ACK events (spec §18.2)",
-    ),
+    ACK_COUNTING,
 ];
 
 /// No Linux module, so no `linux` profile.

@@ -1,6 +1,6 @@
 //! H-TCP (spec §5; Leith & Shorten 2004; [P0] §IV-C, Table II): bpf/htcp.bpf.c.
 
-use crate::algos::{p, ParamSpec, Params};
+use crate::algos::{p, ParamSpec, Params, ACK_COUNTING};
 use crate::skel::htcp::types::cctl_htcp_ca;
 use crate::Result;
 
@@ -94,14 +94,7 @@ pub const PARAMS: &[ParamSpec] = &[
         "ms",
         "accept a new Tmax only if within this of the old one (0 = no filter)",
     ),
-    p(
-        "ack_counting",
-        0,
-        0,
-        1,
-        "0=packets,1=events",
-        "count acked packets (ABC, [P0]) or ACK events (spec §18.2)",
-    ),
+    ACK_COUNTING,
 ];
 
 /// Forbidden combinations: β_min > β_max, S_min > S_max, a fixed β outside [10, 99] %.

@@ -1,6 +1,6 @@
 //! TCP Illinois (spec §13; Liu, Başar, Srikant 2008; discussed in \[P2\]): bpf/illinois.bpf.c.
 
-use crate::algos::{p, ParamSpec, Params, Profile};
+use crate::algos::{p, ParamSpec, Params, Profile, ACK_COUNTING};
 use crate::skel::illinois::types::cctl_illinois_ca;
 use crate::Result;
 
@@ -84,14 +84,7 @@ pub const PARAMS: &[ParamSpec] = &[
         "RTTs",
         "θ: low-delay RTTs needed before α returns to α_max",
     ),
-    p(
-        "ack_counting",
-        0,
-        0,
-        1,
-        "0=packets,1=events",
-        "count acked packets (ABC, [P0]) or ACK events (spec §18.2)",
-    ),
+    ACK_COUNTING,
 ];
 
 /// No `linux` profile: the defaults are the Linux module's constants, and the

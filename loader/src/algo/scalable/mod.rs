@@ -1,6 +1,6 @@
 //! Scalable TCP (spec §3; Kelly 2003; [P0] §IV-A, Table II): bpf/scalable.bpf.c.
 
-use crate::algos::{p, ParamSpec, Params, Profile};
+use crate::algos::{p, ParamSpec, Params, Profile, ACK_COUNTING};
 use crate::skel::scalable::types::cctl_scalable_ca;
 use crate::Result;
 
@@ -36,14 +36,7 @@ pub const PARAMS: &[ParamSpec] = &[
         "1/1000",
         "β: cwnd multiplier on loss (875 = 0.875, decrease fraction b = 0.125)",
     ),
-    p(
-        "ack_counting",
-        0,
-        0,
-        1,
-        "0=packets,1=events",
-        "count acked packets (ABC, [P0]) or ACK events (spec §18.2)",
-    ),
+    ACK_COUNTING,
 ];
 
 /// Spec §18.4: Linux's tcp_scalable has no explicit Low_Window; its

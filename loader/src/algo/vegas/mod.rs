@@ -1,6 +1,6 @@
 //! TCP Vegas (spec §9; Brakmo & Peterson 1995; [P1] footnote 6): bpf/vegas.bpf.c.
 
-use crate::algos::{p, ParamSpec, Params, Profile};
+use crate::algos::{p, ParamSpec, Params, Profile, ACK_COUNTING};
 use crate::skel::vegas::types::cctl_vegas_ca;
 use crate::Result;
 
@@ -44,14 +44,7 @@ pub const PARAMS: &[ParamSpec] = &[
         "bool",
         "compare diff truncated to whole packets, as Linux does",
     ),
-    p(
-        "ack_counting",
-        0,
-        0,
-        1,
-        "0=packets,1=events",
-        "count acked packets (ABC, [P0]) or ACK events (spec §18.2)",
-    ),
+    ACK_COUNTING,
 ];
 
 /// Linux `tcp_vegas`'s module parameters (α = 2, β = 4, γ = 1) and integer diff.

@@ -1,6 +1,6 @@
 //! TCP Westwood+ (spec §14; Mascolo et al. 2001, Grieco & Mascolo 2004): bpf/westwood.bpf.c.
 
-use crate::algos::{p, ParamSpec, Params, Profile};
+use crate::algos::{p, ParamSpec, Params, Profile, ACK_COUNTING};
 use crate::skel::westwood::types::cctl_westwood_ca;
 use crate::Result;
 
@@ -36,14 +36,7 @@ pub const PARAMS: &[ParamSpec] = &[
         "bool",
         "1: ssthresh = BWE·RTT_min/MSS at the loss (spec); 0: Reno's at the loss, BWE·RTT_min/MSS when recovery ends (Linux)",
     ),
-    p(
-        "ack_counting",
-        0,
-        0,
-        1,
-        "0=packets,1=events",
-        "count acked packets (ABC, [P0]) or ACK events (spec §18.2)",
-    ),
+    ACK_COUNTING,
 ];
 
 /// `linux`: tcp_westwood's loss handling (Reno's cwnd/2 as the recovery target, the

@@ -1,6 +1,6 @@
 //! YeAH-TCP (spec §10; [P3] Baiocchi, Castellani, Vacirca 2007, §III): bpf/yeah.bpf.c.
 
-use crate::algos::{p, ParamSpec, Params, Profile};
+use crate::algos::{p, ParamSpec, Params, Profile, ACK_COUNTING};
 use crate::skel::yeah::types::cctl_yeah_ca;
 use crate::Result;
 
@@ -85,14 +85,7 @@ pub const PARAMS: &[ParamSpec] = &[
         "bool",
         "Linux's integer thresholds and count_reno sentinel instead of [P3]'s rules",
     ),
-    p(
-        "ack_counting",
-        0,
-        0,
-        1,
-        "0=packets,1=events",
-        "count acked packets (ABC, [P0]) or ACK events (spec §18.2)",
-    ),
+    ACK_COUNTING,
 ];
 
 /// Linux `tcp_yeah` (spec §18.4): its constants are already the defaults; what differs is
