@@ -207,7 +207,10 @@ impl Default for Tolerances {
     /// over the 27 drop-tail and the 9 random-loss pairs, rounded up to 0.05. Drop-tail
     /// RMS (max): throughput 12 % (47 %, Scalable at 20 % BDP), backoffs 25 % (100 %),
     /// factor 0.042 (0.188, YeAH), mean cwnd 12 % (42 %), CV 0.042 (0.086); random loss:
-    /// 14 % (32 %), 19 % (36 %), 0.011 (0.029), 26 % (56 %), 0.126 (0.244).
+    /// 14 % (32 %), 19 % (36 %), 0.011 (0.029), 26 % (56 %), 0.126 (0.244). A third run
+    /// of Illinois with random loss (in the test) widened the loss bounds on backoffs and
+    /// the factor: its delay-driven β and loss count varied over 10, 14 and 22 backoffs
+    /// and β 0.709, 0.770 and 0.799, hence 120 % + 2 and ±0.10.
     fn default() -> Self {
         Tolerances {
             drop_tail: Bounds {
@@ -220,9 +223,9 @@ impl Default for Tolerances {
             },
             random_loss: Bounds {
                 throughput_rel: 0.45,
-                backoffs_rel: 0.60,
+                backoffs_rel: 1.2,
                 backoffs_abs: 2.0,
-                factor_abs: 0.05,
+                factor_abs: 0.10,
                 mean_cwnd_rel: 0.80,
                 cv_abs: 0.40,
             },
@@ -513,13 +516,13 @@ mod tests {
         );
         assert!(v[1].contains("backoffs"), "{v:?}");
         assert!(v[2].contains("backoff factor 0.950 vs 0.700"), "{v:?}");
-        // Random loss: the factor is held to ±0.05.
+        // Random loss: the factor is held to ±0.1.
         let mut n = n;
         n.loss = 0.001;
-        let mut p = case("cubic", 10.0, 10.0, 0.8);
+        let mut p = case("cubic", 10.0, 10.0, 0.85);
         p.loss = 0.001;
         let v = violations(&p, &n, &tol);
-        assert!(v.len() == 1 && v[0].contains("±0.05"), "{v:?}");
+        assert!(v.len() == 1 && v[0].contains("±0.1"), "{v:?}");
     }
 
     #[test]
