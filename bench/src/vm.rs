@@ -8,7 +8,7 @@
 //! ```text
 //! vng --run=/boot/vmlinuz-6.12.95+deb12-amd64 --disable-kvm --cpus=2 --memory=2048M
 //!     --append=modprobe.blacklist=kvm_amd,... --rwdir=/tmp/cctl-vm-<pid>-<n> [--rwdir=DIR...]
-//!     --exec="bash '/tmp/cctl-vm-<pid>-<n>/script.sh' </dev/null; echo $? >'/tmp/cctl-vm-<pid>-<n>/status'"
+//!     --exec="(dmesg -w >/tmp/cctl-vm-<pid>-<n>/kmsg &); bash '/tmp/cctl-vm-<pid>-<n>/script.sh' </dev/null; echo $? >'/tmp/cctl-vm-<pid>-<n>/status'"
 //! ```
 //!
 //! `--disable-kvm` is there only when [`choose_accel`] picked [`Accel::Tcg`]. `make vm-deps`
@@ -24,7 +24,9 @@
 //! them apart: no file means the script never finished, reported as [`VmError::NoExitStatus`].
 //! The script's stdout and stderr reach the host through virtio-serial ports and come back
 //! in [`VmOutput`]; QEMU's and vng's own complaints land in the same stderr. The guest's
-//! kernel log is not shown (its console goes to /dev/null): run `dmesg` in the script.
+//! kernel log does not go to the console (that is /dev/null): `dmesg -w` copies it into the
+//! run directory as it is written, and a guest that dies or times out has its last lines
+//! in the error ([`VmError::NoExitStatus`], [`VmError::Timeout`]).
 //!
 //! vng hands QEMU `/proc/self/fd/1` and `/proc/self/fd/2` as output files, which QEMU
 //! reopens with `O_TRUNC`: when the caller's stdout is a regular file, the guest's output
@@ -166,9 +168,10 @@ pub enum VmError {
     },
     /// The guest did not finish the script within [`VmSpec::timeout`]; QEMU was killed.
     #[error(
-        "the VM did not finish within {} s; QEMU was killed{}",
+        "the VM did not finish within {} s; QEMU was killed{}{}",
         .timeout.as_secs(),
-        stderr_tail(.stderr)
+        stderr_tail(.stderr),
+        kernel_log_tail(.kernel_log)
     )]
     Timeout {
         /// The limit that was exceeded.
@@ -177,12 +180,16 @@ pub enum VmError {
         stdout: String,
         /// What the script, vng and QEMU printed on stderr before they were killed.
         stderr: String,
+        /// The guest kernel's log as far as it reached the host (`dmesg -w` into the run
+        /// directory); empty when none did.
+        kernel_log: String,
     },
     /// The VM exited without the script having finished (kernel panic, QEMU or vng failure).
     #[error(
         "the VM exited ({vng_status}) without the script finishing (QEMU, vng or the guest \
-         kernel failed){}",
-        stderr_tail(.stderr)
+         kernel failed){}{}",
+        stderr_tail(.stderr),
+        kernel_log_tail(.kernel_log)
     )]
     NoExitStatus {
         /// How vng exited, e.g. `vng exit status 255`.
@@ -191,6 +198,9 @@ pub enum VmError {
         stdout: String,
         /// What the script, vng and QEMU printed on stderr.
         stderr: String,
+        /// The guest kernel's log as far as it reached the host (an oops, the OOM killer,
+        /// ... before the guest died); empty when none did.
+        kernel_log: String,
     },
     /// An I/O error on the host side (starting vng, the per-run directory, ...).
     #[error("{what}: {source}")]
@@ -212,6 +222,19 @@ fn stderr_tail(stderr: &str) -> String {
     let tail = &lines[lines.len().saturating_sub(10)..];
     format!("; its stderr ended with:\n{}", tail.join("\n"))
 }
+
+/// The last lines of the guest's kernel log, for an error message.
+fn kernel_log_tail(log: &str) -> String {
+    let lines: Vec<&str> = log.trim_end().lines().collect();
+    if lines.is_empty() {
+        return String::new();
+    }
+    let tail = &lines[lines.len().saturating_sub(KERNEL_LOG_TAIL)..];
+    format!("\nthe guest kernel's log ended with:\n{}", tail.join("\n"))
+}
+
+/// Lines of the guest kernel's log shown when the guest died or timed out.
+const KERNEL_LOG_TAIL: usize = 40;
 
 fn io_err(what: impl Into<String>) -> impl FnOnce(io::Error) -> VmError {
     let what = what.into();
@@ -596,10 +619,14 @@ pub fn run_in_vm(spec: &VmSpec, script: &str) -> Result<VmOutput, VmError> {
     let run_dir = RunDir::create()?;
     let script_path = run_dir.path.join("script.sh");
     let status_path = run_dir.path.join("status");
+    let kmsg_path = run_dir.path.join("kmsg");
     fs::write(&script_path, script)
         .map_err(io_err(format!("writing {}", script_path.display())))?;
+    // The guest's kernel log follows into the run directory as it is written, so that an
+    // oops or the OOM killer before a guest dies reaches the host.
     let exec = format!(
-        "bash {} </dev/null; echo $? >{}",
+        "(dmesg -w >{} 2>&1 &); bash {} </dev/null; echo $? >{}",
+        sh_quote(&kmsg_path),
         sh_quote(&script_path),
         sh_quote(&status_path)
     );
@@ -649,12 +676,14 @@ pub fn run_in_vm(spec: &VmSpec, script: &str) -> Result<VmOutput, VmError> {
     let stdout = stdout.join().unwrap_or_default();
     let stderr = stderr.join().unwrap_or_default();
     let elapsed = start.elapsed();
+    let kernel_log = || fs::read_to_string(&kmsg_path).unwrap_or_default();
 
     if timed_out {
         return Err(VmError::Timeout {
             timeout: spec.timeout,
             stdout,
             stderr,
+            kernel_log: kernel_log(),
         });
     }
     match fs::read_to_string(&status_path)
@@ -674,6 +703,7 @@ pub fn run_in_vm(spec: &VmSpec, script: &str) -> Result<VmOutput, VmError> {
             },
             stdout,
             stderr,
+            kernel_log: kernel_log(),
         }),
     }
 }
@@ -950,5 +980,54 @@ mod tests {
             out.elapsed.as_secs_f64(),
             spec.accel
         );
+    }
+
+    /// Needs root and the VM deps: a guest whose kernel dies mid-script is reported as such,
+    /// with the kernel's last words (~30 s under TCG).
+    #[test]
+    fn a_guest_that_dies_is_reported_with_its_kernel_log() {
+        assert!(
+            nix::unistd::geteuid().is_root(),
+            "this test boots a VM as the calling user and crashes its kernel; run it as root, \
+             as CI does"
+        );
+        if let Err(e) = check_vm_deps() {
+            panic!("this test boots a 6.12 guest with virtme-ng: {e}");
+        }
+        let spec = VmSpec {
+            timeout: Duration::from_secs(300),
+            ..VmSpec::detect().unwrap_or_else(|e| panic!("{e}"))
+        };
+        let script = "\
+            echo cctl-marker-before-crash >/dev/kmsg
+            # `dmesg -w` starts beside the script; under TCG its start can take seconds.
+            sleep 5
+            echo c >/proc/sysrq-trigger
+            echo still-alive
+        ";
+        match run_in_vm(&spec, script) {
+            Err(e @ VmError::NoExitStatus { .. }) => {
+                let VmError::NoExitStatus {
+                    ref kernel_log,
+                    ref stdout,
+                    ..
+                } = e
+                else {
+                    unreachable!()
+                };
+                assert!(
+                    kernel_log.contains("cctl-marker-before-crash"),
+                    "the guest's kernel log did not reach the host:\n{kernel_log}"
+                );
+                assert!(!stdout.contains("still-alive"), "{stdout}");
+                let shown = e.to_string();
+                assert!(
+                    shown.contains("without the script finishing")
+                        && shown.contains("cctl-marker-before-crash"),
+                    "{shown}"
+                );
+            }
+            other => panic!("a crashed guest must give NoExitStatus, got {other:?}"),
+        }
     }
 }
