@@ -101,7 +101,7 @@ struct cctl_sample {
 	__u32 mss_cache;      /* current MSS, bytes */
 	__u32 delivered;      /* segments delivered (tp->delivered) */
 	__u32 prior_cwnd;     /* cwnd when the current/last reduction began (tp->prior_cwnd), segments */
-	__u32 _pad;
+	__u32 ca_map_id;      /* id of the struct_ops map implementing the CC (its loaded version); 0 = native */
 	char cc_name[16];     /* icsk_ca_ops->name */
 	__u8 ca_priv[CCTL_CA_PRIV_BYTES]; /* raw icsk_ca_priv: a cctl_*_ca when flags has OURS */
 };

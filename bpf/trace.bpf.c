@@ -16,6 +16,7 @@
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_endian.h>
 #include "cctl.h"
+#include "ca_ops.bpf.h"
 
 char _license[] SEC("license") = "Dual BSD/GPL";
 
@@ -139,7 +140,7 @@ int BPF_PROG(cctl_tcp_probe, struct sock *sk, const struct sk_buff *skb)
 	e->mss_cache = tp->mss_cache;
 	e->delivered = tp->delivered;
 	e->prior_cwnd = tp->prior_cwnd;
-	e->_pad = 0;
+	e->ca_map_id = cc_ops_map_id(icsk->icsk_ca_ops);
 	__builtin_memcpy(e->cc_name, name, sizeof(name));
 	bpf_probe_read_kernel(e->ca_priv, sizeof(e->ca_priv), icsk->icsk_ca_priv);
 	if ((*(__u32 *)e->ca_priv >> 16) == CCTL_CA_MAGIC)

@@ -105,6 +105,10 @@ pub struct Sample {
     pub delivered: u32,
     /// cwnd when the current (or last) window reduction began, segments (`tp->prior_cwnd`).
     pub prior_cwnd: u32,
+    /// Id of the struct_ops map implementing the socket's CC, which names the loaded
+    /// version of a BPF congestion control (`cctl list` shows each version's map id);
+    /// `None` for a native (built-in or module) CC.
+    pub ca_map_id: Option<u32>,
     /// cctl algorithm key (`reno`, `htcp`), from the shared measurement layer.
     pub algo: Option<&'static str>,
     /// Tmin: minimum RTT seen by the algorithm, usec.
@@ -209,6 +213,7 @@ impl Sample {
             mss: raw.mss_cache,
             delivered: raw.delivered,
             prior_cwnd: raw.prior_cwnd,
+            ca_map_id: (raw.ca_map_id != 0).then_some(raw.ca_map_id),
             algo: None,
             tmin_us: None,
             tmax_us: None,

@@ -190,6 +190,7 @@ mod tests {
             mss: 1448,
             delivered: 0,
             prior_cwnd: 0,
+            ca_map_id: None,
             algo: backoffs.map(|_| "htcp"),
             tmin_us: None,
             tmax_us: None,
