@@ -47,6 +47,23 @@ pub fn in_netem_kernel(
     timeout: std::time::Duration,
     body: impl FnOnce(),
 ) {
+    in_netem_kernel_with(test_name, &[], rwdir, timeout, body)
+}
+
+/// [`in_netem_kernel`] with extra `CCTL_TEST_*` variables for the guest's run (the host's
+/// own `CCTL_TEST_*` variables are passed too; `env` wins). Where the kernel has netem the
+/// variables are not set: `body` runs here with the caller's environment.
+///
+/// A guest that dies before the test finishes (its kernel or QEMU failed: no exit status
+/// comes back) is booted once more, after printing why with the guest kernel's last log
+/// lines; a test that fails in the guest is not retried.
+pub fn in_netem_kernel_with(
+    test_name: &str,
+    env: &[(&str, &str)],
+    rwdir: &std::path::Path,
+    timeout: std::time::Duration,
+    body: impl FnOnce(),
+) {
     if cctl_bench::testbed::netem_available() {
         body();
         return;
@@ -59,15 +76,23 @@ pub fn in_netem_kernel(
         .unwrap_or_else(|e| panic!("netem is missing here and the VM cannot start: {e}"));
     std::fs::create_dir_all(rwdir).unwrap();
     let exe = std::env::current_exe().unwrap();
+    let safe = |v: &str| {
+        v.chars()
+            .all(|c| c.is_ascii_alphanumeric() || ",_-@:.".contains(c))
+    };
     // Developers' filters (CCTL_TEST_ALGOS, ...) follow the test into the guest.
-    let passed: String = std::env::vars()
-        .filter(|(k, v)| {
-            k.starts_with("CCTL_TEST_")
-                && v.chars()
-                    .all(|c| c.is_ascii_alphanumeric() || ",_-@:.".contains(c))
-        })
-        .map(|(k, v)| format!(" {k}={v}"))
+    let mut vars: Vec<(String, String)> = std::env::vars()
+        .filter(|(k, v)| k.starts_with("CCTL_TEST_") && safe(v))
+        .filter(|(k, _)| !env.iter().any(|(e, _)| e == k))
         .collect();
+    for (k, v) in env {
+        assert!(
+            k.starts_with("CCTL_TEST_") && safe(v),
+            "guest variable {k}={v}: names start with CCTL_TEST_, values are [A-Za-z0-9,_-@:.]"
+        );
+        vars.push((k.to_string(), v.to_string()));
+    }
+    let passed: String = vars.iter().map(|(k, v)| format!(" {k}={v}")).collect();
     let script = format!(
         "export {IN_VM}=1 RUST_BACKTRACE=1{passed}\nexec '{}' --exact {test_name} --nocapture --test-threads=1\n",
         exe.display()
@@ -76,8 +101,14 @@ pub fn in_netem_kernel(
     spec.rwdirs.push(rwdir.to_path_buf());
     spec.timeout = timeout;
     spec.echo = true;
-    let out = cctl_bench::vm::run_in_vm(&spec, &script)
-        .unwrap_or_else(|e| panic!("running the guest: {e}"));
+    let out = match cctl_bench::vm::run_in_vm(&spec, &script) {
+        Err(e @ cctl_bench::vm::VmError::NoExitStatus { .. }) => {
+            eprintln!("{test_name}: the guest died before the test finished; booting it once more. {e}");
+            cctl_bench::vm::run_in_vm(&spec, &script)
+        }
+        other => other,
+    }
+    .unwrap_or_else(|e| panic!("running the guest: {e}"));
     assert!(
         out.success(),
         "{test_name} failed in the VM (results in {}): status {:?}",
