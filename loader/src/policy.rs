@@ -647,7 +647,10 @@ fn rules_summary(rules: &[Rule]) -> String {
     if rules.is_empty() {
         "there are no policy rules".into()
     } else {
-        let items: Vec<String> = rules.iter().map(|r| format!("{} → {}", r.target, r.cc)).collect();
+        let items: Vec<String> = rules
+            .iter()
+            .map(|r| format!("{} → {}", r.target, r.cc))
+            .collect();
         format!("rules: {}", items.join(", "))
     }
 }
@@ -726,7 +729,9 @@ pub fn remove(spec: &RuleSpec) -> Result<Rule> {
         }
         RuleSpec::Cgroup(arg) => {
             let by_id = resolve_cgroup(arg).ok().map(|(_, id)| id);
-            let text = cgroup2_mount().map(|root| cgroup_candidate(&root, arg)).ok();
+            let text = cgroup2_mount()
+                .map(|root| cgroup_candidate(&root, arg))
+                .ok();
             rules
                 .iter()
                 .find(|r| match &r.target {
