@@ -147,12 +147,12 @@ fn list(a: ListArgs) -> Result<i32> {
         return Ok(exit::OK);
     }
     println!(
-        "{:<40} {:<16} {:>9} {:>9} {:>9}",
+        "{:<48} {:<16} {:>9} {:>9} {:>9}",
         "MATCH", "CC", "APPLIED", "KEPT", "FAILED"
     );
     for r in &rules {
         println!(
-            "{:<40} {:<16} {:>9} {:>9} {:>9}{}",
+            "{:<48} {:<16} {:>9} {:>9} {:>9}{}",
             r.target.to_string(),
             r.cc,
             r.applied,
