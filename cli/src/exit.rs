@@ -52,6 +52,9 @@ pub fn code_for(err: &anyhow::Error) -> i32 {
                 | Error::UnknownParam { .. }
                 | Error::BadParamValue { .. }
                 | Error::BadParamCombination { .. } => USAGE,
+                Error::PolicyBadRule { .. }
+                | Error::PolicyUnknownCc { .. }
+                | Error::PolicyNoSuchRule { .. } => USAGE,
                 Error::NameTaken { .. } | Error::NotOurs { .. } => CONFLICT,
                 Error::Bpf { .. } | Error::Io { .. } => FAILURE,
             };

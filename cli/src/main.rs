@@ -30,6 +30,8 @@ enum Command {
     Demo(cmd::demo::Args),
     /// The papers' benchmark tests on a veth/netem dumbbell.
     Bench(cmd::bench::Args),
+    /// Congestion control for new connections, chosen by port or cgroup.
+    Policy(cmd::policy::Args),
 }
 
 fn main() {
@@ -42,6 +44,7 @@ fn main() {
         Command::Trace(a) => cmd::trace::run(a),
         Command::Demo(a) => cmd::demo::run(a),
         Command::Bench(a) => cmd::bench::run(a),
+        Command::Policy(a) => cmd::policy::run(a),
     };
     match result {
         Ok(code) => std::process::exit(code),

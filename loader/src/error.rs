@@ -90,6 +90,34 @@ pub enum Error {
         reason: String,
     },
 
+    /// A `cctl policy` rule with a bad target (port out of range, not a cgroup v2
+    /// directory, the root cgroup).
+    #[error("{what}; {allowed}")]
+    PolicyBadRule {
+        /// What is wrong.
+        what: String,
+        /// What is allowed.
+        allowed: String,
+    },
+
+    /// A `cctl policy add` naming a congestion control the kernel has not registered.
+    #[error("congestion control '{name}' is not registered in the kernel; registered: {registered} (cctl's algorithms are registered with `cctl load`)")]
+    PolicyUnknownCc {
+        /// The name asked for.
+        name: String,
+        /// Comma-separated names in tcp_available_congestion_control.
+        registered: String,
+    },
+
+    /// `cctl policy remove` of a rule that does not exist.
+    #[error("no policy rule for {what}; {rules}")]
+    PolicyNoSuchRule {
+        /// The port or cgroup asked for.
+        what: String,
+        /// The rules there are.
+        rules: String,
+    },
+
     /// A libbpf operation failed.
     #[error("{context}: {source}")]
     Bpf {

@@ -5,5 +5,6 @@ pub mod default;
 pub mod demo;
 pub mod list;
 pub mod load;
+pub mod policy;
 pub mod trace;
 pub mod unload;
