@@ -12,6 +12,7 @@ pub mod kernel;
 pub mod registry;
 pub mod sample;
 pub mod summary;
+pub mod upgrade;
 
 pub use error::{Error, Result};
 
