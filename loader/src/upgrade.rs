@@ -124,6 +124,14 @@ pub fn linked_map_id(link: &libbpf_rs::Link, name: &str) -> Result<u32> {
     }
 }
 
+/// The id of the struct_ops map the pinned link of `name` points at now (the
+/// version new connections get), as the kernel reports it.
+///
+/// Errors: [`Error::Bpf`] (not pinned, or not readable), [`Error::NotOurs`].
+pub fn running_map_id(name: &str) -> Result<u32> {
+    linked_map_id(&open_link(name)?, name)
+}
+
 fn pin_version(map: &libbpf_rs::MapHandle, name: &str, n: u32) -> Result<PathBuf> {
     let path = registry::version_pin(name, n);
     let mut map = libbpf_rs::MapHandle::try_from(map)
@@ -523,10 +531,14 @@ fn the_tcp_ca_var(path: &Path, vars: Vec<StructOpsVar>) -> Result<StructOpsVar> 
 /// struct_ops (`BPF_F_LINK`) if it was declared in plain `.struct_ops`.
 fn load_object(path: &Path, name: &str) -> Result<Registered> {
     let bytes = std::fs::read(path).map_err(|e| Error::io("reading the BPF object", path, e))?;
-    let btf = Btf::from_raw("object", &bytes)
+    let (btf, log) = algo::with_libbpf_log(|| Btf::from_raw("object", &bytes));
+    let btf = btf
         .map_err(|e| Error::BadObject {
             path: path.into(),
-            reason: format!("it is not a BPF ELF object with BTF ({e})"),
+            reason: format!(
+                "it is not a BPF ELF object with BTF ({e}: {})",
+                log.trim().trim_start_matches("libbpf: ")
+            ),
         })?
         .ok_or_else(|| Error::BadObject {
             path: path.into(),

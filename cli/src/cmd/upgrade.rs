@@ -53,6 +53,9 @@ pub fn describe(v: &Version) -> String {
 
 /// Parameters whose values differ between two versions, `k=old→new`.
 pub fn param_changes(from: &Version, to: &Version) -> Vec<String> {
+    if from.object.is_some() || to.object.is_some() {
+        return Vec::new();
+    }
     to.params
         .iter()
         .filter(|(k, v)| from.params.get(*k) != Some(v))
