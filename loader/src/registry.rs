@@ -189,7 +189,8 @@ fn check_name_free(name: &str) -> Result<()> {
 ///
 /// Errors: [`Error::UnknownAlgorithm`], [`Error::InvalidName`], [`Error::UnknownParam`],
 /// [`Error::BadParamValue`], [`Error::BadParamCombination`], [`Error::NotPrivileged`],
-/// [`Error::MissingFeature`], [`Error::NameTaken`], [`Error::Bpf`] (verifier), [`Error::Io`].
+/// [`Error::MissingFeature`], [`Error::NameTaken`], [`Error::Rejected`] (verifier, with its
+/// log), [`Error::Bpf`], [`Error::Io`].
 pub fn load(algo: &str, opts: &LoadOptions) -> Result<LoadedCc> {
     let algorithm: &Algorithm = algos::find(algo)?;
     let name = match &opts.name {
