@@ -57,6 +57,8 @@ pub fn code_for(err: &anyhow::Error) -> i32 {
                 | Error::PolicyNoSuchRule { .. } => USAGE,
                 Error::NameTaken { .. } | Error::NotOurs { .. } => CONFLICT,
                 Error::Bpf { .. } | Error::Io { .. } => FAILURE,
+                Error::Rejected { .. } => FAILURE,
+                Error::BadObject { .. } | Error::NoVersion { .. } => USAGE,
             };
         }
     }

@@ -22,6 +22,10 @@ enum Command {
     Load(cmd::load::Args),
     /// Unregister an algorithm cctl loaded.
     Unload(cmd::unload::Args),
+    /// Replace the implementation behind a registered name in place (new parameters or object).
+    Upgrade(cmd::upgrade::Args),
+    /// Return a registered name to an earlier version that is still loaded.
+    Rollback(cmd::rollback::Args),
     /// Show or set the default congestion control of this network namespace.
     Default(cmd::default::Args),
     /// Stream per-flow samples (cwnd, RTT, CA state, algorithm variables).
@@ -40,6 +44,8 @@ fn main() {
         Command::List(a) => cmd::list::run(a),
         Command::Load(a) => cmd::load::run(a),
         Command::Unload(a) => cmd::unload::run(a),
+        Command::Upgrade(a) => cmd::upgrade::run(a),
+        Command::Rollback(a) => cmd::rollback::run(a),
         Command::Default(a) => cmd::default::run(a),
         Command::Trace(a) => cmd::trace::run(a),
         Command::Demo(a) => cmd::demo::run(a),

@@ -104,7 +104,7 @@ pub struct Algorithm {
     pub check: fn(&Params) -> std::result::Result<(), String>,
     /// Loads the BPF object with these tunables and registers it under a name.
     #[serde(skip)]
-    pub load: fn(&str, &Params) -> Result<libbpf_rs::Link>,
+    pub load: fn(&str, &Params) -> Result<algo::Registered>,
     /// Decodes the algorithm's variables from a sample's raw `icsk_ca_priv`.
     #[serde(skip)]
     pub vars: fn(&[u8]) -> Vec<Var>,

@@ -128,6 +128,37 @@ pub enum Error {
         source: libbpf_rs::Error,
     },
 
+    /// The verifier (or libbpf) rejected a BPF object; `log` is the end of its log.
+    #[error("{context}: {source}; the verifier's log ends with:\n{log}")]
+    Rejected {
+        /// What cctl was doing (`loading bpf_htcp (verifier)`).
+        context: String,
+        /// The relevant end of libbpf's output, with the verifier's message.
+        log: String,
+        /// libbpf's error.
+        #[source]
+        source: libbpf_rs::Error,
+    },
+
+    /// A BPF object (`cctl upgrade --object FILE`) that cannot be a version of a
+    /// congestion control.
+    #[error("{path}: {reason}")]
+    BadObject {
+        /// The object file.
+        path: PathBuf,
+        /// What is wrong with it, and what is expected.
+        reason: String,
+    },
+
+    /// A version of a loaded congestion control that is not (or no longer) loaded.
+    #[error("'{name}' {detail}")]
+    NoVersion {
+        /// The registered name.
+        name: String,
+        /// Which version is missing, and which there are.
+        detail: String,
+    },
+
     /// A file-system or system-call operation failed.
     #[error("{context} ({path}): {source}")]
     Io {

@@ -13,6 +13,7 @@ pub mod policy;
 pub mod registry;
 pub mod sample;
 pub mod summary;
+pub mod upgrade;
 
 pub use error::{Error, Result};
 

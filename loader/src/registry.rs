@@ -2,8 +2,13 @@
 //!
 //! A loaded algorithm is a struct_ops link pinned at `/sys/fs/bpf/cctl/<name>`:
 //! it stays registered after `cctl` exits and disappears when the pin is removed.
-//! Its metadata (algorithm, parameters, who loaded it) is kept in
+//! Its metadata (algorithm, parameters, who loaded it, its versions) is kept in
 //! `/run/cctl/<name>.json`; both live in memory and vanish on reboot together.
+//!
+//! Every loaded *version* of a name (the first load, then each `cctl upgrade`) keeps
+//! its struct_ops map pinned at `/sys/fs/bpf/cctl-versions/<name>/<n>`, so that a
+//! previous version stays loaded for `cctl rollback` while the link points at a
+//! newer one (see [`crate::upgrade`]). Unloading removes all of a name's pins.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -17,6 +22,36 @@ use crate::kernel;
 pub const PIN_DIR: &str = "/sys/fs/bpf/cctl";
 /// Directory of cctl's metadata files.
 pub const META_DIR: &str = "/run/cctl";
+/// Directory of the pinned struct_ops maps of every version: `<dir>/<name>/<n>`
+/// (outside [`PIN_DIR`], whose every entry is a registered name).
+pub const VERSION_DIR: &str = "/sys/fs/bpf/cctl-versions";
+
+/// One loaded version of a registered name: what was loaded, and the id of its
+/// struct_ops map (the `ca_map_id` of the trace samples of sockets running it).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Version {
+    /// Version number: 1 for the first load, +1 per upgrade.
+    pub version: u32,
+    /// Kernel id of its struct_ops map (`bpftool map show id N`).
+    pub map_id: u32,
+    /// Algorithm key (`htcp`), or `object` for a BPF object given by file.
+    pub algo: String,
+    /// Profile the parameters started from, if any.
+    #[serde(default)]
+    pub profile: Option<String>,
+    /// Every tunable with its value (empty for an object).
+    #[serde(default)]
+    pub params: BTreeMap<String, u32>,
+    /// The BPF object file it was loaded from (`cctl upgrade --object`), if any.
+    #[serde(default)]
+    pub object: Option<PathBuf>,
+    /// Seconds since the Unix epoch when it was loaded.
+    pub loaded_at: u64,
+}
+
+fn first_version() -> u32 {
+    1
+}
 
 /// A congestion control registered by cctl.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
@@ -39,6 +74,14 @@ pub struct LoadedCc {
     /// Process that loaded it for its own use (e.g. `cctl demo`), which unloads it
     /// on exit; a record whose owner died is an orphan of a crashed run.
     pub owner_pid: Option<u32>,
+    /// The version the link points at (new connections get it); `algo`, `profile`
+    /// and `params` above are this version's.
+    #[serde(default = "first_version")]
+    pub version: u32,
+    /// Every version still loaded (pinned), oldest first. Empty in metadata written
+    /// by a cctl without versions.
+    #[serde(default)]
+    pub versions: Vec<Version>,
 }
 
 /// How to load an algorithm.
@@ -58,8 +101,53 @@ fn pin_path(name: &str) -> PathBuf {
     Path::new(PIN_DIR).join(name)
 }
 
-fn meta_path(name: &str) -> PathBuf {
+pub(crate) fn meta_path(name: &str) -> PathBuf {
     Path::new(META_DIR).join(format!("{name}.json"))
+}
+
+/// Directory of the version pins of `name`.
+pub(crate) fn versions_dir(name: &str) -> PathBuf {
+    Path::new(VERSION_DIR).join(name)
+}
+
+/// Where version `n` of `name` keeps its struct_ops map pinned.
+pub fn version_pin(name: &str, n: u32) -> PathBuf {
+    versions_dir(name).join(n.to_string())
+}
+
+/// Writes a record to its metadata file (atomically: a temporary file renamed).
+pub(crate) fn write_meta(record: &LoadedCc) -> Result<()> {
+    let meta = meta_path(&record.name);
+    let tmp = meta.with_extension("json.tmp");
+    let json = serde_json::to_vec_pretty(record).expect("LoadedCc serializes");
+    std::fs::write(&tmp, json).map_err(|e| Error::io("writing metadata", &tmp, e))?;
+    std::fs::rename(&tmp, &meta).map_err(|e| Error::io("writing metadata", &meta, e))
+}
+
+/// Seconds since the Unix epoch.
+pub(crate) fn now_s() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+/// Removes the version pins of `name` (all of them).
+fn remove_version_pins(name: &str) -> Result<()> {
+    let dir = versions_dir(name);
+    match std::fs::remove_dir_all(&dir) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(Error::io("removing version pins", dir, e)),
+    }
+}
+
+/// Kernel id of a struct_ops map.
+pub(crate) fn map_id(map: &libbpf_rs::MapHandle, name: &str) -> Result<u32> {
+    use libbpf_rs::MapCore as _;
+    map.info()
+        .map(|i| i.info.id)
+        .map_err(|e| Error::bpf(format!("reading the struct_ops map id of {name}"), e))
 }
 
 /// Refuses a name that is taken: by cctl, by the kernel, or by a native module on disk.
@@ -101,7 +189,8 @@ fn check_name_free(name: &str) -> Result<()> {
 ///
 /// Errors: [`Error::UnknownAlgorithm`], [`Error::InvalidName`], [`Error::UnknownParam`],
 /// [`Error::BadParamValue`], [`Error::BadParamCombination`], [`Error::NotPrivileged`],
-/// [`Error::MissingFeature`], [`Error::NameTaken`], [`Error::Bpf`] (verifier), [`Error::Io`].
+/// [`Error::MissingFeature`], [`Error::NameTaken`], [`Error::Rejected`] (verifier, with its
+/// log), [`Error::Bpf`], [`Error::Io`].
 pub fn load(algo: &str, opts: &LoadOptions) -> Result<LoadedCc> {
     let algorithm: &Algorithm = algos::find(algo)?;
     let name = match &opts.name {
@@ -120,37 +209,69 @@ pub fn load(algo: &str, opts: &LoadOptions) -> Result<LoadedCc> {
         .map_err(|e| Error::io("creating pin directory", PIN_DIR, e))?;
     std::fs::create_dir_all(META_DIR)
         .map_err(|e| Error::io("creating metadata directory", META_DIR, e))?;
+    // Version pins of a name without link pin are leftovers of a crashed run.
+    remove_version_pins(&name)?;
 
-    let mut link = (algorithm.load)(&name, &params)?;
+    let mut reg = (algorithm.load)(&name, &params)?;
+    let Some(mut link) = reg.link.take() else {
+        return Err(Error::NameTaken {
+            name: name.clone(),
+            detail: "was registered by someone else while cctl was loading it (EEXIST)".into(),
+        });
+    };
+    let map_id = map_id(&reg.map, &name)?;
     let pin = pin_path(&name);
     // Dropping `link` on any error below unregisters the algorithm again.
     link.pin(&pin)
         .map_err(|e| Error::bpf(format!("pinning the link at {}", pin.display()), e))?;
+    let undo = |link: &mut libbpf_rs::Link| {
+        let _ = link.unpin();
+        let _ = remove_version_pins(&name);
+    };
+    let vpin = version_pin(&name, 1);
+    if let Err(e) = std::fs::create_dir_all(versions_dir(&name))
+        .map_err(|e| Error::io("creating version pin directory", versions_dir(&name), e))
+        .and_then(|()| {
+            reg.map
+                .pin(&vpin)
+                .map_err(|e| Error::bpf(format!("pinning the map at {}", vpin.display()), e))
+        })
+    {
+        undo(&mut link);
+        return Err(e);
+    }
 
+    let params: BTreeMap<String, u32> = params.iter().map(|(k, v)| (k.to_string(), *v)).collect();
+    let loaded_at = now_s();
     let record = LoadedCc {
         name: name.clone(),
         algo: algorithm.key.into(),
         profile: opts.profile.clone(),
-        params: params.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
-        loaded_at: std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_secs())
-            .unwrap_or(0),
+        params: params.clone(),
+        loaded_at,
         kernel: kernel::release(),
         cctl_version: env!("CARGO_PKG_VERSION").into(),
         owner_pid: opts.owned.then(std::process::id),
+        version: 1,
+        versions: vec![Version {
+            version: 1,
+            map_id,
+            algo: algorithm.key.into(),
+            profile: opts.profile.clone(),
+            params,
+            object: None,
+            loaded_at,
+        }],
     };
-    let meta = meta_path(&name);
-    let json = serde_json::to_vec_pretty(&record).expect("LoadedCc serializes");
-    if let Err(e) = std::fs::write(&meta, json) {
-        let _ = link.unpin();
-        return Err(Error::io("writing metadata", meta, e));
+    if let Err(e) = write_meta(&record) {
+        undo(&mut link);
+        return Err(e);
     }
     Ok(record)
 }
 
 /// The congestion controls cctl has loaded (pinned), with their metadata.
-/// Metadata files left without a pin are removed.
+/// Metadata files and version pins left without a link pin are removed.
 pub fn list_loaded() -> Result<Vec<LoadedCc>> {
     let mut out = Vec::new();
     if let Ok(dir) = std::fs::read_dir(PIN_DIR) {
@@ -168,6 +289,8 @@ pub fn list_loaded() -> Result<Vec<LoadedCc>> {
                     kernel: String::new(),
                     cctl_version: String::new(),
                     owner_pid: None,
+                    version: 1,
+                    versions: Vec::new(),
                 });
             out.push(record);
         }
@@ -183,13 +306,21 @@ pub fn list_loaded() -> Result<Vec<LoadedCc>> {
             }
         }
     }
+    if let Ok(dir) = std::fs::read_dir(VERSION_DIR) {
+        for entry in dir.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if !pin_path(&name).exists() {
+                let _ = remove_version_pins(&name);
+            }
+        }
+    }
     out.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(out)
 }
 
 /// Resolves what `cctl unload ARG` means: a name cctl pinned, or an algorithm key
 /// whose default name cctl pinned.
-fn resolve_loaded(arg: &str) -> Result<String> {
+pub(crate) fn resolve_loaded(arg: &str) -> Result<String> {
     if algos::validate_cc_name(arg).is_ok() && pin_path(arg).exists() {
         return Ok(arg.to_string());
     }
@@ -214,8 +345,8 @@ fn resolve_loaded(arg: &str) -> Result<String> {
     })
 }
 
-/// Unregisters a congestion control cctl loaded (by name or algorithm key) and
-/// waits (up to 2 s) until the kernel no longer lists it.
+/// Unregisters a congestion control cctl loaded (by name or algorithm key), with
+/// all its versions, and waits (up to 2 s) until the kernel no longer lists it.
 ///
 /// Refuses names cctl did not load and the namespace's current default.
 /// Sockets still using it keep running it until they close.
@@ -237,6 +368,7 @@ pub fn unload(arg: &str) -> Result<LoadedCc> {
     let pin = pin_path(&name);
     std::fs::remove_file(&pin).map_err(|e| Error::io("removing pinned link", &pin, e))?;
     let _ = std::fs::remove_file(meta_path(&name));
+    remove_version_pins(&name)?;
     // The link is released asynchronously once its last reference is gone.
     let deadline = Instant::now() + Duration::from_secs(2);
     while Instant::now() < deadline {
@@ -260,9 +392,11 @@ impl LoadedCc {
 }
 
 /// Unloads registrations whose owning process is gone (a crashed `cctl demo` or
-/// test). Returns their names.
+/// test), and removes version pins and metadata without a link pin. Returns the
+/// names unloaded.
 pub fn remove_orphans() -> Result<Vec<String>> {
     let mut removed = Vec::new();
+    // list_loaded removes the pins and files of names without a link pin.
     for r in list_loaded()? {
         if let Some(pid) = r.owner_pid {
             if !process_alive(pid) {

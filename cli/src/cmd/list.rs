@@ -1,6 +1,11 @@
-//! `cctl list`: carried algorithms, and the kernel's registered congestion controls.
+//! `cctl list`: carried algorithms, and the kernel's registered congestion controls
+//! with the versions of cctl's (`cctl upgrade`/`rollback`).
+
+use std::collections::BTreeMap;
 
 use anyhow::Result;
+use cctl_loader::registry::{LoadedCc, Version};
+use cctl_loader::upgrade::SocketCounts;
 use cctl_loader::{algos, kernel, registry};
 
 use crate::exit;
@@ -22,6 +27,9 @@ pub fn run(args: Args) -> Result<i32> {
     let available = kernel::available_ccs().unwrap_or_default();
     let default = kernel::default_cc().unwrap_or_default();
     let loaded = registry::list_loaded().unwrap_or_default();
+    // Established sockets per (name, version), from a socket census
+    // (`upgrade::socket_counts`); empty = unknown, not shown.
+    let counts = SocketCounts::new();
 
     if args.json {
         for a in algos::ALGORITHMS {
@@ -38,6 +46,8 @@ pub fn run(args: Args) -> Result<i32> {
                 "kind": "registered", "name": name, "default": *name == default,
                 "cctl": ours.is_some(), "algo": ours.map(|o| o.algo.clone()),
                 "params": ours.map(|o| o.params.clone()),
+                "version": ours.map(|o| o.version),
+                "versions": ours.map(|o| versions_json(o, &counts)),
             });
             println!("{line}");
         }
@@ -118,6 +128,75 @@ pub fn run(args: Args) -> Result<i32> {
         } else {
             println!("  {name:<16} [{}]", notes.join("; "));
         }
+        if let Some(l) = loaded.iter().find(|l| &l.name == name) {
+            for line in versions_table(l, &counts) {
+                println!("      {line}");
+            }
+        }
     }
     Ok(exit::OK)
+}
+
+/// Tunables of a version that differ from its algorithm's defaults, `key=value`.
+fn changed_params(v: &Version) -> Vec<String> {
+    let defaults: BTreeMap<&str, u32> = algos::find(&v.algo)
+        .map(|a| a.params.iter().map(|p| (p.key, p.default)).collect())
+        .unwrap_or_default();
+    v.params
+        .iter()
+        .filter(|(k, val)| defaults.get(k.as_str()) != Some(*val))
+        .map(|(k, val)| format!("{k}={val}"))
+        .collect()
+}
+
+/// One line per loaded version of a name, the current one marked `*`: version, map
+/// id, what it is, non-default tunables, and (when `counts` knows) its sockets.
+pub fn versions_table(rec: &LoadedCc, counts: &SocketCounts) -> Vec<String> {
+    rec.versions
+        .iter()
+        .map(|v| {
+            let mark = if v.version == rec.version { '*' } else { ' ' };
+            let what = match &v.object {
+                Some(p) => format!("object {}", p.display()),
+                None => match &v.profile {
+                    Some(p) => format!("{}@{p}", v.algo),
+                    None => v.algo.clone(),
+                },
+            };
+            let mut line = format!("{mark} v{:<3} map {:<7} {what}", v.version, v.map_id);
+            let changed = changed_params(v);
+            if !changed.is_empty() {
+                line += &format!(" ({})", changed.join(", "));
+            }
+            if !counts.is_empty() {
+                let n = counts
+                    .get(&(rec.name.clone(), v.version))
+                    .copied()
+                    .unwrap_or(0);
+                line += &format!(", {n} established socket(s)");
+            }
+            line
+        })
+        .collect()
+}
+
+/// The versions of a name as JSON: each [`Version`] with `current` and `sockets`
+/// (null when no census was taken).
+pub fn versions_json(rec: &LoadedCc, counts: &SocketCounts) -> Vec<serde_json::Value> {
+    rec.versions
+        .iter()
+        .map(|v| {
+            let mut j = serde_json::to_value(v).expect("Version serializes");
+            j["current"] = serde_json::json!(v.version == rec.version);
+            j["sockets"] = if counts.is_empty() {
+                serde_json::Value::Null
+            } else {
+                serde_json::json!(counts
+                    .get(&(rec.name.clone(), v.version))
+                    .copied()
+                    .unwrap_or(0))
+            };
+            j
+        })
+        .collect()
 }

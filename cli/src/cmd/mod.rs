@@ -6,5 +6,7 @@ pub mod demo;
 pub mod list;
 pub mod load;
 pub mod policy;
+pub mod rollback;
 pub mod trace;
 pub mod unload;
+pub mod upgrade;

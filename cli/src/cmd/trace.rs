@@ -1,11 +1,13 @@
 //! `cctl trace`: stream per-flow samples from the BPF collector.
 
 use std::io::Write;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use cctl_loader::collector::{Trace, TraceConfig};
+use cctl_loader::registry::{self, LoadedCc};
 use cctl_loader::sample::Sample;
+use cctl_loader::upgrade;
 
 use crate::exit::{self, usage};
 
@@ -14,7 +16,8 @@ use crate::exit::{self, usage};
 #[command(
     after_help = "Samples come from the tcp_probe tracepoint, so any TCP flow is traced \
 (native cubic too). Each flow is sampled at most once per --interval-ms, plus on every CA \
-state change. cwnd/ssthresh in segments, RTTs in usec, time in CLOCK_MONOTONIC ns.\n\
+state change. cwnd/ssthresh in segments, RTTs in usec, time in CLOCK_MONOTONIC ns. \
+cctl's congestion controls show their loaded version (`bpf_htcp@v2`; `version` in --json).\n\
 Example: cctl trace --cc bpf_htcp --port 5201 --duration-s 10 --csv > htcp.csv"
 )]
 pub struct Args {
@@ -38,6 +41,50 @@ pub struct Args {
     csv: bool,
 }
 
+/// Maps a sample's `ca_map_id` to the version of one of cctl's names, re-reading
+/// the metadata (at most once a second) when a map is unknown, e.g. after an upgrade.
+struct Versions {
+    records: Vec<LoadedCc>,
+    read_at: Instant,
+}
+
+impl Versions {
+    fn new() -> Self {
+        Versions {
+            records: registry::list_loaded().unwrap_or_default(),
+            read_at: Instant::now(),
+        }
+    }
+
+    /// The version of `s`'s congestion control, when it is one of cctl's names.
+    fn of(&mut self, s: &Sample) -> Option<u32> {
+        let id = s.ca_map_id?;
+        let find = |records: &[LoadedCc]| {
+            upgrade::version_of_map(records, id)
+                .filter(|(name, _)| *name == s.cc)
+                .map(|(_, v)| v)
+        };
+        if let Some(v) = find(&self.records) {
+            return Some(v);
+        }
+        if self.read_at.elapsed() >= Duration::from_secs(1) {
+            self.records = registry::list_loaded().unwrap_or_default();
+            self.read_at = Instant::now();
+            return find(&self.records);
+        }
+        None
+    }
+}
+
+/// A sample with the version of its congestion control, for `--json`.
+#[derive(serde::Serialize)]
+struct Versioned<'a> {
+    #[serde(flatten)]
+    sample: &'a Sample,
+    /// Version of a cctl-loaded congestion control (`cctl list`), else null.
+    version: Option<u32>,
+}
+
 enum Output {
     Text(std::io::StdoutLock<'static>),
     Json(std::io::StdoutLock<'static>),
@@ -49,9 +96,13 @@ fn fmt_opt<T: std::fmt::Display>(v: Option<T>) -> String {
 }
 
 impl Output {
-    fn write(&mut self, s: &Sample, t0: u64) -> Result<()> {
+    fn write(&mut self, s: &Sample, version: Option<u32>, t0: u64) -> Result<()> {
         match self {
-            Output::Json(w) => writeln!(w, "{}", serde_json::to_string(s)?)?,
+            Output::Json(w) => writeln!(
+                w,
+                "{}",
+                serde_json::to_string(&Versioned { sample: s, version })?
+            )?,
             Output::Csv(w) => w.serialize(s)?,
             Output::Text(w) => {
                 let t = s.ts_ns.saturating_sub(t0) as f64 / 1e9;
@@ -59,7 +110,10 @@ impl Output {
                     "{t:9.3} {:>21} > {:<21} {:<10} {:<8} cwnd {:>5} ssth {:>5} srtt {:>7} rttvar {:>6} minrtt {:>6} infl {:>5} lost {:>3} retr {:>6}",
                     format!("{}:{}", s.saddr, s.sport),
                     format!("{}:{}", s.daddr, s.dport),
-                    s.cc,
+                    match version {
+                        Some(v) => format!("{}@v{v}", s.cc),
+                        None => s.cc.clone(),
+                    },
                     format!("{:?}", s.ca_state),
                     s.cwnd,
                     fmt_opt(s.ssthresh),
@@ -130,6 +184,7 @@ pub fn run(args: Args) -> Result<i32> {
         tokio::pin!(sleep);
         let mut interrupted = false;
         let mut t0 = None;
+        let mut versions = Versions::new();
         let mut sigterm =
             tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
         loop {
@@ -137,7 +192,8 @@ pub fn run(args: Args) -> Result<i32> {
                 s = trace.next_sample() => match s {
                     Some(s) => {
                         let t0 = *t0.get_or_insert(s.ts_ns);
-                        if let Err(e) = out.write(&s, t0) {
+                        let v = versions.of(&s);
+                        if let Err(e) = out.write(&s, v, t0) {
                             // A closed pipe (e.g. `| head`) ends the trace quietly.
                             if e.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe) {
                                 break;
@@ -154,7 +210,8 @@ pub fn run(args: Args) -> Result<i32> {
         }
         for s in trace.drain() {
             let t0 = *t0.get_or_insert(s.ts_ns);
-            if out.write(&s, t0).is_err() {
+            let v = versions.of(&s);
+            if out.write(&s, v, t0).is_err() {
                 break;
             }
         }

@@ -7,7 +7,7 @@ use crate::Result;
 use super::{load_struct_ops, Var};
 
 /// Loads bpf/reno.bpf.c and registers it as `name`.
-pub fn load(name: &str, params: &Params) -> Result<libbpf_rs::Link> {
+pub fn load(name: &str, params: &Params) -> Result<crate::algo::Registered> {
     load_struct_ops!(name, params, reno::RenoSkelBuilder, reno / reno_mut, [])
 }
 

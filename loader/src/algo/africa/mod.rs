@@ -54,7 +54,7 @@ pub fn check(v: &Params) -> std::result::Result<(), String> {
 }
 
 /// Loads bpf/africa.bpf.c with `params` and registers it as `name`.
-pub fn load(name: &str, params: &Params) -> Result<libbpf_rs::Link> {
+pub fn load(name: &str, params: &Params) -> Result<crate::algo::Registered> {
     load_struct_ops!(
         name,
         params,

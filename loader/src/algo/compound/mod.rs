@@ -73,7 +73,7 @@ pub fn check(_: &Params) -> std::result::Result<(), String> {
 }
 
 /// Loads bpf/compound.bpf.c with `params` and registers it as `name`.
-pub fn load(name: &str, params: &Params) -> Result<libbpf_rs::Link> {
+pub fn load(name: &str, params: &Params) -> Result<crate::algo::Registered> {
     load_struct_ops!(
         name,
         params,
