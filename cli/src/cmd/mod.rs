@@ -5,5 +5,7 @@ pub mod default;
 pub mod demo;
 pub mod list;
 pub mod load;
+pub mod migrate;
+pub mod sockets;
 pub mod trace;
 pub mod unload;
