@@ -677,7 +677,7 @@ fn describe(req: &MigrateRequest, ns: &Netns) -> String {
 
 fn check_target(req: &MigrateRequest, ns: &Netns) -> Result<()> {
     let available = kernel::available_ccs()?;
-    if !available.iter().any(|n| *n == req.to) {
+    if !available.contains(&req.to) {
         let hint = if let Ok(a) = algos::find(&req.to) {
             format!("; `cctl load {}` registers it as {}", a.key, a.cc_name)
         } else if kernel::native_module(&req.to).is_some() {
@@ -703,7 +703,7 @@ fn check_target(req: &MigrateRequest, ns: &Netns) -> Result<()> {
         .split_whitespace()
         .map(str::to_string)
         .collect();
-    if allowed.iter().any(|n| *n == req.to) {
+    if allowed.contains(&req.to) {
         return Ok(());
     }
     let list = allowed.join(" ");
