@@ -5,6 +5,7 @@ CARGO ?= cargo
 CCTL := target/release/cctl
 
 .PHONY: compare all deps vm-deps vm-deps-if-needed build test demo demo-tbf bench-collector lint fmt install clean
+.PHONY: bench-migrate
 
 all: build
 
@@ -55,6 +56,11 @@ compare: deps vm-deps-if-needed
 # BENCH_ARGS="flows interval_us secs", default "4 1000 5".
 bench-collector: deps
 	$(CARGO) run --release -p cctl-loader --example collector_rate -- $(BENCH_ARGS)
+
+# Migration: time to move 1,000 and 10,000 established flows, and the throughput of 50
+# busy flows per 100 ms around a migration (loopback in a namespace). BENCH_ARGS="--repeats 5 --json".
+bench-migrate: deps
+	$(CARGO) run --release -p cctl-loader --example migrate_rate -- $(BENCH_ARGS)
 
 lint:
 	$(CARGO) fmt --all -- --check

@@ -14,6 +14,11 @@ pub const NOT_PRIVILEGED: i32 = 3;
 pub const MISSING_FEATURE: i32 = 4;
 /// A name conflict: already registered, or not cctl's to unload.
 pub const CONFLICT: i32 = 5;
+/// Established sockets still use the algorithm (`cctl unload` refused, or a migration left
+/// some behind).
+pub const IN_USE: i32 = 6;
+/// A migration filter matched no established socket; nothing was changed.
+pub const NO_MATCH: i32 = 7;
 /// Stopped by SIGINT/SIGTERM.
 pub const INTERRUPTED: i32 = 130;
 
@@ -59,6 +64,10 @@ pub fn code_for(err: &anyhow::Error) -> i32 {
                 Error::Bpf { .. } | Error::Io { .. } => FAILURE,
                 Error::Rejected { .. } => FAILURE,
                 Error::BadObject { .. } | Error::NoVersion { .. } => USAGE,
+                Error::BadFilter { .. } | Error::NotRegistered { .. } => USAGE,
+                Error::NotAllowed { .. } => CONFLICT,
+                Error::NoMatch { .. } => NO_MATCH,
+                Error::InUse { .. } => IN_USE,
             };
         }
     }

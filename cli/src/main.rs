@@ -28,6 +28,10 @@ enum Command {
     Rollback(cmd::rollback::Args),
     /// Show or set the default congestion control of this network namespace.
     Default(cmd::default::Args),
+    /// Move established TCP flows from one congestion control to another.
+    Migrate(cmd::migrate::Args),
+    /// TCP sockets with the congestion control (and loaded version) each runs.
+    Sockets(cmd::sockets::Args),
     /// Stream per-flow samples (cwnd, RTT, CA state, algorithm variables).
     Trace(cmd::trace::Args),
     /// The main job: two traced bulk flows through a tbf bottleneck, summarised.
@@ -47,6 +51,8 @@ fn main() {
         Command::Upgrade(a) => cmd::upgrade::run(a),
         Command::Rollback(a) => cmd::rollback::run(a),
         Command::Default(a) => cmd::default::run(a),
+        Command::Migrate(a) => cmd::migrate::run(a),
+        Command::Sockets(a) => cmd::sockets::run(a),
         Command::Trace(a) => cmd::trace::run(a),
         Command::Demo(a) => cmd::demo::run(a),
         Command::Bench(a) => cmd::bench::run(a),

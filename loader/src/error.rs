@@ -170,6 +170,59 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+
+    /// A socket filter, namespace or cgroup argument of `migrate`/`sockets` that cannot be used.
+    #[error("{what}: {reason}")]
+    BadFilter {
+        /// The argument (`--netns foo`).
+        what: String,
+        /// What is wrong with it and what is allowed.
+        reason: String,
+    },
+
+    /// A migration target that the kernel does not have registered.
+    #[error("cannot migrate to '{name}': it is not registered in the kernel (registered: {registered}){hint}")]
+    NotRegistered {
+        /// The target name.
+        name: String,
+        /// Space-separated tcp_available_congestion_control.
+        registered: String,
+        /// How to register it, if cctl knows (`; load it with `cctl load htcp``).
+        hint: String,
+    },
+
+    /// A migration target that the namespace's sockets may not use.
+    #[error("cannot migrate to '{name}' in {netns}: {reason}")]
+    NotAllowed {
+        /// The target name.
+        name: String,
+        /// The namespace (`netns cctl-ma-a`).
+        netns: String,
+        /// Why, and how to allow it.
+        reason: String,
+    },
+
+    /// A migration whose filter matched no established socket; nothing was changed.
+    #[error("no established TCP socket matches {filter}; nothing was changed{census}")]
+    NoMatch {
+        /// The filter in words (`--from cubic --port 5001 in netns x`).
+        filter: String,
+        /// What the namespace's established sockets do run (`; established sockets there: bbr 3`).
+        census: String,
+    },
+
+    /// An algorithm that established sockets still use (unload refused or migration incomplete).
+    #[error("'{name}' is still used by {count} established TCP socket(s) ({detail}); {hint}")]
+    InUse {
+        /// The congestion-control name.
+        name: String,
+        /// Number of established sockets using it, in all namespaces checked.
+        count: u64,
+        /// Where they are (`netns a: 3, current: 1`).
+        detail: String,
+        /// What to do.
+        hint: String,
+    },
 }
 
 /// Result alias of the loader.

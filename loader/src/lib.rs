@@ -9,6 +9,7 @@ pub mod algos;
 pub mod collector;
 pub mod error;
 pub mod kernel;
+pub mod migrate;
 pub mod policy;
 pub mod registry;
 pub mod sample;

@@ -103,7 +103,9 @@ pub fn in_netem_kernel_with(
     spec.echo = true;
     let out = match cctl_bench::vm::run_in_vm(&spec, &script) {
         Err(e @ cctl_bench::vm::VmError::NoExitStatus { .. }) => {
-            eprintln!("{test_name}: the guest died before the test finished; booting it once more. {e}");
+            eprintln!(
+                "{test_name}: the guest died before the test finished; booting it once more. {e}"
+            );
             cctl_bench::vm::run_in_vm(&spec, &script)
         }
         other => other,

@@ -1,25 +1,113 @@
-//! `cctl unload`: unregister an algorithm that cctl loaded.
+//! `cctl unload`: unregister an algorithm that cctl loaded, refusing while established
+//! flows use it unless told where to move them (`--migrate-to`).
 
 use anyhow::Result;
-use cctl_loader::registry;
+use cctl_loader::migrate::{self, MigrateRequest, SocketFilter};
+use cctl_loader::{algos, registry, Error};
 
 use crate::exit;
 
 /// Arguments of `cctl unload`.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Example: cctl unload htcp   (or: cctl unload bpf_htcp)\n\
-Established sockets that use it keep running it until they close."
+    after_help = "Established TCP sockets still using the algorithm, in any network \
+namespace (cctl's own, those in /run/netns and those of running processes), make unload \
+refuse (exit 6) with their count; --migrate-to NAME moves them to NAME first (as `cctl migrate` \
+does, namespace by namespace) and unloads only if none is left. Sockets in other states \
+(listening, closing) keep the algorithm until they close.\n\
+Examples: cctl unload htcp   (or: cctl unload bpf_htcp); cctl unload bpf_htcp --migrate-to cubic"
 )]
 pub struct Args {
     /// Registered name or algorithm key.
     name: String,
+    /// Move the established sockets that use it to this congestion control first.
+    #[arg(long, value_name = "NAME")]
+    migrate_to: Option<String>,
+    /// With --migrate-to: allow a target outside net.ipv4.tcp_allowed_congestion_control
+    /// in non-initial namespaces.
+    #[arg(long, requires = "migrate_to")]
+    allow_restricted: bool,
+}
+
+/// The registered name `cctl unload ARG` means, if cctl loaded it.
+fn registered_name(arg: &str) -> Option<String> {
+    let loaded = registry::list_loaded().ok()?;
+    if loaded.iter().any(|l| l.name == arg) {
+        return Some(arg.to_string());
+    }
+    let a = algos::find(arg).ok()?;
+    loaded
+        .iter()
+        .any(|l| l.name == a.cc_name)
+        .then(|| a.cc_name.to_string())
+}
+
+fn in_use(name: &str, users: &std::collections::BTreeMap<String, u64>, hint: String) -> Error {
+    Error::InUse {
+        name: name.into(),
+        count: users.values().sum(),
+        detail: users
+            .iter()
+            .map(|(ns, n)| format!("netns {ns}: {n}"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        hint,
+    }
 }
 
 /// Runs `cctl unload`.
 pub fn run(args: Args) -> Result<i32> {
-    let rec = registry::unload(&args.name)
-        .map_err(|e| anyhow::Error::new(e).context(format!("unloading {}", args.name)))?;
+    let ctx = |e: Error| anyhow::Error::new(e).context(format!("unloading {}", args.name));
+    // Names cctl did not load get registry::unload's own refusal below.
+    if let Some(name) = registered_name(&args.name) {
+        let users = migrate::established_users(&name).map_err(ctx)?;
+        if !users.is_empty() {
+            let Some(to) = &args.migrate_to else {
+                return Err(ctx(in_use(
+                    &name,
+                    &users,
+                    format!(
+                        "not unloaded; move them first with `cctl unload {name} --migrate-to cubic` \
+                         (or `cctl migrate --from {name} --to OTHER [--netns NS]`)"
+                    ),
+                )));
+            };
+            for ns in users.keys() {
+                let netns = if ns == "current" {
+                    None
+                } else if let Some(pid) = ns.strip_prefix("pid:") {
+                    Some(format!("/proc/{pid}/ns/net"))
+                } else {
+                    Some(ns.clone())
+                };
+                let req = MigrateRequest {
+                    from: name.clone(),
+                    to: to.clone(),
+                    filter: SocketFilter {
+                        netns,
+                        ..Default::default()
+                    },
+                    dry_run: false,
+                    allow_restricted: args.allow_restricted,
+                };
+                match migrate::migrate(&req) {
+                    Ok(r) => super::migrate::print_report(&r, false),
+                    // Closed since the census: nothing left there.
+                    Err(Error::NoMatch { .. }) => {}
+                    Err(e) => return Err(ctx(e)),
+                }
+            }
+            let left = migrate::established_users(&name).map_err(ctx)?;
+            if !left.is_empty() {
+                return Err(ctx(in_use(
+                    &name,
+                    &left,
+                    format!("the migration to {to} left them behind; not unloaded"),
+                )));
+            }
+        }
+    }
+    let rec = registry::unload(&args.name).map_err(ctx)?;
     println!("unloaded '{}' ({})", rec.name, rec.algo);
     Ok(exit::OK)
 }

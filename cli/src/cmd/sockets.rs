@@ -1,0 +1,106 @@
+//! `cctl sockets`: the census of TCP sockets and the congestion control each runs.
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+use std::path::PathBuf;
+
+use anyhow::Result;
+use cctl_loader::migrate::{self, SocketFilter};
+
+use crate::exit;
+
+/// Arguments of `cctl sockets`.
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Full TCP sockets in every state (not time-wait or request sockets). \
+MAP_ID is the struct_ops map id of a BPF congestion control: it names the loaded version \
+(see `cctl upgrade`); '-' = native.\n\
+Examples: cctl sockets --summary; cctl sockets --all-netns --cc bpf_htcp --json"
+)]
+pub struct Args {
+    /// Only sockets running this congestion control.
+    #[arg(long)]
+    cc: Option<String>,
+    /// Only sockets with this local or remote port.
+    #[arg(long)]
+    port: Option<u16>,
+    /// Only sockets with this local or remote address.
+    #[arg(long)]
+    addr: Option<IpAddr>,
+    /// Network namespace: a name from `ip netns list` or a path; default: cctl's own.
+    #[arg(long, conflicts_with = "all_netns")]
+    netns: Option<String>,
+    /// Every namespace: cctl's, those in /run/netns, and those of running processes.
+    #[arg(long)]
+    all_netns: bool,
+    /// Only sockets created in this cgroup v2 or a descendant.
+    #[arg(long)]
+    cgroup: Option<PathBuf>,
+    /// Established sockets counted per namespace, congestion control and version.
+    #[arg(long)]
+    summary: bool,
+    /// One JSON object per line.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Runs `cctl sockets`.
+pub fn run(args: Args) -> Result<i32> {
+    let filter = SocketFilter {
+        port: args.port,
+        addr: args.addr,
+        netns: args.netns,
+        cgroup: args.cgroup,
+        cc: args.cc,
+    };
+    let list = if args.all_netns {
+        migrate::sockets_all_namespaces(&filter)
+    } else {
+        migrate::sockets(&filter)
+    }
+    .map_err(|e| anyhow::Error::new(e).context("listing TCP sockets"))?;
+
+    if args.summary {
+        let mut by: BTreeMap<(String, String, Option<u32>), u64> = BTreeMap::new();
+        for s in list.iter().filter(|s| s.state == "ESTABLISHED") {
+            *by.entry((s.netns.clone(), s.cc.clone(), s.ca_map_id))
+                .or_default() += 1;
+        }
+        if args.json {
+            for ((netns, cc, map), n) in &by {
+                let v = serde_json::json!({"netns": netns, "cc": cc, "ca_map_id": map, "established": n});
+                println!("{v}");
+            }
+        } else {
+            println!("{:<20} {:<16} {:<8} ESTABLISHED", "NETNS", "CC", "MAP_ID");
+            for ((netns, cc, map), n) in &by {
+                let map = map.map(|m| m.to_string()).unwrap_or("-".into());
+                println!("{netns:<20} {cc:<16} {map:<8} {n}");
+            }
+        }
+        return Ok(exit::OK);
+    }
+    if args.json {
+        for s in &list {
+            println!("{}", serde_json::to_string(s)?);
+        }
+    } else {
+        println!(
+            "{:<12} {:<8} {:<24} {:<24} {:<12} {:<16} MAP_ID",
+            "NETNS", "COOKIE", "LOCAL", "REMOTE", "STATE", "CC"
+        );
+        for s in &list {
+            println!(
+                "{:<12} {:<8} {:<24} {:<24} {:<12} {:<16} {}",
+                s.netns,
+                s.cookie,
+                format!("{}:{}", s.saddr, s.sport),
+                format!("{}:{}", s.daddr, s.dport),
+                s.state,
+                s.cc,
+                s.ca_map_id.map(|m| m.to_string()).unwrap_or("-".into())
+            );
+        }
+    }
+    Ok(exit::OK)
+}

@@ -1,0 +1,612 @@
+//! Moving established flows (`cctl migrate`, `cctl unload --migrate-to`) on the running
+//! kernel: 200 data-carrying cubic connections through a tbf bottleneck move to bpf_htcp
+//! without a reset or a lost byte, and bad input changes nothing.
+//!
+//! The tests run the real `cctl` binary next to this test binary (`target/<profile>/cctl`,
+//! built by `cargo test --workspace` / `make test`; with `-p cctl-tests` alone, run
+//! `cargo build -p cctl` first).
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, SocketAddrV4, TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use cctl_bench::flows::spawn_in_netns;
+use cctl_bench::testbed::{PathSpec, Testbed};
+use cctl_loader::collector::{Trace, TraceConfig};
+use cctl_loader::migrate::{self, SocketFilter, SocketInfo};
+use cctl_loader::registry::{self, LoadGuard, LoadOptions};
+use cctl_tests::{clean_slate, require_root, KERNEL};
+use rand_chacha::rand_core::{RngCore, SeedableRng};
+use socket2::{Domain, Socket, Type};
+
+const PREFIX: &str = "cctl-ma-";
+const HTCP: &str = "bpf_htcp";
+const ALLOWED: &str = "/proc/sys/net/ipv4/tcp_allowed_congestion_control";
+
+fn cctl_bin() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let bin = exe.parent().unwrap().parent().unwrap().join("cctl");
+    assert!(
+        bin.exists(),
+        "{} missing: build it first (`cargo build -p cctl`; `make test` does)",
+        bin.display()
+    );
+    bin
+}
+
+fn cctl(args: &[&str]) -> Output {
+    Command::new(cctl_bin())
+        .args(args)
+        .output()
+        .expect("running cctl")
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "status {:?}\nstdout:\n{}\nstderr:\n{}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// Puts `name` into tcp_allowed_congestion_control (global) and restores the old list on
+/// drop. A crash leaves nothing behind for long: the kernel drops a name from the list
+/// when it is unregistered, and clean_slate unloads bpf_htcp.
+struct AllowGuard(String);
+
+impl AllowGuard {
+    fn allow(name: &str) -> AllowGuard {
+        let old = std::fs::read_to_string(ALLOWED).unwrap().trim().to_string();
+        std::fs::write(ALLOWED, format!("{old} {name}")).expect("extending the allowed list");
+        AllowGuard(old)
+    }
+}
+
+impl Drop for AllowGuard {
+    fn drop(&mut self) {
+        let _ = std::fs::write(ALLOWED, &self.0);
+    }
+}
+
+/// A bare namespace with lo up, deleted on drop.
+struct Netns(String);
+
+impl Netns {
+    fn new(name: &str) -> Netns {
+        let st = Command::new("ip").args(["netns", "add", name]).status();
+        assert!(st.unwrap().success(), "ip netns add {name}");
+        let st = Command::new("ip")
+            .args(["-n", name, "link", "set", "lo", "up"])
+            .status();
+        assert!(st.unwrap().success());
+        Netns(name.into())
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        let _ = Command::new("ip")
+            .args(["netns", "delete", &self.0])
+            .status();
+    }
+}
+
+/// `n` idle loopback connections in namespace `ns`, client side running `cc`; kept open
+/// while the returned streams live.
+fn idle_pairs(ns: &str, n: usize, cc: &str, port: u16) -> Vec<TcpStream> {
+    let cc = cc.to_string();
+    spawn_in_netns(ns, move || {
+        let l = TcpListener::bind(("127.0.0.1", port)).unwrap();
+        let mut v = Vec::new();
+        for _ in 0..n {
+            let s = Socket::new(Domain::IPV4, Type::STREAM, None).unwrap();
+            s.set_tcp_congestion(cc.as_bytes()).unwrap();
+            s.connect(&SocketAddr::from(([127, 0, 0, 1], port)).into())
+                .unwrap();
+            v.push(TcpStream::from(s));
+            v.push(l.accept().unwrap().0);
+        }
+        v
+    })
+    .unwrap()
+    .join()
+    .unwrap()
+    .unwrap()
+}
+
+fn census(ns: &str) -> Vec<SocketInfo> {
+    let mut v = migrate::sockets(&SocketFilter {
+        netns: Some(ns.into()),
+        ..Default::default()
+    })
+    .expect("census");
+    v.sort_by_key(|s| s.cookie);
+    v
+}
+
+fn monotonic_ns() -> u64 {
+    let t = nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC).unwrap();
+    t.tv_sec() as u64 * 1_000_000_000 + t.tv_nsec() as u64
+}
+
+/// What one sender wrote: its local port, bytes and CRC-32 of the stream.
+struct Sent {
+    port: u16,
+    bytes: u64,
+    crc: u32,
+    error: Option<String>,
+}
+
+/// What the receiver got on one connection, keyed by the peer's port.
+struct Received {
+    bytes: u64,
+    crc: u32,
+    error: Option<String>,
+}
+
+#[test]
+fn two_hundred_busy_cubic_flows_move_to_bpf_htcp_without_a_reset_or_a_lost_byte() {
+    let _k = KERNEL.lock().unwrap_or_else(|e| e.into_inner());
+    require_root();
+    clean_slate(PREFIX, &[HTCP]);
+    const FLOWS: usize = 200;
+    const PORT: u16 = 5411;
+    const CHUNK: usize = 16 * 1024;
+
+    let rec = registry::load(
+        "htcp",
+        &LoadOptions {
+            owned: true,
+            ..Default::default()
+        },
+    )
+    .expect("bpf_htcp loads");
+    let guard = LoadGuard::new(rec.name.clone());
+    // The documented way to let a non-initial namespace's flows run a restricted CC.
+    let _allow = AllowGuard::allow(HTCP);
+
+    // 300 Mbit/s: 200 flows saturate it without saturating two shared cores; a queue of
+    // 2000 packets (80 ms) keeps losses rare enough that no flow sits in a retransmission
+    // timeout (and so without ACKs, hence without samples) for a whole second.
+    let mut spec = PathSpec::new("cctl-ma-t", 300, 2000);
+    spec.subnet_octet = 41;
+    let bed = Testbed::create(&spec).expect("testbed");
+    let mut trace = Trace::start(TraceConfig {
+        interval: Duration::from_millis(50),
+        port: Some(PORT),
+        cc: None,
+    })
+    .expect("collector attaches");
+
+    // Receiver: one thread per accepted connection, counting and checksumming.
+    let rx_bytes: Arc<Vec<AtomicU64>> = Arc::new((0..FLOWS).map(|_| AtomicU64::new(0)).collect());
+    let listener = spawn_in_netns(bed.receiver_ns(), move || {
+        TcpListener::bind(("0.0.0.0", PORT))
+    })
+    .unwrap()
+    .join()
+    .unwrap()
+    .unwrap()
+    .expect("listener");
+    let counters = rx_bytes.clone();
+    let acceptor = std::thread::spawn(move || {
+        let mut readers = Vec::new();
+        for i in 0..FLOWS {
+            let (mut s, peer) = listener.accept().expect("accept");
+            let counters = counters.clone();
+            readers.push(std::thread::spawn(move || {
+                let mut h = crc32fast::Hasher::new();
+                let mut buf = vec![0u8; 64 * 1024];
+                let mut error = None;
+                loop {
+                    match s.read(&mut buf) {
+                        Ok(0) => break,
+                        Ok(n) => {
+                            h.update(&buf[..n]);
+                            counters[i].fetch_add(n as u64, Ordering::Relaxed);
+                        }
+                        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                        Err(e) => {
+                            error = Some(e.to_string());
+                            break;
+                        }
+                    }
+                }
+                (
+                    peer.port(),
+                    Received {
+                        bytes: counters[i].load(Ordering::Relaxed),
+                        crc: h.finalize(),
+                        error,
+                    },
+                )
+            }));
+        }
+        readers
+            .into_iter()
+            .map(|r| r.join().unwrap())
+            .collect::<BTreeMap<u16, Received>>()
+    });
+
+    // Senders: sockets made in the sender namespace with cubic, then one writer thread each,
+    // writing a ChaCha8 stream seeded with the flow's index.
+    let dst = SocketAddrV4::new(bed.receiver_addr(), PORT);
+    let streams = spawn_in_netns(bed.sender_ns(), move || {
+        (0..FLOWS)
+            .map(|_| {
+                let s = Socket::new(Domain::IPV4, Type::STREAM, None)?;
+                s.set_tcp_congestion(b"cubic")?;
+                s.connect_timeout(&SocketAddr::V4(dst).into(), Duration::from_secs(5))?;
+                Ok(TcpStream::from(s))
+            })
+            .collect::<std::io::Result<Vec<TcpStream>>>()
+    })
+    .unwrap()
+    .join()
+    .unwrap()
+    .unwrap()
+    .expect("200 connections");
+    let stop = Arc::new(AtomicBool::new(false));
+    let senders: Vec<_> = streams
+        .into_iter()
+        .enumerate()
+        .map(|(i, mut s)| {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let port = s.local_addr().unwrap().port();
+                let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(i as u64);
+                let mut h = crc32fast::Hasher::new();
+                let mut chunk = vec![0u8; CHUNK];
+                let mut bytes = 0u64;
+                let mut error = None;
+                while !stop.load(Ordering::Relaxed) {
+                    rng.fill_bytes(&mut chunk);
+                    if let Err(e) = s.write_all(&chunk) {
+                        error = Some(e.to_string());
+                        break;
+                    }
+                    h.update(&chunk);
+                    bytes += CHUNK as u64;
+                }
+                if let Err(e) = s.shutdown(std::net::Shutdown::Write) {
+                    error.get_or_insert(e.to_string());
+                }
+                // Keep the socket until the receiver has read the end of stream.
+                let mut sink = [0u8; 1];
+                let _ = s.read(&mut sink);
+                Sent {
+                    port,
+                    bytes,
+                    crc: h.finalize(),
+                    error,
+                }
+            })
+        })
+        .collect();
+
+    // Aggregate received bytes per 100 ms bin, and samples, around the migration.
+    let total = |c: &Arc<Vec<AtomicU64>>| c.iter().map(|a| a.load(Ordering::Relaxed)).sum::<u64>();
+    let mut samples = Vec::new();
+    let mut bins: Vec<(Instant, u64)> = Vec::new();
+    let t0 = Instant::now();
+    let tick = |samples: &mut Vec<_>, bins: &mut Vec<(Instant, u64)>, trace: &mut Trace| {
+        std::thread::sleep(Duration::from_millis(100));
+        samples.extend(trace.drain());
+        bins.push((Instant::now(), total(&rx_bytes)));
+    };
+    while t0.elapsed() < Duration::from_secs(4) {
+        tick(&mut samples, &mut bins, &mut trace);
+    }
+    let before_census = census(bed.sender_ns());
+    assert_eq!(
+        before_census
+            .iter()
+            .filter(|s| s.state == "ESTABLISHED" && s.cc == "cubic")
+            .count(),
+        FLOWS,
+        "the sender namespace must hold 200 established cubic sockets"
+    );
+    let m_start = Instant::now();
+    let out = cctl(&[
+        "migrate",
+        "--from",
+        "cubic",
+        "--to",
+        HTCP,
+        "--netns",
+        bed.sender_ns(),
+        "--json",
+    ]);
+    let m_end = Instant::now();
+    let returned_ns = monotonic_ns();
+    assert!(out.status.success(), "cctl migrate failed: {}", text(&out));
+    let report: serde_json::Value = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|v| v["kind"] == "report")
+        .unwrap_or_else(|| panic!("no report line: {}", text(&out)));
+    assert_eq!(report["matched"], FLOWS, "{report}");
+    assert_eq!(report["moved"], FLOWS, "{report}");
+    assert_eq!(report["failed"], 0, "{report}");
+    while t0.elapsed() < Duration::from_secs(8) {
+        tick(&mut samples, &mut bins, &mut trace);
+    }
+    stop.store(true, Ordering::SeqCst);
+    let sent: Vec<Sent> = senders.into_iter().map(|h| h.join().unwrap()).collect();
+    let received = acceptor.join().unwrap();
+    samples.extend(trace.drain());
+    let stats = trace.finish().expect("collector stops");
+    bed.destroy().expect("testbed removed");
+    guard.unload().expect("bpf_htcp unloads");
+
+    // Every byte stream complete and identical, no connection reset.
+    assert_eq!(received.len(), FLOWS);
+    for s in &sent {
+        assert!(s.error.is_none(), "sender {} failed: {:?}", s.port, s.error);
+        let r = received
+            .get(&s.port)
+            .unwrap_or_else(|| panic!("no receiver for port {}", s.port));
+        assert!(
+            r.error.is_none(),
+            "receiver of {} failed: {:?}",
+            s.port,
+            r.error
+        );
+        assert!(s.bytes > 0, "flow {} sent nothing", s.port);
+        assert_eq!(r.bytes, s.bytes, "flow {}: bytes received vs sent", s.port);
+        assert_eq!(
+            r.crc, s.crc,
+            "flow {}: CRC-32 of the stream differs",
+            s.port
+        );
+    }
+
+    // Within 1 s of migrate returning, each flow's latest sample shows bpf_htcp.
+    assert_eq!(stats.dropped, 0, "collector dropped samples: {stats:?}");
+    let deadline = returned_ns + 1_000_000_000;
+    let silent: Vec<String> = sent
+        .iter()
+        .filter(|s| {
+            !samples.iter().any(|x| {
+                x.sport == s.port && x.dport == PORT && x.ts_ns > returned_ns && x.ts_ns <= deadline
+            })
+        })
+        .map(|s| {
+            let last = samples
+                .iter()
+                .filter(|x| x.sport == s.port && x.dport == PORT && x.ts_ns <= returned_ns)
+                .max_by_key(|x| x.ts_ns);
+            let next = samples
+                .iter()
+                .filter(|x| x.sport == s.port && x.dport == PORT && x.ts_ns > deadline)
+                .min_by_key(|x| x.ts_ns);
+            format!(
+                "{}: last before {:?} ms {:?}, next after {:?} ms",
+                s.port,
+                last.map(|x| (returned_ns as i64 - x.ts_ns as i64) / 1_000_000),
+                last.map(|x| x.ca_state),
+                next.map(|x| (x.ts_ns - returned_ns) / 1_000_000)
+            )
+        })
+        .collect();
+    assert!(
+        silent.is_empty(),
+        "{} flows without a sample in the second after the migration: {silent:?}",
+        silent.len()
+    );
+    for s in &sent {
+        let latest = samples
+            .iter()
+            .filter(|x| x.sport == s.port && x.dport == PORT && x.ts_ns <= deadline)
+            .max_by_key(|x| x.ts_ns)
+            .unwrap_or_else(|| panic!("no sample of flow {}", s.port));
+        assert!(
+            latest.ts_ns > returned_ns,
+            "flow {}: no sample within 1 s after the migration",
+            s.port
+        );
+        assert_eq!(latest.cc, HTCP, "flow {}: latest sample {latest:?}", s.port);
+        assert!(latest.ca_map_id.is_some_and(|id| id > 0));
+    }
+
+    // Aggregate throughput: the second after the migration keeps at least half the rate
+    // of the two seconds before it, and the two seconds after that at least 80 %. The
+    // bottleneck sets the aggregate and the switch keeps cwnd/ssthresh, so a dip below that
+    // is a stall, not noise.
+    let rate = |from: Instant, to: Instant| {
+        let at = |t: Instant| {
+            bins.iter()
+                .filter(|(ts, _)| *ts <= t)
+                .map(|(ts, b)| (*ts, *b))
+                .next_back()
+                .unwrap()
+        };
+        let (ta, a) = at(from);
+        let (tb, b) = at(to);
+        (b - a) as f64 * 8.0 / (tb - ta).as_secs_f64()
+    };
+    let before = rate(m_start - Duration::from_secs(2), m_start);
+    let just_after = rate(m_end, m_end + Duration::from_secs(1));
+    let later = rate(
+        m_end + Duration::from_secs(1),
+        m_end + Duration::from_secs(3),
+    );
+    println!(
+        "migration took {:?}; aggregate {:.1} Mbit/s before, {:.1} in the second after, {:.1} 1-3 s after",
+        m_end - m_start,
+        before / 1e6,
+        just_after / 1e6,
+        later / 1e6
+    );
+    assert!(
+        before > 100e6,
+        "aggregate before {before} bit/s: the path is not busy"
+    );
+    assert!(
+        just_after >= 0.5 * before,
+        "throughput fell to {just_after} from {before} bit/s"
+    );
+    assert!(
+        later >= 0.8 * before,
+        "throughput did not recover: {later} vs {before}"
+    );
+}
+
+#[test]
+fn bad_targets_and_filters_are_refused_and_change_nothing() {
+    let _k = KERNEL.lock().unwrap_or_else(|e| e.into_inner());
+    require_root();
+    clean_slate(PREFIX, &[HTCP]);
+    let ns = Netns::new("cctl-ma-bad");
+    let _conns = idle_pairs(&ns.0, 4, "cubic", 5412);
+    let rec = registry::load(
+        "htcp",
+        &LoadOptions {
+            owned: true,
+            ..Default::default()
+        },
+    )
+    .expect("bpf_htcp loads");
+    let guard = LoadGuard::new(rec.name.clone());
+    let before = census(&ns.0);
+    assert_eq!(before.iter().filter(|s| s.cc == "cubic").count(), 4);
+
+    let cases: &[(&[&str], i32, &str)] = &[
+        (
+            &["--to", "ma_nosuch"],
+            2,
+            "is not registered in the kernel (registered: ",
+        ),
+        (
+            &["--to", "reno", "--port", "9"],
+            7,
+            "no established TCP socket matches --from cubic --port 9",
+        ),
+        (
+            &["--to", "reno", "--addr", "10.9.9.9"],
+            7,
+            "nothing was changed",
+        ),
+        (&["--to", "cubic"], 2, "source and target are the same"),
+        // Restricted: not in tcp_allowed_congestion_control, and this is not the initial namespace.
+        (
+            &["--to", HTCP],
+            5,
+            "it is restricted (not in net.ipv4.tcp_allowed_congestion_control",
+        ),
+    ];
+    for (extra, code, msg) in cases {
+        let mut args = vec!["migrate", "--from", "cubic", "--netns", &ns.0];
+        args.extend_from_slice(extra);
+        let o = cctl(&args);
+        assert_eq!(o.status.code(), Some(*code), "{args:?}: {}", text(&o));
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains(msg),
+            "{args:?}: {}",
+            text(&o)
+        );
+        assert_eq!(census(&ns.0), before, "{args:?} changed a socket");
+    }
+    let o = cctl(&[
+        "migrate",
+        "--from",
+        "cubic",
+        "--to",
+        "reno",
+        "--netns",
+        "cctl-ma-none",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("give a name from `ip netns list`"));
+
+    // The override moves them, and a dry run before it changes nothing.
+    let o = cctl(&[
+        "migrate",
+        "--from",
+        "cubic",
+        "--to",
+        HTCP,
+        "--netns",
+        &ns.0,
+        "--allow-restricted",
+        "--dry-run",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(census(&ns.0), before, "a dry run changed a socket");
+    let o = cctl(&[
+        "migrate",
+        "--from",
+        "cubic",
+        "--to",
+        HTCP,
+        "--netns",
+        &ns.0,
+        "--allow-restricted",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let after = census(&ns.0);
+    assert_eq!(
+        after
+            .iter()
+            .filter(|s| s.cc == HTCP && s.ca_map_id.is_some())
+            .count(),
+        4
+    );
+    // Back, so the guard can unload it.
+    let o = cctl(&["migrate", "--from", HTCP, "--to", "reno", "--netns", &ns.0]);
+    assert!(o.status.success(), "{}", text(&o));
+    guard.unload().expect("unload");
+}
+
+#[test]
+fn unload_refuses_while_flows_use_it_and_migrates_them_first_when_asked() {
+    let _k = KERNEL.lock().unwrap_or_else(|e| e.into_inner());
+    require_root();
+    clean_slate(PREFIX, &[HTCP]);
+    let ns = Netns::new("cctl-ma-unl");
+    let rec = registry::load(
+        "htcp",
+        &LoadOptions {
+            owned: true,
+            ..Default::default()
+        },
+    )
+    .expect("bpf_htcp loads");
+    let guard = LoadGuard::new(rec.name.clone());
+    let _conns = idle_pairs(&ns.0, 3, HTCP, 5413);
+
+    let o = cctl(&["unload", HTCP]);
+    assert_eq!(o.status.code(), Some(6), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("is still used by 3 established TCP socket(s)"),
+        "{err}"
+    );
+    assert!(
+        err.contains("netns cctl-ma-unl: 3") && err.contains("--migrate-to"),
+        "{err}"
+    );
+    assert!(
+        cctl_tests::available().contains(&HTCP.to_string()),
+        "refused, yet unloaded"
+    );
+
+    let o = cctl(&["unload", HTCP, "--migrate-to", "reno"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(!cctl_tests::available().contains(&HTCP.to_string()));
+    let now = census(&ns.0);
+    assert_eq!(
+        now.iter()
+            .filter(|s| s.state == "ESTABLISHED" && s.sport != 5413)
+            .map(|s| s.cc.as_str())
+            .collect::<Vec<_>>(),
+        vec!["reno"; 3]
+    );
+    drop(guard);
+}
