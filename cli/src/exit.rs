@@ -67,7 +67,7 @@ pub fn code_for(err: &anyhow::Error) -> i32 {
                 Error::BadFilter { .. } | Error::NotRegistered { .. } => USAGE,
                 Error::NotAllowed { .. } => CONFLICT,
                 Error::NoMatch { .. } => NO_MATCH,
-                Error::InUse { .. } => IN_USE,
+                Error::InUse { .. } | Error::NamedByPolicy { .. } => IN_USE,
             };
         }
     }

@@ -211,6 +211,15 @@ pub enum Error {
         census: String,
     },
 
+    /// An algorithm that a `cctl policy` rule still names (unload refused).
+    #[error("'{name}' is named by policy rules ({rules}); not unloaded: remove those rules first (`cctl policy remove --port N | --cgroup PATH`)")]
+    NamedByPolicy {
+        /// The congestion-control name.
+        name: String,
+        /// The rules (`port 5201 → bpf_htcp`).
+        rules: String,
+    },
+
     /// An algorithm that established sockets still use (unload refused or migration incomplete).
     #[error("'{name}' is still used by {count} established TCP socket(s) ({detail}); {hint}")]
     InUse {

@@ -4,7 +4,9 @@
 use std::collections::BTreeMap;
 
 use anyhow::Result;
+use cctl_loader::migrate::{self, SocketFilter};
 use cctl_loader::registry::{LoadedCc, Version};
+use cctl_loader::upgrade;
 use cctl_loader::upgrade::SocketCounts;
 use cctl_loader::{algos, kernel, registry};
 
@@ -27,9 +29,22 @@ pub fn run(args: Args) -> Result<i32> {
     let available = kernel::available_ccs().unwrap_or_default();
     let default = kernel::default_cc().unwrap_or_default();
     let loaded = registry::list_loaded().unwrap_or_default();
-    // Established sockets per (name, version), from a socket census
-    // (`upgrade::socket_counts`); empty = unknown, not shown.
-    let counts = SocketCounts::new();
+    // Established sockets per (name, version), from a socket census of every network
+    // namespace (a BPF iterator, root only); empty = unknown, not shown.
+    let counts = if loaded.is_empty() {
+        SocketCounts::new()
+    } else {
+        migrate::sockets_all_namespaces(&SocketFilter::default())
+            .map(|v| {
+                upgrade::socket_counts(
+                    &loaded,
+                    v.iter()
+                        .filter(|s| s.state == "ESTABLISHED")
+                        .map(|s| (s.cc.as_str(), s.ca_map_id)),
+                )
+            })
+            .unwrap_or_default()
+    };
 
     if args.json {
         for a in algos::ALGORITHMS {

@@ -3,7 +3,7 @@
 
 use anyhow::Result;
 use cctl_loader::migrate::{self, MigrateRequest, SocketFilter};
-use cctl_loader::{algos, registry, Error};
+use cctl_loader::{algos, policy, registry, Error};
 
 use crate::exit;
 
@@ -60,6 +60,18 @@ pub fn run(args: Args) -> Result<i32> {
     let ctx = |e: Error| anyhow::Error::new(e).context(format!("unloading {}", args.name));
     // Names cctl did not load get registry::unload's own refusal below.
     if let Some(name) = registered_name(&args.name) {
+        // A policy rule naming it would make new connections fail back to the default.
+        let rules = policy::rules_using(&name).map_err(ctx)?;
+        if !rules.is_empty() {
+            let listed: Vec<String> = rules
+                .iter()
+                .map(|r| format!("{} \u{2192} {}", r.target, r.cc))
+                .collect();
+            return Err(ctx(Error::NamedByPolicy {
+                name: name.clone(),
+                rules: listed.join(", "),
+            }));
+        }
         let users = migrate::established_users(&name).map_err(ctx)?;
         if !users.is_empty() {
             let Some(to) = &args.migrate_to else {
