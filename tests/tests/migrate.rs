@@ -102,7 +102,15 @@ impl Drop for Netns {
 fn idle_pairs(ns: &str, n: usize, cc: &str, port: u16) -> Vec<TcpStream> {
     let cc = cc.to_string();
     spawn_in_netns(ns, move || {
-        let l = TcpListener::bind(("127.0.0.1", port)).unwrap();
+        // The accepted ends inherit the listener's reno, so that only the `n` connecting
+        // ends run `cc` whatever the namespace's default is (cubic on Debian, bbr here).
+        let l = Socket::new(Domain::IPV4, Type::STREAM, None).unwrap();
+        l.set_reuse_address(true).unwrap();
+        l.set_tcp_congestion(b"reno").unwrap();
+        l.bind(&SocketAddr::from(([127, 0, 0, 1], port)).into())
+            .unwrap();
+        l.listen(128).unwrap();
+        let l = TcpListener::from(l);
         let mut v = Vec::new();
         for _ in 0..n {
             let s = Socket::new(Domain::IPV4, Type::STREAM, None).unwrap();
