@@ -25,7 +25,10 @@ struct Netns;
 
 impl Netns {
     fn create() -> Result<Netns> {
-        let _ = Command::new("ip").args(["netns", "delete", NS]).status();
+        // A crashed earlier run's namespace.
+        if std::path::Path::new("/run/netns").join(NS).exists() {
+            let _ = Command::new("ip").args(["netns", "delete", NS]).status();
+        }
         for args in [
             vec!["netns", "add", NS],
             vec!["-n", NS, "link", "set", "lo", "up"],

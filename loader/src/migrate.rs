@@ -40,19 +40,6 @@ unsafe impl plain::Plain for mig_rec {}
 
 /// Where `ip netns` keeps named network namespaces.
 pub const NETNS_RUN_DIR: &str = "/run/netns";
-/// Where the cgroup v2 hierarchy is usually mounted (hybrid hosts: /sys/fs/cgroup/unified;
-/// the first cgroup2 mount of /proc/self/mounts is used).
-pub const CGROUP2_ROOT: &str = "/sys/fs/cgroup";
-
-/// Mount point of the cgroup v2 hierarchy, from /proc/self/mounts.
-pub fn cgroup2_root() -> Option<PathBuf> {
-    std::fs::read_to_string("/proc/self/mounts")
-        .ok()?
-        .lines()
-        .map(|l| l.split_whitespace().collect::<Vec<_>>())
-        .find(|w| w.len() > 2 && w[2] == "cgroup2")
-        .map(|w| PathBuf::from(w[1]))
-}
 /// The congestion controls unprivileged sockets may choose (global).
 pub const ALLOWED_CC: &str = "/proc/sys/net/ipv4/tcp_allowed_congestion_control";
 
@@ -319,10 +306,10 @@ fn resolve_cgroup(arg: &Path) -> Result<(u64, i32)> {
         what: format!("--cgroup {}", arg.display()),
         reason,
     };
-    let Some(root) = cgroup2_root() else {
-        return Err(bad(format!(
-            "no cgroup v2 hierarchy is mounted (cgroup v1 is not supported; usually at {CGROUP2_ROOT})"
-        )));
+    let Ok(root) = crate::policy::cgroup2_mount() else {
+        return Err(bad(
+            "no cgroup v2 hierarchy is mounted (cgroup v1 is not supported; usually at /sys/fs/cgroup)".into(),
+        ));
     };
     let root = root.as_path();
     let candidate = if arg.starts_with(root) {
