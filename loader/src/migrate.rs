@@ -28,6 +28,7 @@ use std::time::{Duration, Instant};
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{Iter, RingBufferBuilder};
 
+use crate::algo::{read_name, write_name};
 use crate::algos;
 use crate::error::{Error, Result};
 use crate::kernel;
@@ -362,21 +363,6 @@ struct NsRun {
     elapsed: Duration,
 }
 
-fn copy_name(dst: &mut [i8; 16], name: &str) {
-    for (d, b) in dst.iter_mut().zip(name.bytes().take(15)) {
-        *d = b as i8;
-    }
-}
-
-fn c_name(raw: &[i8; 16]) -> String {
-    let bytes: Vec<u8> = raw
-        .iter()
-        .take_while(|&&c| c != 0)
-        .map(|&c| c as u8)
-        .collect();
-    String::from_utf8_lossy(&bytes).into_owned()
-}
-
 /// TCP socket count of the whole host (`TCP: ... alloc N` of /proc/net/sockstat is global).
 fn tcp_sockets_allocated() -> u64 {
     std::fs::read_to_string("/proc/net/sockstat")
@@ -405,9 +391,9 @@ fn run_iter(cfg: &IterConfig, targets: &[Netns]) -> Result<Vec<NsRun>> {
         ro.census = cfg.census;
         ro.dry_run = cfg.dry_run;
         if let Some(from) = &cfg.from {
-            copy_name(&mut ro.from_cc, from);
+            write_name(&mut ro.from_cc, from);
         }
-        copy_name(&mut ro.to_cc, &cfg.to);
+        write_name(&mut ro.to_cc, &cfg.to);
         ro.filter_port = cfg.port.unwrap_or(0);
         match cfg.addr {
             Some(IpAddr::V4(a)) => {
@@ -557,7 +543,7 @@ fn socket_info(netns: &str, r: &mig_rec) -> SocketInfo {
         daddr: addr_of(r.family, &r.daddr),
         dport: r.dport,
         state: state_name(r.state).into(),
-        cc: c_name(&r.cc),
+        cc: read_name(&r.cc),
         ca_map_id: (r.ca_map_id != 0).then_some(r.ca_map_id),
     }
 }
@@ -790,7 +776,7 @@ pub fn migrate(req: &MigrateRequest) -> Result<MigrateReport> {
             socket: socket_info(&ns.label, r),
             action,
             errno: (action == Action::Failed).then_some(r.err),
-            new_cc: c_name(&r.new_cc),
+            new_cc: read_name(&r.new_cc),
             new_ca_map_id: (r.new_ca_map_id != 0).then_some(r.new_ca_map_id),
         });
     }
@@ -877,9 +863,9 @@ mod tests {
     #[test]
     fn names_round_trip_through_the_c_arrays() {
         let mut raw = [0i8; 16];
-        copy_name(&mut raw, "bpf_htcp");
-        assert_eq!(c_name(&raw), "bpf_htcp");
-        copy_name(&mut raw, "0123456789abcdefXYZ");
+        write_name(&mut raw, "bpf_htcp");
+        assert_eq!(read_name(&raw), "bpf_htcp");
+        write_name(&mut raw, "0123456789abcdefXYZ");
         assert_eq!(raw[15], 0, "the last byte stays NUL");
     }
 

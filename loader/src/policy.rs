@@ -312,19 +312,8 @@ fn write_meta(meta: &Meta) -> Result<()> {
 
 fn name_bytes(cc: &str) -> [i8; 16] {
     let mut out = [0i8; 16];
-    for (d, b) in out.iter_mut().zip(cc.bytes().take(15)) {
-        *d = b as i8;
-    }
+    crate::algo::write_name(&mut out, cc);
     out
-}
-
-fn name_of(raw: &[i8; 16]) -> String {
-    let bytes: Vec<u8> = raw
-        .iter()
-        .take_while(|&&c| c != 0)
-        .map(|&c| c as u8)
-        .collect();
-    String::from_utf8_lossy(&bytes).into_owned()
 }
 
 fn rule_bytes(cc: &str) -> Vec<u8> {
@@ -509,7 +498,7 @@ pub fn add(spec: &RuleSpec, cc: &str) -> Result<Added> {
                 .lookup(&key, MapFlags::ANY)
                 .map_err(|e| Error::bpf("reading the rule map", e))?
             {
-                replaced = decode(&old).map(|r| name_of(&r.cc));
+                replaced = decode(&old).map(|r| crate::algo::read_name(&r.cc));
             }
             map.update(&key, &value, MapFlags::ANY).map_err(|e| {
                 let full = map.keys().count() >= MAX_RULES;
@@ -559,7 +548,7 @@ fn errno_text(err: i64) -> String {
 }
 
 fn to_rule(target: Target, r: &policy_rule, available: &[String], attached: bool) -> Rule {
-    let cc = name_of(&r.cc);
+    let cc = crate::algo::read_name(&r.cc);
     Rule {
         cc_registered: available.contains(&cc),
         target,
@@ -820,11 +809,14 @@ mod tests {
         let bytes = rule_bytes("bpf_htcp");
         assert_eq!(bytes.len(), std::mem::size_of::<policy_rule>());
         let r = decode(&bytes).unwrap();
-        assert_eq!(name_of(&r.cc), "bpf_htcp");
+        assert_eq!(crate::algo::read_name(&r.cc), "bpf_htcp");
         assert_eq!((r.applied, r.kept, r.failed, r.last_err), (0, 0, 0, 0));
         // 15 characters is the kernel's limit; the 16th byte stays NUL.
         let long = rule_bytes("abcdefghijklmnop");
-        assert_eq!(name_of(&decode(&long).unwrap().cc), "abcdefghijklmno");
+        assert_eq!(
+            crate::algo::read_name(&decode(&long).unwrap().cc),
+            "abcdefghijklmno"
+        );
     }
 
     #[test]

@@ -175,15 +175,6 @@ fn addr(family: u16, raw: &[u8; 16]) -> IpAddr {
     }
 }
 
-fn c_name(raw: &[std::os::raw::c_char]) -> String {
-    let bytes: Vec<u8> = raw
-        .iter()
-        .take_while(|&&c| c != 0)
-        .map(|&c| c as u8)
-        .collect();
-    String::from_utf8_lossy(&bytes).into_owned()
-}
-
 impl Sample {
     /// Decodes one ring-buffer record (a `struct cctl_sample`). `None` if too short.
     pub fn decode(data: &[u8]) -> Option<Sample> {
@@ -196,7 +187,7 @@ impl Sample {
             sport: raw.sport,
             daddr: addr(raw.family, &raw.daddr),
             dport: raw.dport,
-            cc: c_name(&raw.cc_name),
+            cc: crate::algo::read_name(&raw.cc_name),
             ca_state: CaState::from_raw(raw.ca_state),
             state_change: raw.flags & FLAG_STATE_CHANGE != 0,
             cwnd: raw.snd_cwnd,

@@ -170,6 +170,19 @@ fn update_link(link: &libbpf_rs::Link, map: &libbpf_rs::MapHandle, name: &str) -
     Ok(())
 }
 
+/// The record of `rec`'s running version. Errors: [`Error::NoVersion`] when the metadata
+/// has no entry for it.
+fn current_version(name: &str, rec: &LoadedCc) -> Result<Version> {
+    rec.versions
+        .iter()
+        .find(|v| v.version == rec.version)
+        .cloned()
+        .ok_or_else(|| Error::NoVersion {
+            name: name.to_string(),
+            detail: format!("has no record of its current version v{}", rec.version),
+        })
+}
+
 /// Loads a new version of a registered name and swaps it in atomically: new
 /// connections get it at once, established ones keep the version they run.
 /// `arg` is the registered name or the key of an algorithm loaded under its
@@ -189,15 +202,7 @@ pub fn upgrade(arg: &str, opts: &UpgradeOptions) -> Result<Swap> {
     let _lock = lock_name(&name)?;
     let link = open_link(&name)?;
     let mut rec = current_record(&name, &link)?;
-    let from = rec
-        .versions
-        .iter()
-        .find(|v| v.version == rec.version)
-        .cloned()
-        .ok_or_else(|| Error::NoVersion {
-            name: name.clone(),
-            detail: format!("has no record of its current version v{}", rec.version),
-        })?;
+    let from = current_version(&name, &rec)?;
     let n = rec.versions.iter().map(|v| v.version).max().unwrap_or(0) + 1;
 
     let (mut reg, mut to) = match &opts.object {
@@ -312,15 +317,7 @@ pub fn rollback(arg: &str, to: Option<u32>) -> Result<Swap> {
     let link = open_link(&name)?;
     let mut rec = current_record(&name, &link)?;
     let listing = versions_summary(&rec);
-    let from = rec
-        .versions
-        .iter()
-        .find(|v| v.version == rec.version)
-        .cloned()
-        .ok_or_else(|| Error::NoVersion {
-            name: name.clone(),
-            detail: format!("has no record of its current version v{}", rec.version),
-        })?;
+    let from = current_version(&name, &rec)?;
     let target = match to {
         Some(n) if n == rec.version => {
             return Err(Error::NoVersion {

@@ -50,12 +50,23 @@ pub(crate) fn ca_from_bytes<T: plain::Plain + Default>(bytes: &[u8]) -> Option<T
     Some(t)
 }
 
-/// Writes a congestion-control name into a struct_ops `name` field (NUL-padded).
+/// Writes a congestion-control name into a C `char[16]` (a struct_ops `name` field, a
+/// BPF global): NUL-padded, cut at 15 bytes so that the last byte stays NUL.
 pub(crate) fn write_name(dst: &mut [std::os::raw::c_char; 16], name: &str) {
     dst.fill(0);
-    for (d, b) in dst.iter_mut().zip(name.bytes()) {
+    for (d, b) in dst.iter_mut().zip(name.bytes().take(15)) {
         *d = b as std::os::raw::c_char;
     }
+}
+
+/// Reads a NUL-terminated congestion-control name out of a C `char` array.
+pub(crate) fn read_name(raw: &[std::os::raw::c_char]) -> String {
+    let bytes: Vec<u8> = raw
+        .iter()
+        .take_while(|&&c| c != 0)
+        .map(|&c| c as u8)
+        .collect();
+    String::from_utf8_lossy(&bytes).into_owned()
 }
 
 /// Maps a failed `attach_struct_ops` to a typed error.
