@@ -922,21 +922,27 @@ mod tests {
         assert_eq!(sh_quote(Path::new("/tmp/a'b")), r"'/tmp/a'\''b'");
     }
 
-    /// Needs root and the VM deps (`make vm-deps`): boots the 6.12 guest once (~30 s under TCG).
-    #[test]
-    fn guest_kernel_has_netem_and_native_htcp() {
+    /// The spec of a test that boots the 6.12 guest (5-minute limit); fails, never
+    /// skips, without root or the VM deps. `what` says what the test does there.
+    fn guest_test_spec(what: &str) -> VmSpec {
         assert!(
             nix::unistd::geteuid().is_root(),
-            "this test boots a VM whose guest loads modules and builds a netns as the calling \
-             user, so it needs root; run it as root, as CI does"
+            "this test boots a VM as the calling user and {what}, so it needs root; run it \
+             as root, as CI does"
         );
         if let Err(e) = check_vm_deps() {
             panic!("this test boots a 6.12 guest with virtme-ng: {e}");
         }
-        let spec = VmSpec {
+        VmSpec {
             timeout: Duration::from_secs(300),
             ..VmSpec::detect().unwrap_or_else(|e| panic!("{e}"))
-        };
+        }
+    }
+
+    /// Needs root and the VM deps (`make vm-deps`): boots the 6.12 guest once (~30 s under TCG).
+    #[test]
+    fn guest_kernel_has_netem_and_native_htcp() {
+        let spec = guest_test_spec("loads modules and builds a netns in its guest");
         let script = "\
             set -e
             echo \"kernel $(uname -r)\"
@@ -986,18 +992,7 @@ mod tests {
     /// with the kernel's last words (~30 s under TCG).
     #[test]
     fn a_guest_that_dies_is_reported_with_its_kernel_log() {
-        assert!(
-            nix::unistd::geteuid().is_root(),
-            "this test boots a VM as the calling user and crashes its kernel; run it as root, \
-             as CI does"
-        );
-        if let Err(e) = check_vm_deps() {
-            panic!("this test boots a 6.12 guest with virtme-ng: {e}");
-        }
-        let spec = VmSpec {
-            timeout: Duration::from_secs(300),
-            ..VmSpec::detect().unwrap_or_else(|e| panic!("{e}"))
-        };
+        let spec = guest_test_spec("crashes its guest's kernel");
         let script = "\
             echo cctl-marker-before-crash >/dev/kmsg
             # `dmesg -w` starts beside the script; under TCG its start can take seconds.

@@ -128,6 +128,19 @@ fn idle_pairs(ns: &str, n: usize, cc: &str, port: u16) -> Vec<TcpStream> {
     .unwrap()
 }
 
+/// Loads bpf_htcp for this test; the guard unloads it, also when the test fails.
+fn load_htcp() -> LoadGuard {
+    let rec = registry::load(
+        "htcp",
+        &LoadOptions {
+            owned: true,
+            ..Default::default()
+        },
+    )
+    .expect("bpf_htcp loads");
+    LoadGuard::new(rec.name)
+}
+
 fn census(ns: &str) -> Vec<SocketInfo> {
     let mut v = migrate::sockets(&SocketFilter {
         netns: Some(ns.into()),
@@ -167,15 +180,7 @@ fn two_hundred_busy_cubic_flows_move_to_bpf_htcp_without_a_reset_or_a_lost_byte(
     const PORT: u16 = 5411;
     const CHUNK: usize = 16 * 1024;
 
-    let rec = registry::load(
-        "htcp",
-        &LoadOptions {
-            owned: true,
-            ..Default::default()
-        },
-    )
-    .expect("bpf_htcp loads");
-    let guard = LoadGuard::new(rec.name.clone());
+    let guard = load_htcp();
     // The documented way to let a non-initial namespace's flows run a restricted CC.
     let _allow = AllowGuard::allow(HTCP);
 
@@ -473,15 +478,7 @@ fn bad_targets_and_filters_are_refused_and_change_nothing() {
     clean_slate(PREFIX, &[HTCP]);
     let ns = Netns::new("cctl-ma-bad");
     let _conns = idle_pairs(&ns.0, 4, "cubic", 5412);
-    let rec = registry::load(
-        "htcp",
-        &LoadOptions {
-            owned: true,
-            ..Default::default()
-        },
-    )
-    .expect("bpf_htcp loads");
-    let guard = LoadGuard::new(rec.name.clone());
+    let guard = load_htcp();
     let before = census(&ns.0);
     assert_eq!(before.iter().filter(|s| s.cc == "cubic").count(), 4);
 
@@ -578,15 +575,7 @@ fn unload_refuses_while_flows_use_it_and_migrates_them_first_when_asked() {
     require_root();
     clean_slate(PREFIX, &[HTCP]);
     let ns = Netns::new("cctl-ma-unl");
-    let rec = registry::load(
-        "htcp",
-        &LoadOptions {
-            owned: true,
-            ..Default::default()
-        },
-    )
-    .expect("bpf_htcp loads");
-    let guard = LoadGuard::new(rec.name.clone());
+    let guard = load_htcp();
     let _conns = idle_pairs(&ns.0, 3, HTCP, 5413);
 
     let o = cctl(&["unload", HTCP]);
