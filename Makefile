@@ -6,6 +6,7 @@ CCTL := target/release/cctl
 
 .PHONY: compare all deps vm-deps vm-deps-if-needed build test demo demo-tbf bench-collector lint fmt install clean
 .PHONY: bench-migrate
+.PHONY: bench-top
 
 all: build
 
@@ -61,6 +62,12 @@ bench-collector: deps
 # busy flows per 100 ms around a migration (loopback in a namespace). BENCH_ARGS="--repeats 5 --json".
 bench-migrate: deps
 	$(CARGO) run --release -p cctl-loader --example migrate_rate -- $(BENCH_ARGS)
+
+# Dashboard CPU: `cctl top` (release) in tmux at 200x50, 10 Hz refresh, with 1,000 and then
+# 100 loopback flows sampled 10 times a second each. BENCH_ARGS="flows seconds", default "1000 30".
+bench-top: deps
+	$(CARGO) build --release -p cctl
+	$(CARGO) run --release -p cctl-tests --example top_cpu -- $(BENCH_ARGS)
 
 lint:
 	$(CARGO) fmt --all -- --check

@@ -4,6 +4,8 @@ use std::sync::Mutex;
 
 use cctl_loader::registry;
 
+pub mod tmux;
+
 /// Kernel tests touch global state (CC names, namespaces): they take this lock.
 pub static KERNEL: Mutex<()> = Mutex::new(());
 
