@@ -104,7 +104,10 @@ fn parse_args() -> Result<Args> {
                 a.against = match it.next().as_deref() {
                     Some("top") => Against::Top,
                     Some("trace") => Against::Trace,
-                    other => bail!("--against {other:?}: give `top` or `trace`\n{USAGE}"),
+                    other => bail!(
+                        "--against {}: give `top` or `trace`\n{USAGE}",
+                        other.unwrap_or("(nothing)")
+                    ),
                 }
             }
             "--write-ms" => {
@@ -161,7 +164,10 @@ impl Drop for Netns {
 }
 
 fn ip(args: &[&str]) -> Result<()> {
-    let out = Command::new("ip").args(args).output().context("running ip")?;
+    let out = Command::new("ip")
+        .args(args)
+        .output()
+        .context("running ip")?;
     ensure!(
         out.status.success(),
         "ip {}: {}",
@@ -182,35 +188,39 @@ struct Flows {
 
 impl Flows {
     fn start(n: usize, write_ms: u64) -> Result<Flows> {
-        let pairs = spawn_in_netns(NETNS, move || -> std::io::Result<Vec<(TcpStream, TcpStream)>> {
-            let l = Socket::new(Domain::IPV4, Type::STREAM, None)?;
-            l.set_reuse_address(true)?;
-            // Accepted sockets inherit it: the receiving ends are not selected by --cc reno.
-            l.set_tcp_congestion(RECEIVER_CC.as_bytes())?;
-            l.bind(&SocketAddr::from(([127, 0, 0, 1], PORT)).into())?;
-            l.listen(1024)?;
-            let l = TcpListener::from(l);
-            let mut pairs = Vec::with_capacity(n);
-            for _ in 0..n {
-                let s = Socket::new(Domain::IPV4, Type::STREAM, None)?;
-                s.set_tcp_congestion(SENDER_CC.as_bytes())?;
-                s.connect(&SocketAddr::from(([127, 0, 0, 1], PORT)).into())?;
-                let (r, _) = l.accept()?;
-                let s = TcpStream::from(s);
-                s.set_nodelay(true)?;
-                s.set_nonblocking(true)?;
-                r.set_nonblocking(true)?;
-                pairs.push((s, r));
-            }
-            Ok(pairs)
-        })?
+        let pairs = spawn_in_netns(
+            NETNS,
+            move || -> std::io::Result<Vec<(TcpStream, TcpStream)>> {
+                let l = Socket::new(Domain::IPV4, Type::STREAM, None)?;
+                l.set_reuse_address(true)?;
+                // Accepted sockets inherit it: the receiving ends are not selected by --cc reno.
+                l.set_tcp_congestion(RECEIVER_CC.as_bytes())?;
+                l.bind(&SocketAddr::from(([127, 0, 0, 1], PORT)).into())?;
+                l.listen(1024)?;
+                let l = TcpListener::from(l);
+                let mut pairs = Vec::with_capacity(n);
+                for _ in 0..n {
+                    let s = Socket::new(Domain::IPV4, Type::STREAM, None)?;
+                    s.set_tcp_congestion(SENDER_CC.as_bytes())?;
+                    s.connect(&SocketAddr::from(([127, 0, 0, 1], PORT)).into())?;
+                    let (r, _) = l.accept()?;
+                    let s = TcpStream::from(s);
+                    s.set_nodelay(true)?;
+                    s.set_nonblocking(true)?;
+                    r.set_nonblocking(true)?;
+                    pairs.push((s, r));
+                }
+                Ok(pairs)
+            },
+        )?
         .join()
         .map_err(|_| anyhow::anyhow!("the connecting thread panicked"))??
         .with_context(|| format!("opening {n} loopback connections"))?;
 
         let stop = Arc::new(AtomicBool::new(false));
         let errors = Arc::new(AtomicU64::new(0));
-        let mut chunks: Vec<Vec<(TcpStream, TcpStream)>> = (0..WORKERS).map(|_| Vec::new()).collect();
+        let mut chunks: Vec<Vec<(TcpStream, TcpStream)>> =
+            (0..WORKERS).map(|_| Vec::new()).collect();
         for (i, p) in pairs.into_iter().enumerate() {
             chunks[i % WORKERS].push(p);
         }
@@ -374,10 +384,7 @@ struct Figures {
 /// The `cctl` measured: a tmux session or a child process with a line counter.
 enum Subject {
     Top(Tmux),
-    Trace {
-        child: Child,
-        lines: Arc<AtomicU64>,
-    },
+    Trace { child: Child, lines: Arc<AtomicU64> },
 }
 
 impl Drop for Subject {
@@ -449,7 +456,10 @@ fn run(n: usize, a: &Args) -> Result<Figures> {
                 break;
             }
             if let Some(code) = t.pane_dead_status()? {
-                bail!("cctl top exited with status {code}:\n{}", t.transcript(50)?.trim_end());
+                bail!(
+                    "cctl top exited with status {code}:\n{}",
+                    t.transcript(50)?.trim_end()
+                );
             }
             if t0.elapsed() > Duration::from_secs(SHOW_TIMEOUT_S) {
                 bail!(
@@ -513,7 +523,23 @@ fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
     v.map_or_else(|| "-".to_string(), |v| v.to_string())
 }
 
-fn main() -> Result<()> {
+fn main() {
+    let code = match bench() {
+        Ok(()) => 0,
+        Err(_) if INTERRUPTED.load(Ordering::SeqCst) => {
+            eprintln!("top_cpu: interrupted; flows, namespace and tmux session removed");
+            130
+        }
+        Err(e) => {
+            eprintln!("top_cpu: {e:#}");
+            1
+        }
+    };
+    std::process::exit(code);
+}
+
+/// Runs the benchmark; every guard (namespace, sockets, tmux) has been dropped when it returns.
+fn bench() -> Result<()> {
     let a = parse_args()?;
     ensure!(
         nix::unistd::geteuid().is_root(),
@@ -530,20 +556,17 @@ fn main() -> Result<()> {
     raise_nofile(2 * *sizes.iter().max().unwrap() as u64 + 256)?;
     let dir = PathBuf::from("results/top-cpu");
     std::fs::create_dir_all(&dir)?;
-    let path = dir.join(format!("{}.json", chrono::Utc::now().format("%Y%m%dT%H%M%SZ")));
+    let path = dir.join(format!(
+        "{}.json",
+        chrono::Utc::now().format("%Y%m%dT%H%M%SZ")
+    ));
     let mut out = std::fs::File::create(&path)?;
     println!(
         "{:>6} {:>5} {:>6} {:>10} {:>6} {:>7} {:>9} {:>8}",
         "cctl", "flows", "shown", "samples/s", "drops", "cpu %", "RSS KiB", "peak KiB"
     );
     for n in sizes {
-        let f = match run(n, &a) {
-            Err(e) if INTERRUPTED.load(Ordering::SeqCst) => {
-                eprintln!("top_cpu: {e}");
-                std::process::exit(130);
-            }
-            other => other?,
-        };
+        let f = run(n, &a)?;
         println!(
             "{:>6} {:>5} {:>6} {:>10} {:>6} {:>7.2} {:>9} {:>8}",
             format!("{:?}", f.against).to_lowercase(),
@@ -556,7 +579,10 @@ fn main() -> Result<()> {
             f.rss_peak_kib
         );
         if f.generator_errors > 0 {
-            eprintln!("top_cpu: the flow generator saw {} write errors", f.generator_errors);
+            eprintln!(
+                "top_cpu: the flow generator saw {} write errors",
+                f.generator_errors
+            );
         }
         writeln!(out, "{}", serde_json::to_string(&f)?)?;
     }

@@ -1,6 +1,7 @@
 //! A tmux driver for the end-to-end tests and benchmarks of `cctl top`: one session on a
 //! private tmux server, read back with `capture-pane`, killed on drop (also when a test fails).
 
+use std::path::PathBuf;
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
@@ -22,6 +23,8 @@ static STARTED: AtomicU32 = AtomicU32::new(0);
 #[derive(Debug)]
 pub struct Tmux {
     socket: String,
+    /// The server's socket file, removed on drop (kill-server leaves it).
+    socket_path: Option<PathBuf>,
 }
 
 impl Tmux {
@@ -31,8 +34,9 @@ impl Tmux {
     /// Errors: tmux missing (`make deps` installs it) or failing to start the session.
     pub fn start(prefix: &str, cmd: &[&str], width: u16, height: u16) -> Result<Tmux> {
         let n = STARTED.fetch_add(1, Ordering::Relaxed);
-        let t = Tmux {
+        let mut t = Tmux {
             socket: format!("{prefix}{}-{n}", std::process::id()),
+            socket_path: None,
         };
         // Options first, in the same tmux invocation, so that a command exiting at once
         // still leaves its pane (and exit status) behind.
@@ -59,6 +63,7 @@ impl Tmux {
         ];
         args.extend_from_slice(cmd);
         t.tmux(&args).context("starting the tmux session")?;
+        t.socket_path = t.display("#{socket_path}").ok().map(PathBuf::from);
         Ok(t)
     }
 
@@ -126,14 +131,17 @@ impl Tmux {
             if pred(&screen) {
                 return screen;
             }
-            if t0.elapsed() >= timeout {
+            // A command that exited will not change the screen any more.
+            let dead = self.display("#{pane_dead}").is_ok_and(|d| d == "1");
+            if dead || t0.elapsed() >= timeout {
                 let status = match self.pane_dead_status() {
                     Ok(Some(s)) => format!("the command exited with status {s}"),
                     Ok(None) => "the command is still running".to_string(),
                     Err(e) => format!("status unknown: {e:#}"),
                 };
+                let waited = t0.elapsed().as_secs_f64();
                 panic!(
-                    "waited {timeout:?} for {what}; {status}; last screen:\n{}",
+                    "waited {waited:.1} s for {what}; {status}; last screen:\n{}",
                     screen.trim_end()
                 );
             }
@@ -154,7 +162,9 @@ impl Tmux {
         let code = match (status.parse::<i32>(), signal.parse::<i32>()) {
             (Ok(c), _) => c,
             (_, Ok(sig)) => 128 + sig,
-            _ => bail!("tmux reported a dead pane without a status: {s:?}"),
+            // tmux loses the status of a command that exits while it is still setting up
+            // the pane (within a few ms of the start).
+            _ => bail!("the command exited at once; tmux did not record its status"),
         };
         Ok(Some(code))
     }
@@ -205,5 +215,8 @@ impl Drop for Tmux {
             .arg(&self.socket)
             .arg("kill-server")
             .output();
+        if let Some(p) = &self.socket_path {
+            let _ = std::fs::remove_file(p);
+        }
     }
 }

@@ -173,7 +173,8 @@ impl BulkFlows {
             let stop = stop.clone();
             threads.push(std::thread::spawn(move || {
                 let (mut s, _) = l.accept().expect("accept");
-                s.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
+                s.set_read_timeout(Some(Duration::from_millis(200)))
+                    .unwrap();
                 let mut buf = vec![0u8; 64 * 1024];
                 loop {
                     match s.read(&mut buf) {
@@ -281,22 +282,21 @@ fn top_shows_real_veth_flows_and_migrates_one_from_the_dashboard() {
 
     let t = top(&[]);
     t.wait_for("the dashboard", SHORT, dashboard_up);
-    assert!(t.alternate_on().unwrap(), "top runs in the alternate screen");
+    assert!(
+        t.alternate_on().unwrap(),
+        "top runs in the alternate screen"
+    );
     // Both flows (and their receiving ends), on the testbed's receiver address only, so
     // that other flows on this machine do not push them off the screen.
     t.keys(&["/"]).unwrap();
     t.type_text(&format!("addr:{}", bed.receiver_addr()))
         .unwrap();
     t.keys(&["Enter"]).unwrap();
-    let screen = t.wait_for(
-        "both flows with bpf_reno in the flow table",
-        SHORT,
-        |s| {
-            [flow1, flow2]
-                .iter()
-                .all(|f| row_of(s, *f).is_some_and(|r| shows_cc(r, RENO)))
-        },
-    );
+    let screen = t.wait_for("both flows with bpf_reno in the flow table", SHORT, |s| {
+        [flow1, flow2]
+            .iter()
+            .all(|f| row_of(s, *f).is_some_and(|r| shows_cc(r, RENO)))
+    });
     for port in [PORT1, PORT2] {
         let receiver = SocketAddrV4::new(bed.receiver_addr(), port);
         assert!(
@@ -375,10 +375,16 @@ fn top_restores_the_terminal_on_ctrl_c_and_on_panic() {
     // Ctrl-C, a key in raw mode.
     let t = top(&[]);
     t.wait_for("the dashboard", SHORT, dashboard_up);
-    assert!(t.alternate_on().unwrap(), "top runs in the alternate screen");
+    assert!(
+        t.alternate_on().unwrap(),
+        "top runs in the alternate screen"
+    );
     t.keys(&["C-c"]).unwrap();
     assert_eq!(t.wait_exit(SHORT), 130, "Ctrl-C exits with status 130");
-    assert!(!t.alternate_on().unwrap(), "Ctrl-C leaves the alternate screen");
+    assert!(
+        !t.alternate_on().unwrap(),
+        "Ctrl-C leaves the alternate screen"
+    );
     assert!(t.cursor_visible().unwrap(), "Ctrl-C shows the cursor again");
     drop(t);
 
@@ -388,7 +394,10 @@ fn top_restores_the_terminal_on_ctrl_c_and_on_panic() {
     let pid = nix::unistd::Pid::from_raw(t.pane_pid().unwrap() as i32);
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
     assert_eq!(t.wait_exit(SHORT), 130, "SIGTERM exits with status 130");
-    assert!(!t.alternate_on().unwrap(), "SIGTERM leaves the alternate screen");
+    assert!(
+        !t.alternate_on().unwrap(),
+        "SIGTERM leaves the alternate screen"
+    );
     drop(t);
 
     // A panic (F12 in debug builds).
@@ -396,8 +405,14 @@ fn top_restores_the_terminal_on_ctrl_c_and_on_panic() {
     t.wait_for("the dashboard", SHORT, dashboard_up);
     t.keys(&["F12"]).unwrap();
     assert_eq!(t.wait_exit(SHORT), 101, "a panic exits with status 101");
-    assert!(!t.alternate_on().unwrap(), "a panic leaves the alternate screen");
-    assert!(t.cursor_visible().unwrap(), "a panic shows the cursor again");
+    assert!(
+        !t.alternate_on().unwrap(),
+        "a panic leaves the alternate screen"
+    );
+    assert!(
+        t.cursor_visible().unwrap(),
+        "a panic shows the cursor again"
+    );
     let after = t.transcript(HEIGHT.into()).unwrap();
     assert!(
         after.contains("panicked"),
