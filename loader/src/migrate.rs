@@ -201,6 +201,20 @@ fn initial_ns() -> Option<(u64, u64)> {
     ns_identity(Path::new("/proc/1/ns/net"))
 }
 
+/// Inode of the initial network namespace, fixed since Linux 6.18 (PROC_NET_INIT_INO in
+/// include/linux/proc_ns.h); earlier kernels number it like any other.
+const PROC_NET_INIT_INO: u64 = 0xEFFF_FFF9;
+
+/// Whether the namespace `id` (device, inode) is the initial one: that of pid 1, or, where
+/// /proc/1/ns/net cannot be read (a sandbox hiding pid 1), the fixed inode of 6.18+.
+/// Unknown counts as not initial (the stricter rule applies).
+fn is_initial(id: Option<(u64, u64)>) -> bool {
+    match initial_ns() {
+        Some(init) => id == Some(init),
+        None => id.is_some_and(|(_, ino)| ino == PROC_NET_INIT_INO),
+    }
+}
+
 /// Resolves `--netns`: a name in /run/netns, or a path to a namespace file
 /// (`/proc/<pid>/ns/net`); `None` = the calling thread's namespace.
 ///
@@ -210,7 +224,7 @@ pub fn resolve_netns(arg: Option<&str>) -> Result<Netns> {
         return Ok(Netns {
             label: "current".into(),
             file: None,
-            initial: ns_identity(Path::new("/proc/thread-self/ns/net")) == initial_ns(),
+            initial: is_initial(ns_identity(Path::new("/proc/thread-self/ns/net"))),
         });
     };
     let bad = |reason: String| Error::BadFilter {
@@ -244,7 +258,7 @@ pub fn resolve_netns(arg: Option<&str>) -> Result<Netns> {
     }
     Ok(Netns {
         label: arg.to_string(),
-        initial: ns_identity(&path) == initial_ns(),
+        initial: is_initial(ns_identity(&path)),
         file: Some(file),
     })
 }

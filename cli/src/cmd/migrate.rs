@@ -141,9 +141,7 @@ pub fn run(args: Args) -> Result<i32> {
     } else {
         migrate::migrate(&req).map(|r| vec![r])
     }
-    .map_err(|e| {
-        anyhow::Error::new(e).context(format!("migrating {} -> {}", req.from, req.to))
-    })?;
+    .map_err(|e| anyhow::Error::new(e).context(format!("migrating {} -> {}", req.from, req.to)))?;
     for report in &reports {
         if args.json {
             for s in &report.sockets {
