@@ -514,14 +514,29 @@ impl App {
         self.status = msg.into();
     }
 
-    /// Targets offered in the migrate dialog: the kernel's CCs except `from`, those that
-    /// contain the typed text first.
+    /// Targets offered in the migrate dialog: the kernel's CCs except `from` that contain
+    /// the typed text, best matches first.
     pub fn choices(&self, from: &str, input: &str) -> Vec<String> {
-        self.targets
+        // Exact name first, then names (or cctl names without `bpf_`) that start with the
+        // text, then the rest that contain it; kernel order within each group.
+        let rank = |t: &str| {
+            if t == input {
+                0
+            } else if t.starts_with(input)
+                || t.strip_prefix("bpf_").is_some_and(|k| k.starts_with(input))
+            {
+                1
+            } else {
+                2
+            }
+        };
+        let mut v: Vec<&String> = self
+            .targets
             .iter()
             .filter(|t| t.as_str() != from && t.contains(input))
-            .cloned()
-            .collect()
+            .collect();
+        v.sort_by_key(|t| rank(t));
+        v.into_iter().cloned().collect()
     }
 
     /// Handles one key; returns what the event loop must do.

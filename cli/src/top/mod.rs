@@ -156,6 +156,15 @@ fn event_loop(
         app.footer.bpf_note = Some(format!("no BPF stats ({e})"));
     }
     let mut next_frame = Instant::now();
+    // A migration runs on its own thread; quitting waits for it, so that no flow is left
+    // half-moved by the process exiting under it.
+    let mut running: Option<std::thread::JoinHandle<()>> = None;
+    let finish = |running: Option<std::thread::JoinHandle<()>>, code: i32| {
+        if let Some(t) = running {
+            let _ = t.join();
+        }
+        Ok(code)
+    };
     loop {
         let now = Instant::now();
         let wait = next_frame.saturating_duration_since(now);
@@ -163,14 +172,18 @@ fn event_loop(
             loop {
                 if let Event::Key(k) = event::read()? {
                     match app.on_key(k) {
-                        Some(Action::Quit) => return Ok(exit::OK),
-                        Some(Action::Interrupt) => return Ok(exit::INTERRUPTED),
+                        Some(Action::Quit) => return finish(running, exit::OK),
+                        Some(Action::Interrupt) => return finish(running, exit::INTERRUPTED),
                         Some(Action::Migrate(a)) => {
+                            if running.as_ref().is_some_and(|t| !t.is_finished()) {
+                                app.set_status("a migration is still running; wait for its result");
+                                continue;
+                            }
                             let tx = done_tx.clone();
                             let allow = args.allow_restricted;
-                            std::thread::spawn(move || {
+                            running = Some(std::thread::spawn(move || {
                                 let _ = tx.send(run_migration(&a, allow));
-                            });
+                            }));
                         }
                         Some(Action::Export) => {
                             app.set_status(match export::export(app, &args.export_dir) {
@@ -199,7 +212,7 @@ fn event_loop(
             }
         }
         if stop.load(Ordering::SeqCst) {
-            return Ok(exit::INTERRUPTED);
+            return finish(running, exit::INTERRUPTED);
         }
         next_frame = Instant::now() + frame;
         src.drain(&mut buf);

@@ -327,8 +327,10 @@ fn migrating_from_the_dashboard_asks_for_a_target_and_a_confirmation() {
         s.contains("10.0.0.1:40000 > 10.0.0.2:5201 (bpf_htcp)"),
         "{s}"
     );
-    // The flow's own CC is not offered.
+    // The flow's own CC is not offered; prefix matches (also after `bpf_`) come first.
     assert!(app.choices("bpf_htcp", "").iter().all(|c| c != "bpf_htcp"));
+    assert_eq!(app.choices("bpf_htcp", "reno"), ["reno", "bpf_reno"]);
+    assert_eq!(app.choices("reno", "c"), ["cubic", "bpf_htcp"]);
     typed(&mut app, "ren");
     key(&mut app, KeyCode::Down);
     key(&mut app, KeyCode::Enter);

@@ -386,13 +386,20 @@ fn draw_internals(f: &mut Frame, app: &App, rows: &[u64], area: Rect) {
                 "{algo}: Δ {:.3} s  backoffs {}  last β {}",
                 s.delta_us.unwrap_or(0) as f64 / 1e6,
                 s.backoffs.unwrap_or(0),
-                s.last_beta.map_or("-".into(), |b| format!("{b:.3}"))
+                s.last_beta
+                    .filter(|_| s.backoffs.unwrap_or(0) > 0)
+                    .map_or("-".into(), |b| format!("{b:.3}"))
             )));
             lines.push(Line::from(format!(
-                "Tmin {}  Tmax {}  epoch {:.2} Mbit/s",
+                "Tmin {}  Tmax {}  last epoch {}",
                 s.tmin_us.map_or("-".into(), ms),
                 s.tmax_us.map_or("-".into(), ms),
-                s.epoch_tput_bytes_per_s.unwrap_or(0) as f64 * 8.0 / 1e6
+                s.epoch_tput_bytes_per_s
+                    .filter(|b| *b > 0)
+                    .map_or("-".into(), |b| format!(
+                        "{:.2} Mbit/s",
+                        b as f64 * 8.0 / 1e6
+                    ))
             )));
             for v in &s.vars.0 {
                 lines.push(Line::from(format!("  {:<14} {}", v.name, fmt_var(v.value))));
