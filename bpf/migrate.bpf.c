@@ -7,7 +7,7 @@
  * the process that creates the iterator (bpf_iter_tcp, Linux >= 5.15, which
  * holds the socket lock around each call, so bpf_setsockopt is allowed). For
  * each full socket that passes the filters (from-CC name, port, address,
- * cgroup) it writes one record into a ring buffer; in migrate mode it first
+ * cgroup, socket cookie) it writes one record into a ring buffer; in migrate mode it first
  * calls bpf_setsockopt(TCP_CONGESTION, to) on established sockets (unless
  * dry_run). The kernel keeps cwnd/ssthresh; the new algorithm's init runs and
  * its private state starts afresh (tcp_reinit_congestion_control).
@@ -74,6 +74,7 @@ const volatile __u16 filter_family = 0;    /* AF_INET/AF_INET6 of filter_addr; 0
 const volatile __u8 filter_addr[16] = {};  /* local or remote address */
 const volatile __u64 filter_cgroup_id = 0; /* cgroup v2 id; 0 = any */
 const volatile __s32 filter_cgroup_level = 0; /* its depth below the root (root = 0) */
+const volatile __u64 filter_cookie = 0;    /* socket cookie (the collector's); 0 = any */
 
 /* Counters read by user space (.bss). */
 __u64 seen = 0;            /* full TCP sockets walked */
@@ -185,10 +186,12 @@ int cctl_migrate(struct bpf_iter__tcp *ctx)
 	}
 	if (!cgroup_matches(sk))
 		goto discard;
+	r->cookie = bpf_get_socket_cookie(sk);
+	if (filter_cookie && r->cookie != filter_cookie)
+		goto discard;
 
 	state = sk->__sk_common.skc_state;
 	map_id = cc_ops_map_id(tp->inet_conn.icsk_ca_ops);
-	r->cookie = bpf_get_socket_cookie(sk);
 	r->state = state;
 	r->ca_map_id = map_id;
 	__builtin_memcpy(r->cc, name, sizeof(name));

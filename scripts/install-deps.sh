@@ -21,7 +21,7 @@ if ((${#missing[@]})); then
 fi
 
 if ! command -v cargo >/dev/null 2>&1 && [ ! -x "$HOME/.cargo/bin/cargo" ]; then
-	echo "install-deps: cargo not found; install Rust >= 1.82 (https://rustup.rs)" >&2
+	echo "install-deps: cargo not found; install Rust >= 1.88 (https://rustup.rs)" >&2
 	exit 1
 fi
 

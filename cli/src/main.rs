@@ -2,6 +2,7 @@
 
 mod cmd;
 mod exit;
+mod top;
 
 use clap::{Parser, Subcommand};
 
@@ -34,6 +35,8 @@ enum Command {
     Sockets(cmd::sockets::Args),
     /// Stream per-flow samples (cwnd, RTT, CA state, algorithm variables).
     Trace(cmd::trace::Args),
+    /// Live dashboard: flows, charts, internals, fairness; migrate flows from it.
+    Top(top::Args),
     /// The main job: two traced bulk flows through a tbf bottleneck, summarised.
     Demo(cmd::demo::Args),
     /// The papers' benchmark tests on a veth/netem dumbbell.
@@ -54,6 +57,7 @@ fn main() {
         Command::Migrate(a) => cmd::migrate::run(a),
         Command::Sockets(a) => cmd::sockets::run(a),
         Command::Trace(a) => cmd::trace::run(a),
+        Command::Top(a) => top::run(a),
         Command::Demo(a) => cmd::demo::run(a),
         Command::Bench(a) => cmd::bench::run(a),
         Command::Policy(a) => cmd::policy::run(a),

@@ -112,6 +112,11 @@ impl Trace {
         }
     }
 
+    /// TEMP STUB
+    pub fn counters(&self) -> LiveCounters {
+        LiveCounters::default()
+    }
+
     /// Next sample, waiting for it; `None` once the trace has stopped.
     pub async fn next_sample(&mut self) -> Option<Sample> {
         self.rx.recv().await
@@ -293,4 +298,12 @@ fn run(
         kernel_emitted: bss.samples_emitted,
         duration: started.elapsed(),
     })
+}
+
+/// TEMP STUB
+#[derive(Debug, Default, Clone, Copy)]
+pub struct LiveCounters {
+    pub samples: u64,
+    pub emitted: u64,
+    pub dropped: u64,
 }

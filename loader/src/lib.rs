@@ -29,3 +29,4 @@ pub use error::{Error, Result};
 pub mod skel {
     include!(concat!(env!("OUT_DIR"), "/skels.rs"));
 }
+pub mod bpfstats;

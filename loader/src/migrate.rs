@@ -65,6 +65,9 @@ pub struct SocketFilter {
     pub cgroup: Option<PathBuf>,
     /// Census only: sockets running this congestion control.
     pub cc: Option<String>,
+    /// The socket with this cookie (the collector's [`crate::sample::Sample::cookie`],
+    /// [`SocketInfo::cookie`]); cookies are unique per boot, so this picks one socket.
+    pub cookie: Option<u64>,
 }
 
 /// A migration to perform.
@@ -198,6 +201,20 @@ fn initial_ns() -> Option<(u64, u64)> {
     ns_identity(Path::new("/proc/1/ns/net"))
 }
 
+/// Inode of the initial network namespace, fixed since Linux 6.18 (PROC_NET_INIT_INO in
+/// include/linux/proc_ns.h); earlier kernels number it like any other.
+const PROC_NET_INIT_INO: u64 = 0xEFFF_FFF9;
+
+/// Whether the namespace `id` (device, inode) is the initial one: that of pid 1, or, where
+/// /proc/1/ns/net cannot be read (a sandbox hiding pid 1), the fixed inode of 6.18+.
+/// Unknown counts as not initial (the stricter rule applies).
+fn is_initial(id: Option<(u64, u64)>) -> bool {
+    match initial_ns() {
+        Some(init) => id == Some(init),
+        None => id.is_some_and(|(_, ino)| ino == PROC_NET_INIT_INO),
+    }
+}
+
 /// Resolves `--netns`: a name in /run/netns, or a path to a namespace file
 /// (`/proc/<pid>/ns/net`); `None` = the calling thread's namespace.
 ///
@@ -207,7 +224,7 @@ pub fn resolve_netns(arg: Option<&str>) -> Result<Netns> {
         return Ok(Netns {
             label: "current".into(),
             file: None,
-            initial: ns_identity(Path::new("/proc/thread-self/ns/net")) == initial_ns(),
+            initial: is_initial(ns_identity(Path::new("/proc/thread-self/ns/net"))),
         });
     };
     let bad = |reason: String| Error::BadFilter {
@@ -241,7 +258,7 @@ pub fn resolve_netns(arg: Option<&str>) -> Result<Netns> {
     }
     Ok(Netns {
         label: arg.to_string(),
-        initial: ns_identity(&path) == initial_ns(),
+        initial: is_initial(ns_identity(&path)),
         file: Some(file),
     })
 }
@@ -353,6 +370,7 @@ struct IterConfig {
     port: Option<u16>,
     addr: Option<IpAddr>,
     cgroup: Option<(u64, i32)>,
+    cookie: Option<u64>,
 }
 
 /// Records of one namespace's walk.
@@ -410,6 +428,7 @@ fn run_iter(cfg: &IterConfig, targets: &[Netns]) -> Result<Vec<NsRun>> {
             ro.filter_cgroup_id = id;
             ro.filter_cgroup_level = level;
         }
+        ro.filter_cookie = cfg.cookie.unwrap_or(0);
     }
     // Room for every TCP socket of the host, twice over (sockets opened during the walk).
     let want = (tcp_sockets_allocated() * 2 + 1024) * RECORD_BYTES;
@@ -574,6 +593,13 @@ fn validate_filter(filter: &SocketFilter) -> Result<Option<(u64, i32)>> {
             reason: "a port is 1 to 65535".into(),
         });
     }
+    if filter.cookie == Some(0) {
+        return Err(Error::BadFilter {
+            what: "--cookie 0".into(),
+            reason: "socket cookies start at 1 (see `cctl sockets` or the `cookie` of `cctl trace --json`)"
+                .into(),
+        });
+    }
     if let Some(cc) = &filter.cc {
         algos::validate_cc_name(cc)?;
     }
@@ -609,6 +635,7 @@ fn census(filter: &SocketFilter, targets: &[Netns]) -> Result<Vec<SocketInfo>> {
         port: filter.port,
         addr: filter.addr,
         cgroup,
+        cookie: filter.cookie,
         ..Default::default()
     };
     let runs = run_iter(&cfg, targets)?;
@@ -634,8 +661,11 @@ fn census(filter: &SocketFilter, targets: &[Netns]) -> Result<Vec<SocketInfo>> {
     Ok(out)
 }
 
-fn describe(req: &MigrateRequest, ns: &Netns) -> String {
+fn describe(req: &MigrateRequest, ns: &str) -> String {
     let mut s = format!("--from {}", req.from);
+    if let Some(c) = req.filter.cookie {
+        s += &format!(" --cookie {c}");
+    }
     if let Some(p) = req.filter.port {
         s += &format!(" --port {p}");
     }
@@ -645,7 +675,7 @@ fn describe(req: &MigrateRequest, ns: &Netns) -> String {
     if let Some(c) = &req.filter.cgroup {
         s += &format!(" --cgroup {}", c.display());
     }
-    s + &format!(" in netns {}", ns.label)
+    s + &format!(" in {ns}")
 }
 
 fn check_target(req: &MigrateRequest, ns: &Netns) -> Result<()> {
@@ -693,19 +723,10 @@ fn check_target(req: &MigrateRequest, ns: &Netns) -> Result<()> {
     })
 }
 
-/// Moves the ESTABLISHED TCP sockets of one namespace that run `req.from` and pass the
-/// filter to `req.to`, and reports what happened to each.
-///
-/// Everything is checked before any socket is touched: names, `from != to`, the filter
-/// (port, cgroup, namespace), privileges, that `to` is registered and that the namespace
-/// may use it (see the module docs). A filter that matches no established socket is an
-/// error ([`Error::NoMatch`]) and changes nothing. Sockets for which `bpf_setsockopt` fails
-/// are counted by reason in the report, which is still `Ok`.
-///
-/// Errors: [`Error::InvalidName`], [`Error::BadFilter`], [`Error::NotPrivileged`],
-/// [`Error::MissingFeature`], [`Error::NotRegistered`], [`Error::NotAllowed`],
-/// [`Error::NoMatch`], [`Error::Bpf`], [`Error::Io`].
-pub fn migrate(req: &MigrateRequest) -> Result<MigrateReport> {
+/// Checks what does not depend on a namespace: names, `from != to`, the filter (port,
+/// cookie, cgroup), privileges, BTF. Returns the filter to use (`cc` cleared: `from`
+/// decides) and the resolved cgroup.
+fn check_request(req: &MigrateRequest) -> Result<(SocketFilter, Option<(u64, i32)>)> {
     algos::validate_cc_name(&req.from)?;
     algos::validate_cc_name(&req.to)?;
     if req.from == req.to {
@@ -717,11 +738,19 @@ pub fn migrate(req: &MigrateRequest) -> Result<MigrateReport> {
     let mut filter = req.filter.clone();
     filter.cc = None;
     let cgroup = validate_filter(&filter)?;
-    let ns = resolve_netns(filter.netns.as_deref())?;
     kernel::require_privileges(&format!("migrating sockets to {}", req.to))?;
     kernel::require_btf()?;
-    check_target(req, &ns)?;
+    Ok((filter, cgroup))
+}
 
+/// The per-namespace core of [`migrate`] and [`migrate_all_namespaces`]: runs the
+/// migration (already checked) in each of `targets`, one report each.
+fn migrate_in(
+    req: &MigrateRequest,
+    filter: &SocketFilter,
+    cgroup: Option<(u64, i32)>,
+    targets: &[Netns],
+) -> Result<Vec<MigrateReport>> {
     let cfg = IterConfig {
         census: false,
         dry_run: req.dry_run,
@@ -730,10 +759,18 @@ pub fn migrate(req: &MigrateRequest) -> Result<MigrateReport> {
         port: filter.port,
         addr: filter.addr,
         cgroup,
+        cookie: filter.cookie,
     };
-    let run = run_iter(&cfg, std::slice::from_ref(&ns))?
-        .pop()
-        .expect("one namespace, one run");
+    let runs = run_iter(&cfg, targets)?;
+    Ok(targets
+        .iter()
+        .zip(runs)
+        .map(|(ns, run)| report_of(req, ns, run))
+        .collect())
+}
+
+/// Turns one namespace's records into its report.
+fn report_of(req: &MigrateRequest, ns: &Netns, run: NsRun) -> MigrateReport {
     let mut report = MigrateReport {
         from: req.from.clone(),
         to: req.to.clone(),
@@ -788,41 +825,133 @@ pub fn migrate(req: &MigrateRequest) -> Result<MigrateReport> {
             .entry("record lost (ring buffer full): outcome unknown".into())
             .or_default() += run.dropped;
     }
+    report
+}
+
+/// The [`Error::NoMatch`] of a migration that matched nothing in `targets` (all
+/// namespaces with `all_ns`, else the one), with what their established sockets run instead.
+fn no_match(req: &MigrateRequest, targets: &[Netns], all_ns: bool, skipped: u64) -> Error {
+    let place = if all_ns {
+        "any network namespace".to_string()
+    } else {
+        targets
+            .first()
+            .map(|ns| format!("netns {}", ns.label))
+            .unwrap_or_default()
+    };
+    let census_text = census(&SocketFilter::default(), targets)
+        .map(|all| {
+            let mut by_cc: BTreeMap<String, u64> = BTreeMap::new();
+            for s in all.iter().filter(|s| s.state == "ESTABLISHED") {
+                *by_cc.entry(s.cc.clone()).or_default() += 1;
+            }
+            let none = if all_ns {
+                "no namespace has an established TCP socket"
+            } else {
+                "the namespace has no established TCP socket"
+            };
+            if by_cc.is_empty() {
+                format!("; {none}")
+            } else {
+                format!(
+                    "; established sockets there run: {}",
+                    by_cc
+                        .iter()
+                        .map(|(c, n)| format!("{c} ({n})"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            }
+        })
+        .unwrap_or_default();
+    let skipped = if skipped > 0 {
+        format!(" ({skipped} matching socket(s) are not ESTABLISHED and are never moved)")
+    } else {
+        String::new()
+    };
+    Error::NoMatch {
+        filter: describe(req, &place) + &skipped,
+        census: census_text,
+    }
+}
+
+/// Moves the ESTABLISHED TCP sockets of one namespace that run `req.from` and pass the
+/// filter to `req.to`, and reports what happened to each.
+///
+/// Everything is checked before any socket is touched: names, `from != to`, the filter
+/// (port, cookie, cgroup, namespace), privileges, that `to` is registered and that the
+/// namespace may use it (see the module docs). A filter that matches no established socket
+/// is an error ([`Error::NoMatch`]) and changes nothing. Sockets for which
+/// `bpf_setsockopt` fails are counted by reason in the report, which is still `Ok`.
+///
+/// Errors: [`Error::InvalidName`], [`Error::BadFilter`], [`Error::NotPrivileged`],
+/// [`Error::MissingFeature`], [`Error::NotRegistered`], [`Error::NotAllowed`],
+/// [`Error::NoMatch`], [`Error::Bpf`], [`Error::Io`].
+pub fn migrate(req: &MigrateRequest) -> Result<MigrateReport> {
+    let (filter, cgroup) = check_request(req)?;
+    let ns = resolve_netns(filter.netns.as_deref())?;
+    check_target(req, &ns)?;
+    let targets = [ns];
+    let report = migrate_in(req, &filter, cgroup, &targets)?
+        .pop()
+        .expect("one namespace, one report");
     if report.matched == 0 {
-        let others = census(&SocketFilter::default(), std::slice::from_ref(&ns))
-            .map(|all| {
-                let mut by_cc: BTreeMap<String, u64> = BTreeMap::new();
-                for s in all.iter().filter(|s| s.state == "ESTABLISHED") {
-                    *by_cc.entry(s.cc.clone()).or_default() += 1;
-                }
-                if by_cc.is_empty() {
-                    "; the namespace has no established TCP socket".to_string()
-                } else {
-                    format!(
-                        "; established sockets there run: {}",
-                        by_cc
-                            .iter()
-                            .map(|(c, n)| format!("{c} ({n})"))
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    )
-                }
-            })
-            .unwrap_or_default();
-        let skipped = if report.skipped_not_established > 0 {
-            format!(
-                " ({} matching socket(s) are not ESTABLISHED and are never moved)",
-                report.skipped_not_established
-            )
-        } else {
-            String::new()
-        };
-        return Err(Error::NoMatch {
-            filter: describe(req, &ns) + &skipped,
-            census: others,
-        });
+        return Err(no_match(
+            req,
+            &targets,
+            false,
+            report.skipped_not_established,
+        ));
     }
     Ok(report)
+}
+
+/// [`migrate`] in every namespace of [`all_namespaces`] at once (`req.filter.netns` is
+/// ignored): one report per namespace that had matching established sockets, in the
+/// order of [`all_namespaces`].
+///
+/// A census over all namespaces finds where matching established sockets are first; then
+/// everything is checked before any socket is touched, as for [`migrate`], including that
+/// *each* of those namespaces may use `to`: one namespace that may not makes the whole
+/// call fail ([`Error::NotAllowed`]) with nothing moved anywhere. Nothing matching in any
+/// namespace is [`Error::NoMatch`]. A socket opened between the census and the migration
+/// in a namespace that had none is not moved.
+///
+/// Errors: as [`migrate`].
+pub fn migrate_all_namespaces(req: &MigrateRequest) -> Result<Vec<MigrateReport>> {
+    let (mut filter, cgroup) = check_request(req)?;
+    filter.netns = None;
+    let all = all_namespaces()?;
+    let found = census(
+        &SocketFilter {
+            cc: Some(req.from.clone()),
+            ..filter.clone()
+        },
+        &all,
+    )?;
+    let (with, without): (Vec<Netns>, Vec<Netns>) = all.into_iter().partition(|ns| {
+        found
+            .iter()
+            .any(|s| s.netns == ns.label && s.state == "ESTABLISHED")
+    });
+    if with.is_empty() {
+        let skipped = found.len() as u64;
+        let mut every = without;
+        every.extend(with);
+        return Err(no_match(req, &every, true, skipped));
+    }
+    for ns in &with {
+        check_target(req, ns)?;
+    }
+    let reports: Vec<MigrateReport> = migrate_in(req, &filter, cgroup, &with)?
+        .into_iter()
+        .filter(|r| r.matched > 0)
+        .collect();
+    if reports.is_empty() {
+        // Every matching socket closed between the census and the migration.
+        return Err(no_match(req, &with, true, 0));
+    }
+    Ok(reports)
 }
 
 /// Established sockets per namespace label that run `cc`, in every namespace of

@@ -1,6 +1,8 @@
 //! Moving established flows (`cctl migrate`, `cctl unload --migrate-to`) on the running
 //! kernel: 200 data-carrying cubic connections through a tbf bottleneck move to bpf_htcp
-//! without a reset or a lost byte, and bad input changes nothing.
+//! without a reset or a lost byte, and bad input changes nothing; one socket moves by its
+//! cookie, and `--all-netns` moves flows in several namespaces at once or nothing at all
+//! (those tests use the prefix `cctl-ta-` and the names bpf_cubic and bpf_vegas).
 //!
 //! The tests run the real `cctl` binary next to this test binary (`target/<profile>/cctl`,
 //! built by `cargo test --workspace` / `make test`; with `-p cctl-tests` alone, run
@@ -101,43 +103,52 @@ impl Drop for Netns {
 /// while the returned streams live.
 fn idle_pairs(ns: &str, n: usize, cc: &str, port: u16) -> Vec<TcpStream> {
     let cc = cc.to_string();
-    spawn_in_netns(ns, move || {
-        // The accepted ends inherit the listener's reno, so that only the `n` connecting
-        // ends run `cc` whatever the namespace's default is (cubic on Debian, bbr here).
-        let l = Socket::new(Domain::IPV4, Type::STREAM, None).unwrap();
-        l.set_reuse_address(true).unwrap();
-        l.set_tcp_congestion(b"reno").unwrap();
-        l.bind(&SocketAddr::from(([127, 0, 0, 1], port)).into())
+    spawn_in_netns(ns, move || idle_pairs_here(n, &cc, port))
+        .unwrap()
+        .join()
+        .unwrap()
+        .unwrap()
+}
+
+/// [`idle_pairs`] in the calling thread's namespace.
+fn idle_pairs_here(n: usize, cc: &str, port: u16) -> Vec<TcpStream> {
+    // The accepted ends inherit the listener's reno, so that only the `n` connecting
+    // ends run `cc` whatever the namespace's default is (cubic on Debian, bbr here).
+    let l = Socket::new(Domain::IPV4, Type::STREAM, None).unwrap();
+    l.set_reuse_address(true).unwrap();
+    l.set_tcp_congestion(b"reno").unwrap();
+    l.bind(&SocketAddr::from(([127, 0, 0, 1], port)).into())
+        .unwrap();
+    l.listen(128).unwrap();
+    let l = TcpListener::from(l);
+    let mut v = Vec::new();
+    for _ in 0..n {
+        let s = Socket::new(Domain::IPV4, Type::STREAM, None).unwrap();
+        s.set_tcp_congestion(cc.as_bytes()).unwrap();
+        s.connect(&SocketAddr::from(([127, 0, 0, 1], port)).into())
             .unwrap();
-        l.listen(128).unwrap();
-        let l = TcpListener::from(l);
-        let mut v = Vec::new();
-        for _ in 0..n {
-            let s = Socket::new(Domain::IPV4, Type::STREAM, None).unwrap();
-            s.set_tcp_congestion(cc.as_bytes()).unwrap();
-            s.connect(&SocketAddr::from(([127, 0, 0, 1], port)).into())
-                .unwrap();
-            v.push(TcpStream::from(s));
-            v.push(l.accept().unwrap().0);
-        }
-        v
-    })
-    .unwrap()
-    .join()
-    .unwrap()
-    .unwrap()
+        v.push(TcpStream::from(s));
+        v.push(l.accept().unwrap().0);
+    }
+    v
 }
 
 /// Loads bpf_htcp for this test; the guard unloads it, also when the test fails.
 fn load_htcp() -> LoadGuard {
+    load_owned("htcp")
+}
+
+/// Loads `algo` under its default name for this test; the guard unloads it, also when the
+/// test fails.
+fn load_owned(algo: &str) -> LoadGuard {
     let rec = registry::load(
-        "htcp",
+        algo,
         &LoadOptions {
             owned: true,
             ..Default::default()
         },
     )
-    .expect("bpf_htcp loads");
+    .unwrap_or_else(|e| panic!("{algo} loads: {e}"));
     LoadGuard::new(rec.name)
 }
 
@@ -606,4 +617,287 @@ fn unload_refuses_while_flows_use_it_and_migrates_them_first_when_asked() {
         vec!["reno"; 3]
     );
     drop(guard);
+}
+
+const TA_PREFIX: &str = "cctl-ta-";
+const BPF_CUBIC: &str = "bpf_cubic";
+const VEGAS: &str = "bpf_vegas";
+
+/// The JSON lines of `cctl ... --json` with `"kind": kind`.
+fn json_kind(o: &Output, kind: &str) -> Vec<serde_json::Value> {
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v["kind"] == kind)
+        .collect()
+}
+
+/// The connecting ends (remote port `port`) of [`idle_pairs`], in every namespace, by
+/// cookie: (namespace, cc, struct_ops map id).
+fn clients(port: u16) -> BTreeMap<u64, (String, String, Option<u32>)> {
+    migrate::sockets_all_namespaces(&SocketFilter {
+        port: Some(port),
+        ..Default::default()
+    })
+    .expect("census of all namespaces")
+    .into_iter()
+    .filter(|s| s.state == "ESTABLISHED" && s.dport == port)
+    .map(|s| (s.cookie, (s.netns, s.cc, s.ca_map_id)))
+    .collect()
+}
+
+#[test]
+fn a_cookie_moves_exactly_one_of_two_flows_with_the_same_ports_pattern() {
+    let _k = KERNEL.lock().unwrap_or_else(|e| e.into_inner());
+    require_root();
+    clean_slate(TA_PREFIX, &[BPF_CUBIC, VEGAS]);
+    const PORT: u16 = 5461;
+    let guard = load_owned("cubic");
+    let ns = Netns::new("cctl-ta-ck");
+    let conns = idle_pairs(&ns.0, 2, BPF_CUBIC, PORT);
+    let before = clients(PORT);
+    assert_eq!(before.len(), 2, "{before:?}");
+    assert!(before
+        .values()
+        .all(|(n, cc, _)| n == &ns.0 && cc == BPF_CUBIC));
+    let (&picked, &other) = (before.keys().next().unwrap(), before.keys().nth(1).unwrap());
+
+    // `cctl sockets --cookie` shows that one socket, with its cookie in --json.
+    let o = cctl(&[
+        "sockets",
+        "--all-netns",
+        "--cookie",
+        &picked.to_string(),
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let listed: Vec<serde_json::Value> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(listed.len(), 1, "{}", text(&o));
+    assert_eq!(listed[0]["cookie"], picked);
+    assert_eq!(listed[0]["dport"], PORT);
+
+    // A cookie that is no socket of the namespace matches nothing and changes nothing.
+    let o = cctl(&[
+        "migrate",
+        "--from",
+        BPF_CUBIC,
+        "--to",
+        "reno",
+        "--netns",
+        &ns.0,
+        "--cookie",
+        &(picked.max(other) + 1_000_000).to_string(),
+    ]);
+    assert_eq!(o.status.code(), Some(7), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("--cookie"),
+        "{}",
+        text(&o)
+    );
+    assert_eq!(clients(PORT), before);
+
+    let o = cctl(&[
+        "migrate",
+        "--from",
+        BPF_CUBIC,
+        "--to",
+        "reno",
+        "--netns",
+        &ns.0,
+        "--cookie",
+        &picked.to_string(),
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let reports = json_kind(&o, "report");
+    assert_eq!(reports.len(), 1, "{}", text(&o));
+    assert_eq!(reports[0]["matched"], 1, "{}", text(&o));
+    assert_eq!(reports[0]["moved"], 1, "{}", text(&o));
+    let sockets = json_kind(&o, "socket");
+    assert_eq!(sockets.len(), 1, "{}", text(&o));
+    assert_eq!(sockets[0]["cookie"], picked);
+
+    let after = clients(PORT);
+    assert_eq!(after[&picked].1, "reno", "{after:?}");
+    assert_eq!(
+        after[&other], before[&other],
+        "the other flow changed: {after:?}"
+    );
+    drop(conns);
+    guard.unload().expect("bpf_cubic unloads");
+}
+
+#[test]
+fn all_netns_moves_the_flows_of_two_namespaces_at_once() {
+    let _k = KERNEL.lock().unwrap_or_else(|e| e.into_inner());
+    require_root();
+    clean_slate(TA_PREFIX, &[BPF_CUBIC, VEGAS]);
+    const PORT: u16 = 5462;
+    let cubic = load_owned("cubic");
+    let vegas = load_owned("vegas");
+    let (a, b) = (Netns::new("cctl-ta-a"), Netns::new("cctl-ta-b"));
+    let conns = (
+        idle_pairs(&a.0, 2, BPF_CUBIC, PORT),
+        idle_pairs(&b.0, 3, BPF_CUBIC, PORT),
+    );
+    let before = clients(PORT);
+    assert_eq!(before.len(), 5, "{before:?}");
+
+    let o = cctl(&[
+        "migrate",
+        "--from",
+        BPF_CUBIC,
+        "--to",
+        VEGAS,
+        "--all-netns",
+        "--port",
+        &PORT.to_string(),
+        "--allow-restricted",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let reports: BTreeMap<String, (u64, u64)> = json_kind(&o, "report")
+        .iter()
+        .map(|r| {
+            (
+                r["netns"].as_str().unwrap().to_string(),
+                (r["matched"].as_u64().unwrap(), r["moved"].as_u64().unwrap()),
+            )
+        })
+        .collect();
+    assert_eq!(
+        reports,
+        BTreeMap::from([(a.0.clone(), (2, 2)), (b.0.clone(), (3, 3))]),
+        "one report per namespace with flows: {}",
+        text(&o)
+    );
+    let after = clients(PORT);
+    assert_eq!(after.len(), 5, "{after:?}");
+    for (cookie, (ns, cc, map)) in &after {
+        assert_eq!(ns, &before[cookie].0);
+        assert_eq!(cc, VEGAS, "{cookie} in {ns}: {after:?}");
+        assert!(map.is_some(), "bpf_vegas is a BPF CC: it has a map id");
+    }
+
+    // The library call, back to reno, and the text output of one line per namespace.
+    let o = cctl(&[
+        "migrate",
+        "--from",
+        VEGAS,
+        "--to",
+        "reno",
+        "--all-netns",
+        "--port",
+        &PORT.to_string(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 2, "{}", text(&o));
+    assert!(
+        lines[0].contains(&format!("in netns {}: matched 2 established, moved 2", a.0))
+            || lines[1].contains(&format!("in netns {}: matched 2 established, moved 2", a.0)),
+        "{}",
+        text(&o)
+    );
+    assert!(clients(PORT).values().all(|(_, cc, _)| cc == "reno"));
+    drop(conns);
+    vegas.unload().expect("bpf_vegas unloads");
+    cubic.unload().expect("bpf_cubic unloads");
+}
+
+#[test]
+fn one_namespace_that_may_not_use_the_target_fails_the_whole_all_netns_call_and_moves_nothing() {
+    let _k = KERNEL.lock().unwrap_or_else(|e| e.into_inner());
+    require_root();
+    clean_slate(TA_PREFIX, &[BPF_CUBIC, VEGAS]);
+    const PORT: u16 = 5463;
+    let cubic = load_owned("cubic");
+    let vegas = load_owned("vegas");
+    let allowed = std::fs::read_to_string(ALLOWED).unwrap();
+    assert!(
+        !allowed.split_whitespace().any(|n| n == VEGAS),
+        "bpf_vegas must be restricted for this test: {allowed}"
+    );
+    // The initial namespace (which may use any registered CC) is walked first; the
+    // restricted one comes after it.
+    let ns = Netns::new("cctl-ta-r");
+    let conns = (
+        idle_pairs_here(2, BPF_CUBIC, PORT),
+        idle_pairs(&ns.0, 2, BPF_CUBIC, PORT),
+    );
+    let before = clients(PORT);
+    assert_eq!(before.len(), 4, "{before:?}");
+    assert_eq!(
+        before.values().filter(|(n, _, _)| n == "current").count(),
+        2,
+        "the test runs in the initial namespace: {before:?}"
+    );
+
+    let port = PORT.to_string();
+    let o = cctl(&[
+        "migrate",
+        "--from",
+        BPF_CUBIC,
+        "--to",
+        VEGAS,
+        "--all-netns",
+        "--port",
+        &port,
+    ]);
+    assert_eq!(o.status.code(), Some(5), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains(&format!("cannot migrate to '{VEGAS}' in netns {}", ns.0))
+            && err.contains("restricted"),
+        "{}",
+        text(&o)
+    );
+    assert_eq!(
+        clients(PORT),
+        before,
+        "a socket moved although the call failed"
+    );
+
+    let e = migrate::migrate_all_namespaces(&migrate::MigrateRequest {
+        from: BPF_CUBIC.into(),
+        to: VEGAS.into(),
+        filter: SocketFilter {
+            port: Some(PORT),
+            ..Default::default()
+        },
+        ..Default::default()
+    })
+    .unwrap_err();
+    assert!(matches!(e, cctl_loader::Error::NotAllowed { .. }), "{e}");
+    assert_eq!(
+        clients(PORT),
+        before,
+        "a socket moved although the call failed"
+    );
+
+    // Nothing to match anywhere: exit 7, saying where it looked.
+    let o = cctl(&[
+        "migrate",
+        "--from",
+        BPF_CUBIC,
+        "--to",
+        VEGAS,
+        "--all-netns",
+        "--port",
+        "5469",
+    ]);
+    assert_eq!(o.status.code(), Some(7), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr)
+            .contains("in any network namespace; nothing was changed"),
+        "{}",
+        text(&o)
+    );
+    drop(conns);
+    vegas.unload().expect("bpf_vegas unloads");
+    cubic.unload().expect("bpf_cubic unloads");
 }

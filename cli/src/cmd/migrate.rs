@@ -18,7 +18,8 @@ net.ipv4.tcp_allowed_congestion_control (the kernel's rule for a namespace's def
 --allow-restricted is given.\n\
 Exit codes: 0 all moved, 1 some failed (see the report), 2 bad input, 5 target not allowed, 7 nothing matched.\n\
 Examples: cctl migrate --from cubic --to bpf_htcp; \
-cctl migrate --from cubic --to bpf_htcp --netns blue --port 5201 --dry-run"
+cctl migrate --from cubic --to bpf_htcp --netns blue --port 5201 --dry-run; \
+cctl migrate --from cubic --to bpf_htcp --all-netns --cookie 4242"
 )]
 pub struct Args {
     /// Congestion control the sockets run now.
@@ -33,10 +34,17 @@ pub struct Args {
     /// Only sockets with this local or remote address (IPv4 or IPv6).
     #[arg(long)]
     addr: Option<IpAddr>,
+    /// Only the socket with this cookie (`cctl sockets`, the `cookie` of `cctl trace --json`).
+    #[arg(long)]
+    cookie: Option<u64>,
     /// Network namespace: a name from `ip netns list` or a path (/proc/<pid>/ns/net);
     /// default: cctl's own.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "all_netns")]
     netns: Option<String>,
+    /// Every namespace (cctl's, those in /run/netns, those of running processes) at once:
+    /// all are checked before any socket moves; one report per namespace with matches.
+    #[arg(long)]
+    all_netns: bool,
     /// Only sockets created in this cgroup v2 or a descendant (absolute, or relative to
     /// /sys/fs/cgroup).
     #[arg(long)]
@@ -123,27 +131,33 @@ pub fn run(args: Args) -> Result<i32> {
             netns: args.netns,
             cgroup: args.cgroup,
             cc: None,
+            cookie: args.cookie,
         },
         dry_run: args.dry_run,
         allow_restricted: args.allow_restricted,
     };
-    let report = migrate::migrate(&req).map_err(|e| {
-        anyhow::Error::new(e).context(format!("migrating {} -> {}", req.from, req.to))
-    })?;
-    if args.json {
-        for s in &report.sockets {
-            let mut v = serde_json::to_value(s)?;
-            v["kind"] = "socket".into();
-            println!("{v}");
-        }
-        let mut v = serde_json::to_value(&report)?;
-        v.as_object_mut().map(|o| o.remove("sockets"));
-        v["kind"] = "report".into();
-        println!("{v}");
+    let reports = if args.all_netns {
+        migrate::migrate_all_namespaces(&req)
     } else {
-        print_report(&report, args.verbose);
+        migrate::migrate(&req).map(|r| vec![r])
     }
-    Ok(if report.failed > 0 {
+    .map_err(|e| anyhow::Error::new(e).context(format!("migrating {} -> {}", req.from, req.to)))?;
+    for report in &reports {
+        if args.json {
+            for s in &report.sockets {
+                let mut v = serde_json::to_value(s)?;
+                v["kind"] = "socket".into();
+                println!("{v}");
+            }
+            let mut v = serde_json::to_value(report)?;
+            v.as_object_mut().map(|o| o.remove("sockets"));
+            v["kind"] = "report".into();
+            println!("{v}");
+        } else {
+            print_report(report, args.verbose);
+        }
+    }
+    Ok(if reports.iter().any(|r| r.failed > 0) {
         exit::FAILURE
     } else {
         exit::OK

@@ -27,6 +27,9 @@ pub struct Args {
     /// Only sockets with this local or remote address.
     #[arg(long)]
     addr: Option<IpAddr>,
+    /// Only the socket with this cookie (the `cookie` of `cctl trace --json`).
+    #[arg(long)]
+    cookie: Option<u64>,
     /// Network namespace: a name from `ip netns list` or a path; default: cctl's own.
     #[arg(long, conflicts_with = "all_netns")]
     netns: Option<String>,
@@ -52,6 +55,7 @@ pub fn run(args: Args) -> Result<i32> {
         netns: args.netns,
         cgroup: args.cgroup,
         cc: args.cc,
+        cookie: args.cookie,
     };
     let list = if args.all_netns {
         migrate::sockets_all_namespaces(&filter)

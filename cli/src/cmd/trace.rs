@@ -43,13 +43,13 @@ pub struct Args {
 
 /// Maps a sample's `ca_map_id` to the version of one of cctl's names, re-reading
 /// the metadata (at most once a second) when a map is unknown, e.g. after an upgrade.
-struct Versions {
+pub(crate) struct Versions {
     records: Vec<LoadedCc>,
     read_at: Instant,
 }
 
 impl Versions {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Versions {
             records: registry::list_loaded().unwrap_or_default(),
             read_at: Instant::now(),
@@ -57,7 +57,7 @@ impl Versions {
     }
 
     /// The version of `s`'s congestion control, when it is one of cctl's names.
-    fn of(&mut self, s: &Sample) -> Option<u32> {
+    pub(crate) fn of(&mut self, s: &Sample) -> Option<u32> {
         let id = s.ca_map_id?;
         let find = |records: &[LoadedCc]| {
             upgrade::version_of_map(records, id)
