@@ -418,8 +418,8 @@ fn run(n: usize, a: &Args) -> Result<Figures> {
         Against::Top => {
             let mut cmd = vec![bin, "top", "--refresh-hz", "10", "--interval-ms", "100"];
             cmd.extend_from_slice(&filter);
-            let t = Tmux::start("cctl-tb-cpu-", &cmd, WIDTH, HEIGHT)?;
-            let pid = t.pane_pid()?;
+            let t = Tmux::start_reporting("cctl-tb-cpu-", &cmd, WIDTH, HEIGHT)?;
+            let pid = t.command_pid()?;
             (Subject::Top(t), pid)
         }
         Against::Trace => {
@@ -455,7 +455,7 @@ fn run(n: usize, a: &Args) -> Result<Figures> {
             if flows_shown(&screen) == Some(n as u64) {
                 break;
             }
-            if let Some(code) = t.pane_dead_status()? {
+            if let Some(code) = t.reported_status()? {
                 bail!(
                     "cctl top exited with status {code}:\n{}",
                     t.transcript(50)?.trim_end()
@@ -486,8 +486,8 @@ fn run(n: usize, a: &Args) -> Result<Figures> {
             if let Some(r) = footer_figure(&last_screen, "samples/s") {
                 rates.push(r);
             }
-            if let Some(code) = t.pane_dead_status()? {
-                bail!("cctl top exited with status {code} while measured");
+            if let Some(status) = t.reported_status()? {
+                bail!("cctl top exited (status {status}) while measured");
             }
         }
     }

@@ -67,6 +67,34 @@ impl Tmux {
         Ok(t)
     }
 
+    /// [`Tmux::start`] through `sh`, which prints `[exited with status N]` when `cmd` exits
+    /// and then keeps the pane open: tmux 3.3 sometimes never reaps a full-screen program
+    /// that exits (it stays a zombie and `#{pane_dead_status}` stays empty), so
+    /// [`Tmux::wait_exit`] reads the status from the screen; and a live pane still reports
+    /// the terminal state the command left (tmux hides the cursor of a dead pane).
+    /// [`Tmux::command_pid`] is the pid of `cmd`.
+    pub fn start_reporting(prefix: &str, cmd: &[&str], width: u16, height: u16) -> Result<Tmux> {
+        let mut wrapped = vec![
+            "sh",
+            "-c",
+            "\"$0\" \"$@\"; s=$?; echo \"[exited with status $s]\"; exec sleep 3600",
+        ];
+        wrapped.extend_from_slice(cmd);
+        Tmux::start(prefix, &wrapped, width, height)
+    }
+
+    /// The status in the `[exited with status N]` line of [`Tmux::start_reporting`], if shown.
+    pub fn reported_status(&self) -> Result<Option<i32>> {
+        let text = self.transcript(200)?;
+        Ok(text.lines().rev().find_map(|l| {
+            l.trim()
+                .strip_prefix("[exited with status ")?
+                .strip_suffix(']')?
+                .parse()
+                .ok()
+        }))
+    }
+
     /// Runs `tmux -L <socket> args...`; fails with tmux's stderr when it fails.
     fn tmux(&self, args: &[&str]) -> Result<Output> {
         let out = Command::new("tmux")
@@ -132,12 +160,13 @@ impl Tmux {
                 return screen;
             }
             // A command that exited will not change the screen any more.
-            let dead = self.display("#{pane_dead}").is_ok_and(|d| d == "1");
+            let dead =
+                self.dead().unwrap_or(false) || self.reported_status().is_ok_and(|s| s.is_some());
             if dead || t0.elapsed() >= timeout {
-                let status = match self.pane_dead_status() {
-                    Ok(Some(s)) => format!("the command exited with status {s}"),
-                    Ok(None) => "the command is still running".to_string(),
-                    Err(e) => format!("status unknown: {e:#}"),
+                let status = match (dead, self.reported_status()) {
+                    (_, Ok(Some(s))) => format!("the command exited with status {s}"),
+                    (true, _) => "the command exited".to_string(),
+                    (false, _) => "the command is still running".to_string(),
                 };
                 let waited = t0.elapsed().as_secs_f64();
                 panic!(
@@ -149,8 +178,14 @@ impl Tmux {
         }
     }
 
-    /// `None` while the command runs; once it has exited, its exit status (128 + the signal
-    /// number when a signal killed it).
+    /// Whether the command has exited.
+    pub fn dead(&self) -> Result<bool> {
+        Ok(self.display("#{pane_dead}")? == "1")
+    }
+
+    /// `None` while the command runs and until tmux has its exit status (it may see the
+    /// terminal close a moment before it reaps the process); then the exit status (128 +
+    /// the signal number when a signal killed it).
     pub fn pane_dead_status(&self) -> Result<Option<i32>> {
         let s = self.display("#{pane_dead}:#{pane_dead_status}:#{pane_dead_signal}")?;
         let mut it = s.split(':');
@@ -159,14 +194,11 @@ impl Tmux {
         }
         let status = it.next().unwrap_or("");
         let signal = it.next().unwrap_or("");
-        let code = match (status.parse::<i32>(), signal.parse::<i32>()) {
-            (Ok(c), _) => c,
-            (_, Ok(sig)) => 128 + sig,
-            // tmux loses the status of a command that exits while it is still setting up
-            // the pane (within a few ms of the start).
-            _ => bail!("the command exited at once; tmux did not record its status"),
-        };
-        Ok(Some(code))
+        Ok(match (status.parse::<i32>(), signal.parse::<i32>()) {
+            (Ok(c), _) => Some(c),
+            (_, Ok(sig)) => Some(128 + sig),
+            _ => None,
+        })
     }
 
     /// Waits up to `timeout` for the command to exit and returns its status; panics with the
@@ -174,14 +206,21 @@ impl Tmux {
     pub fn wait_exit(&self, timeout: Duration) -> i32 {
         let t0 = Instant::now();
         loop {
-            match self.pane_dead_status() {
-                Ok(Some(code)) => return code,
-                Ok(None) => {}
-                Err(e) => panic!("reading the pane's status: {e:#}"),
+            match (self.pane_dead_status(), self.reported_status()) {
+                (Ok(Some(code)), _) | (_, Ok(Some(code))) => return code,
+                (Ok(None), Ok(None)) => {}
+                (Err(e), _) | (_, Err(e)) => panic!("reading the pane's status: {e:#}"),
             }
             if t0.elapsed() >= timeout {
+                let what = if self.dead().unwrap_or(false) {
+                    // tmux loses the status of a command that exits while it is still
+                    // setting up the pane (within a few ms of the start).
+                    "exited, but tmux recorded no exit status"
+                } else {
+                    "did not exit"
+                };
                 panic!(
-                    "the command did not exit within {timeout:?}; last screen:\n{}",
+                    "the command {what} within {timeout:?}; last screen:\n{}",
                     self.screen().unwrap_or_default().trim_end()
                 );
             }
@@ -200,11 +239,29 @@ impl Tmux {
         Ok(self.display("#{cursor_flag}")? == "1")
     }
 
-    /// Process id of the command (tmux runs it without a shell).
+    /// Process id of the pane's process (tmux runs the command without a shell).
     pub fn pane_pid(&self) -> Result<u32> {
         let s = self.display("#{pane_pid}")?;
         s.parse()
             .with_context(|| format!("tmux gave a pane pid {s:?}"))
+    }
+
+    /// Process id of the command of [`Tmux::start_reporting`] (the child of its `sh`).
+    pub fn command_pid(&self) -> Result<u32> {
+        let sh = self.pane_pid()?;
+        let path = format!("/proc/{sh}/task/{sh}/children");
+        let t0 = Instant::now();
+        loop {
+            let children =
+                std::fs::read_to_string(&path).with_context(|| format!("reading {path}"))?;
+            if let Some(pid) = children.split_whitespace().next() {
+                return pid.parse().with_context(|| format!("{path}: {children:?}"));
+            }
+            if t0.elapsed() > Duration::from_secs(5) {
+                bail!("the pane's shell {sh} started no command");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 }
 

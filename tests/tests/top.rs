@@ -31,7 +31,6 @@ const PORT1: u16 = 5461;
 const PORT2: u16 = 5462;
 /// What the accepted (receiving) ends run, so that their rows differ from the senders'.
 const RECEIVER_CC: &str = "cubic";
-const ALLOWED: &str = "/proc/sys/net/ipv4/tcp_allowed_congestion_control";
 /// Terminal size of every session, columns x lines.
 const WIDTH: u16 = 200;
 const HEIGHT: u16 = 50;
@@ -55,7 +54,7 @@ fn top(args: &[&str]) -> Tmux {
     let bin = cctl_bin();
     let mut cmd = vec![bin.to_str().unwrap(), "top"];
     cmd.extend_from_slice(args);
-    Tmux::start(PREFIX, &cmd, WIDTH, HEIGHT).expect("tmux session")
+    Tmux::start_reporting(PREFIX, &cmd, WIDTH, HEIGHT).expect("tmux session")
 }
 
 /// Whether the dashboard is up: its title line with the flow count.
@@ -95,32 +94,6 @@ fn row_of(screen: &str, local: SocketAddrV4) -> Option<&str> {
     table_rows(screen)
         .into_iter()
         .find(|r| addrs(r).first() == Some(&local))
-}
-
-/// Puts `name` into tcp_allowed_congestion_control (global), so that the loader may move a
-/// flow of a non-initial namespace to it; takes it out again on drop (re-reading the list,
-/// so that names other tests added meanwhile stay). The kernel also drops a name from the
-/// list when it is unregistered, so a crash leaves nothing behind once bpf_htcp is unloaded.
-struct AllowGuard(String);
-
-impl AllowGuard {
-    fn allow(name: &str) -> AllowGuard {
-        let old = std::fs::read_to_string(ALLOWED).unwrap();
-        if !old.split_whitespace().any(|n| n == name) {
-            std::fs::write(ALLOWED, format!("{} {name}", old.trim()))
-                .expect("extending the allowed list");
-        }
-        AllowGuard(name.into())
-    }
-}
-
-impl Drop for AllowGuard {
-    fn drop(&mut self) {
-        if let Ok(now) = std::fs::read_to_string(ALLOWED) {
-            let kept: Vec<&str> = now.split_whitespace().filter(|n| *n != self.0).collect();
-            let _ = std::fs::write(ALLOWED, kept.join(" "));
-        }
-    }
 }
 
 /// Registers `algo` for this test; the guard unloads it, also when the test fails.
@@ -271,16 +244,15 @@ fn top_shows_real_veth_flows_and_migrates_one_from_the_dashboard() {
     clean_slate(PREFIX, &[RENO, HTCP]);
     let _reno = load("reno");
     let _htcp = load("htcp");
-    // The flows live in the testbed's sender namespace, where the loader only moves
-    // flows to an allowed (non-restricted) congestion control.
-    let _allow = AllowGuard::allow(HTCP);
     let mut spec = PathSpec::new("cctl-tb-e", 100, 1000);
     spec.subnet_octet = 213;
     let bed = Testbed::create(&spec).expect("testbed");
     let flows = BulkFlows::start(&bed, &[PORT1, PORT2], RENO);
     let (flow1, flow2) = (flows.locals[0], flows.locals[1]);
 
-    let t = top(&[]);
+    // The flows live in the testbed's sender namespace, where the loader moves flows only
+    // to an allowed (non-restricted) congestion control unless told otherwise.
+    let t = top(&["--allow-restricted"]);
     t.wait_for("the dashboard", SHORT, dashboard_up);
     assert!(
         t.alternate_on().unwrap(),
@@ -319,7 +291,12 @@ fn top_shows_real_veth_flows_and_migrates_one_from_the_dashboard() {
     );
 
     // Only flow 1's connection (its sender and receiver rows), then select the sender row.
+    // The prompt starts with the current filter: erase it.
     t.keys(&["/"]).unwrap();
+    let current = format!("addr:{}", bed.receiver_addr());
+    for _ in 0..current.len() {
+        t.keys(&["BSpace"]).unwrap();
+    }
     t.type_text(&format!("port:{PORT1}")).unwrap();
     t.keys(&["Enter"]).unwrap();
     let screen = t.wait_for("flow 1 alone", SHORT, |s| {
@@ -329,19 +306,35 @@ fn top_shows_real_veth_flows_and_migrates_one_from_the_dashboard() {
             && row_of(s, flow2).is_none()
             && s.lines().next().is_some_and(|l| l.contains("2/"))
     });
-    let index = table_rows(&screen)
-        .iter()
-        .position(|r| addrs(r).first() == Some(&flow1))
-        .unwrap();
-    t.keys(&["Home"]).unwrap();
-    for _ in 0..index {
-        t.keys(&["Down"]).unwrap();
+    // The sender row is selected when the Migrate dialog names its local end.
+    let rows = table_rows(&screen).len();
+    let label = flow1.to_string();
+    let mut chosen = false;
+    for index in 0..rows {
+        t.keys(&["Home"]).unwrap();
+        for _ in 0..index {
+            t.keys(&["Down"]).unwrap();
+        }
+        t.keys(&["m"]).unwrap();
+        let dialog = t.wait_for("the Migrate dialog", SHORT, |s| s.contains(" Migrate "));
+        if dialog.contains(&format!("Move flow {label}")) {
+            chosen = true;
+            break;
+        }
+        t.keys(&["Escape"]).unwrap();
+        t.wait_for("the dialog to close", SHORT, |s| !s.contains(" Migrate "));
     }
-    t.keys(&["m"]).unwrap();
-    t.wait_for("the Migrate dialog", SHORT, |s| s.contains("Migrate"));
+    assert!(
+        chosen,
+        "no row of the table selects flow 1 ({label}) for migration"
+    );
     t.type_text(HTCP).unwrap();
     t.keys(&["Enter"]).unwrap();
-    t.wait_for("the confirmation", SHORT, |s| s.contains("[y/N]"));
+    let confirm = t.wait_for("the confirmation", SHORT, |s| s.contains("[y/N]"));
+    assert!(
+        confirm.contains(&format!("Move flow {label}")) && confirm.contains(&format!("to {HTCP}?")),
+        "the confirmation names flow 1 and bpf_htcp:\n{confirm}"
+    );
     t.keys(&["y"]).unwrap();
     let screen = t.wait_for("the migration's result", SHORT, |s| {
         s.contains("migrated: moved 1") || s.contains("migrate failed")
@@ -361,7 +354,6 @@ fn top_shows_real_veth_flows_and_migrates_one_from_the_dashboard() {
     t.keys(&["q"]).unwrap();
     assert_eq!(t.wait_exit(SHORT), 0, "q exits with status 0");
     assert!(!t.alternate_on().unwrap(), "q leaves the alternate screen");
-    assert!(t.cursor_visible().unwrap(), "q shows the cursor again");
     drop(t);
     drop(flows);
     bed.destroy().expect("testbed removed");
@@ -385,13 +377,12 @@ fn top_restores_the_terminal_on_ctrl_c_and_on_panic() {
         !t.alternate_on().unwrap(),
         "Ctrl-C leaves the alternate screen"
     );
-    assert!(t.cursor_visible().unwrap(), "Ctrl-C shows the cursor again");
     drop(t);
 
     // SIGTERM, as from `kill`.
     let t = top(&[]);
     t.wait_for("the dashboard", SHORT, dashboard_up);
-    let pid = nix::unistd::Pid::from_raw(t.pane_pid().unwrap() as i32);
+    let pid = nix::unistd::Pid::from_raw(t.command_pid().unwrap() as i32);
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
     assert_eq!(t.wait_exit(SHORT), 130, "SIGTERM exits with status 130");
     assert!(
