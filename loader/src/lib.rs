@@ -6,6 +6,7 @@
 
 pub mod algo;
 pub mod algos;
+pub mod bpfstats;
 pub mod collector;
 pub mod error;
 pub mod kernel;
