@@ -71,12 +71,6 @@ pub struct Args {
 
 /// Runs `cctl top`.
 pub fn run(args: Args) -> Result<i32> {
-    if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
-        usage!(
-            "cctl top needs a terminal (stdin and stdout must be a TTY); for a stream of \
-             samples use `cctl trace --json` (or `cctl trace --csv`)"
-        );
-    }
     if !(1..=60).contains(&args.refresh_hz) {
         usage!("--refresh-hz must be 1-60, got {}", args.refresh_hz);
     }
@@ -91,6 +85,12 @@ pub fn run(args: Args) -> Result<i32> {
     }
     if args.interval_ms == 0 {
         usage!("--interval-ms must be at least 1 (ms)");
+    }
+    if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
+        usage!(
+            "cctl top needs a terminal (stdin and stdout must be a TTY); for a stream of \
+             samples use `cctl trace --json` (or `cctl trace --csv`)"
+        );
     }
     let mut app = App::new(args.history_s, args.expire_s);
     if let Some(f) = &args.filter {
