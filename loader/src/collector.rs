@@ -8,7 +8,7 @@
 use std::collections::HashSet;
 use std::mem::MaybeUninit;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::thread::JoinHandle;
@@ -63,10 +63,53 @@ pub struct TraceStats {
     pub duration: Duration,
 }
 
+/// Counters of a running trace, since it started (see [`Trace::counters`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct LiveCounters {
+    /// Samples delivered to user space (decoded by the collector thread; some may still
+    /// wait in the channel), count.
+    pub samples: u64,
+    /// Samples the kernel wrote into the ring buffer, count.
+    pub kernel_emitted: u64,
+    /// Samples the kernel could not write because the ring buffer was full, count.
+    pub dropped: u64,
+}
+
+impl LiveCounters {
+    /// What happened between `earlier` and `self` (for rates: divide by the time between
+    /// the two readings). Saturates at 0 if `earlier` is from another trace.
+    pub fn since(&self, earlier: &LiveCounters) -> LiveCounters {
+        LiveCounters {
+            samples: self.samples.saturating_sub(earlier.samples),
+            kernel_emitted: self.kernel_emitted.saturating_sub(earlier.kernel_emitted),
+            dropped: self.dropped.saturating_sub(earlier.dropped),
+        }
+    }
+}
+
+/// The shared side of [`LiveCounters`]: written by the collector thread, read by anyone.
+#[derive(Debug, Default)]
+struct LiveAtomics {
+    samples: AtomicU64,
+    kernel_emitted: AtomicU64,
+    dropped: AtomicU64,
+}
+
+impl LiveAtomics {
+    fn read(&self) -> LiveCounters {
+        LiveCounters {
+            samples: self.samples.load(Ordering::Relaxed),
+            kernel_emitted: self.kernel_emitted.load(Ordering::Relaxed),
+            dropped: self.dropped.load(Ordering::Relaxed),
+        }
+    }
+}
+
 /// A running trace: a stream of samples until [`Trace::finish`].
 pub struct Trace {
     rx: tokio::sync::mpsc::Receiver<Sample>,
     stop: Arc<AtomicBool>,
+    live: Arc<LiveAtomics>,
     thread: Option<JoinHandle<Result<TraceStats>>>,
 }
 
@@ -87,14 +130,17 @@ impl Trace {
         let (tx, rx) = tokio::sync::mpsc::channel(CHANNEL_DEPTH);
         let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<()>>();
         let thread_stop = stop.clone();
+        let live = Arc::new(LiveAtomics::default());
+        let thread_live = live.clone();
         let thread = std::thread::Builder::new()
             .name("cctl-collector".into())
-            .spawn(move || run(cfg, tx, ready_tx, thread_stop))
+            .spawn(move || run(cfg, tx, ready_tx, thread_stop, thread_live))
             .map_err(|e| Error::io("starting the collector thread", "-", e))?;
         match ready_rx.recv() {
             Ok(Ok(())) => Ok(Trace {
                 rx,
                 stop,
+                live,
                 thread: Some(thread),
             }),
             Ok(Err(e)) => {
@@ -112,9 +158,10 @@ impl Trace {
         }
     }
 
-    /// TEMP STUB
+    /// Counters since the start, as of the collector's last ring-buffer poll (at most
+    /// ~50 ms old while samples flow). Cheap (three atomic loads): call it every refresh.
     pub fn counters(&self) -> LiveCounters {
-        LiveCounters::default()
+        self.live.read()
     }
 
     /// Next sample, waiting for it; `None` once the trace has stopped.
@@ -209,6 +256,7 @@ fn run(
     tx: tokio::sync::mpsc::Sender<Sample>,
     ready: std::sync::mpsc::Sender<Result<()>>,
     stop: Arc<AtomicBool>,
+    live: Arc<LiveAtomics>,
 ) -> Result<TraceStats> {
     let fail = |e: Error| {
         let _ = ready.send(Err(e));
@@ -243,17 +291,38 @@ fn run(
     };
     let started = Instant::now();
 
+    let bss = skel
+        .maps
+        .bss_data
+        .as_deref()
+        .expect("trace .bss is memory-mapped");
+    // The kernel updates these behind our back: read them with volatile loads.
+    let kernel_counters = || {
+        // SAFETY: both fields are aligned u64s of the memory-mapped .bss, which lives as
+        // long as `skel`; a torn read is impossible for an aligned u64 on 64-bit targets.
+        unsafe {
+            (
+                std::ptr::read_volatile(&bss.samples_emitted),
+                std::ptr::read_volatile(&bss.samples_dropped),
+            )
+        }
+    };
+    let publish = || {
+        let (emitted, dropped) = kernel_counters();
+        live.kernel_emitted.store(emitted, Ordering::Relaxed);
+        live.dropped.store(dropped, Ordering::Relaxed);
+    };
     let mut flows = HashSet::new();
-    let mut samples = 0u64;
     {
         let mut builder = RingBufferBuilder::new();
         let cb_flows = &mut flows;
-        let cb_samples = &mut samples;
+        let cb_live = live.clone();
+        let cb_publish = &publish;
         let cb_stop = stop.clone();
         let added = builder.add(&skel.maps.samples, move |data: &[u8]| {
             if let Some(s) = Sample::decode(data) {
                 cb_flows.insert(s.cookie);
-                *cb_samples += 1;
+                cb_live.samples.fetch_add(1, Ordering::Relaxed);
                 // Blocks while the consumer is behind; the kernel then counts drops.
                 while let Err(e) = tx.try_send(s.clone()) {
                     match e {
@@ -262,6 +331,8 @@ fn run(
                             if cb_stop.load(Ordering::SeqCst) {
                                 return 0;
                             }
+                            // Drops pile up in the kernel meanwhile: keep them visible.
+                            cb_publish();
                             std::thread::sleep(Duration::from_millis(1));
                         }
                     }
@@ -283,27 +354,62 @@ fn run(
                     return Err(Error::bpf("polling the ring buffer", e));
                 }
             }
+            publish();
         }
         let _ = rb.consume();
+        publish();
     }
-    let bss = skel
-        .maps
-        .bss_data
-        .as_deref()
-        .expect("trace .bss is memory-mapped");
+    let end = live.read();
     Ok(TraceStats {
-        samples,
+        samples: end.samples,
         flows: flows.len(),
-        dropped: bss.samples_dropped,
-        kernel_emitted: bss.samples_emitted,
+        dropped: end.dropped,
+        kernel_emitted: end.kernel_emitted,
         duration: started.elapsed(),
     })
 }
 
-/// TEMP STUB
-#[derive(Debug, Default, Clone, Copy)]
-pub struct LiveCounters {
-    pub samples: u64,
-    pub emitted: u64,
-    pub dropped: u64,
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn live_counters_read_what_the_collector_thread_stored() {
+        let live = LiveAtomics::default();
+        assert_eq!(live.read(), LiveCounters::default());
+        live.samples.fetch_add(7, Ordering::Relaxed);
+        live.kernel_emitted.store(9, Ordering::Relaxed);
+        live.dropped.store(2, Ordering::Relaxed);
+        assert_eq!(
+            live.read(),
+            LiveCounters {
+                samples: 7,
+                kernel_emitted: 9,
+                dropped: 2
+            }
+        );
+    }
+
+    #[test]
+    fn counters_since_an_earlier_reading_are_differences_and_never_negative() {
+        let a = LiveCounters {
+            samples: 10,
+            kernel_emitted: 12,
+            dropped: 1,
+        };
+        let b = LiveCounters {
+            samples: 25,
+            kernel_emitted: 30,
+            dropped: 1,
+        };
+        assert_eq!(
+            b.since(&a),
+            LiveCounters {
+                samples: 15,
+                kernel_emitted: 18,
+                dropped: 0
+            }
+        );
+        assert_eq!(a.since(&b), LiveCounters::default());
+    }
 }

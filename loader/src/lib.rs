@@ -6,6 +6,7 @@
 
 pub mod algo;
 pub mod algos;
+pub mod bpfstats;
 pub mod collector;
 pub mod error;
 pub mod kernel;
@@ -29,4 +30,3 @@ pub use error::{Error, Result};
 pub mod skel {
     include!(concat!(env!("OUT_DIR"), "/skels.rs"));
 }
-pub mod bpfstats;

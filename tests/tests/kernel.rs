@@ -238,6 +238,7 @@ fn a_stalled_consumer_makes_the_kernel_count_ring_buffer_drops() {
         cc: None,
     })
     .expect("collector attaches");
+    let at_start = trace.counters();
     let listener = std::net::TcpListener::bind(("127.0.0.1", P)).unwrap();
     let stop = Arc::new(AtomicBool::new(false));
     let rx = std::thread::spawn(move || {
@@ -266,12 +267,30 @@ fn a_stalled_consumer_makes_the_kernel_count_ring_buffer_drops() {
     // Read nothing for 4 s: at tens of thousands of samples/s the 65,536-sample
     // channel and then the 4 MiB ring buffer fill up.
     std::thread::sleep(Duration::from_secs(4));
+    // The live counters moved while nobody read a sample, drops included.
+    let stalled = trace.counters().since(&at_start);
+    assert!(
+        stalled.samples > 0 && stalled.dropped > 0,
+        "live counters during the stall: {stalled:?}"
+    );
+    assert!(stalled.kernel_emitted >= stalled.samples, "{stalled:?}");
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     senders.into_iter().for_each(|s| s.join().unwrap());
     rx.join().unwrap();
     let queued = trace.drain().len() as u64;
+    let last = trace.counters();
     let stats = trace.finish().expect("collector stops");
-    eprintln!("stalled consumer: {stats:?}, {queued} queued");
+    eprintln!(
+        "stalled consumer: {stats:?}, {queued} queued; live counters during the stall {stalled:?}"
+    );
+    assert!(
+        last.dropped >= stalled.dropped && last.samples >= stalled.samples,
+        "counters went back: {stalled:?} then {last:?}"
+    );
+    assert!(
+        stats.dropped >= last.dropped && stats.samples >= last.samples,
+        "the final counters are below the live ones: {last:?}, {stats:?}"
+    );
     assert!(
         stats.dropped > 0,
         "no drops counted with a stalled consumer: {stats:?}"

@@ -3,7 +3,8 @@
 
 use std::collections::BTreeMap;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
+use cctl_loader::bpfstats::{self, ProgStats, StatsGuard};
 use cctl_loader::migrate::{self, SocketFilter};
 use cctl_loader::registry::{LoadedCc, Version};
 use cctl_loader::upgrade;
@@ -22,6 +23,14 @@ pub struct Args {
     /// and the variables `cctl trace` shows for it.
     #[arg(long, short)]
     params: bool,
+    /// Also measure cctl's BPF programs (the collector, every registered CC's callbacks)
+    /// with run-time statistics on for --bpf-stats-ms: runs and ns per call (root).
+    #[arg(long)]
+    bpf_stats: bool,
+    /// How long --bpf-stats measures, in milliseconds (1 to 60000).
+    #[arg(long, default_value_t = 1000, requires = "bpf_stats",
+          value_parser = clap::value_parser!(u64).range(1..=60_000))]
+    bpf_stats_ms: u64,
 }
 
 /// Runs `cctl list`.
@@ -65,6 +74,9 @@ pub fn run(args: Args) -> Result<i32> {
                 "versions": ours.map(|o| versions_json(o, &counts)),
             });
             println!("{line}");
+        }
+        if args.bpf_stats {
+            print_bpf_stats(args.bpf_stats_ms, true)?;
         }
         return Ok(exit::OK);
     }
@@ -149,7 +161,67 @@ pub fn run(args: Args) -> Result<i32> {
             }
         }
     }
+    if args.bpf_stats {
+        println!();
+        print_bpf_stats(args.bpf_stats_ms, false)?;
+    }
     Ok(exit::OK)
+}
+
+/// Turns BPF run-time statistics on for `ms`, and prints what cctl's programs did
+/// meanwhile: one line (or JSON object, `"kind":"bpf_prog"`) per program and callback.
+fn print_bpf_stats(ms: u64, json: bool) -> Result<()> {
+    let ctx = "measuring cctl's BPF programs";
+    let on = StatsGuard::enable().context(ctx)?;
+    let before = bpfstats::cctl_programs().context(ctx)?;
+    std::thread::sleep(std::time::Duration::from_millis(ms));
+    let after = bpfstats::cctl_programs().context(ctx)?;
+    drop(on);
+    let window: Vec<ProgStats> = after
+        .iter()
+        .map(|p| {
+            match before
+                .iter()
+                .find(|b| b.id == p.id && b.callback == p.callback)
+            {
+                Some(b) => p.since(b),
+                None => p.clone(),
+            }
+        })
+        .collect();
+    if json {
+        for p in &window {
+            let mut v = serde_json::to_value(p)?;
+            v["kind"] = "bpf_prog".into();
+            v["window_ms"] = ms.into();
+            v["ns_per_call"] = serde_json::json!(p.ns_per_call());
+            println!("{v}");
+        }
+        return Ok(());
+    }
+    println!("cctl's BPF programs over {ms} ms (run-time statistics on meanwhile):");
+    println!(
+        "  {:<16} {:<4} {:<12} {:<8} {:<16} {:>10} NS/CALL",
+        "CC", "VER", "CALLBACK", "PROG_ID", "NAME", "RUNS"
+    );
+    for p in &window {
+        println!(
+            "  {:<16} {:<4} {:<12} {:<8} {:<16} {:>10} {}",
+            p.cc.as_deref().unwrap_or("(collector)"),
+            p.version.map(|v| format!("v{v}")).unwrap_or("-".into()),
+            p.callback,
+            p.id,
+            p.name,
+            p.run_cnt,
+            p.ns_per_call()
+                .map(|n| format!("{n:.0}"))
+                .unwrap_or("-".into())
+        );
+    }
+    if window.is_empty() {
+        println!("  (none: no collector running and no congestion control loaded by cctl)");
+    }
+    Ok(())
 }
 
 /// Tunables of a version that differ from its algorithm's defaults, `key=value`.

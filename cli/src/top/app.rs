@@ -592,7 +592,7 @@ impl App {
                         return None;
                     }
                     KeyCode::Enter => {
-                        let to = if choices.iter().any(|c| *c == input) || choices.is_empty() {
+                        let to = if choices.contains(&input) || choices.is_empty() {
                             input.trim().to_string()
                         } else {
                             choices[pick.min(choices.len() - 1)].clone()
@@ -757,12 +757,13 @@ pub fn jain_index(x: &[f64]) -> Option<f64> {
 /// Mean throughput of `f` over `[start, end]`, bit/s, from bytes acked between its first
 /// and last point in the window.
 pub fn mean_tput_in(f: &Flow, start: u64, end: u64) -> f64 {
-    let mut it = f
-        .history
-        .iter()
-        .filter(|p| p.t_ns >= start && p.t_ns <= end);
-    let Some(first) = it.next() else { return 0.0 };
-    let last = it.last().unwrap_or(first);
+    let inside = |p: &&Point| p.t_ns >= start && p.t_ns <= end;
+    let (Some(first), Some(last)) = (
+        f.history.iter().find(inside),
+        f.history.iter().rfind(inside),
+    ) else {
+        return 0.0;
+    };
     if last.t_ns > first.t_ns {
         last.bytes_acked.saturating_sub(first.bytes_acked) as f64 * 8e9
             / (last.t_ns - first.t_ns) as f64

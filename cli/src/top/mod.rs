@@ -71,12 +71,6 @@ pub struct Args {
 
 /// Runs `cctl top`.
 pub fn run(args: Args) -> Result<i32> {
-    if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
-        usage!(
-            "cctl top needs a terminal (stdin and stdout must be a TTY); for a stream of \
-             samples use `cctl trace --json` (or `cctl trace --csv`)"
-        );
-    }
     if !(1..=60).contains(&args.refresh_hz) {
         usage!("--refresh-hz must be 1-60, got {}", args.refresh_hz);
     }
@@ -91,6 +85,12 @@ pub fn run(args: Args) -> Result<i32> {
     }
     if args.interval_ms == 0 {
         usage!("--interval-ms must be at least 1 (ms)");
+    }
+    if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
+        usage!(
+            "cctl top needs a terminal (stdin and stdout must be a TTY); for a stream of \
+             samples use `cctl trace --json` (or `cctl trace --csv`)"
+        );
     }
     let mut app = App::new(args.history_s, args.expire_s);
     if let Some(f) = &args.filter {
@@ -335,49 +335,57 @@ impl Meter {
 }
 
 /// Run time per call and calls per second of each program between two readings,
-/// grouped into the collector and each loaded congestion control.
+/// grouped into the collector (every `cctl_tcp_probe` loaded, this one's included) and
+/// each loaded version of a cctl congestion control.
 fn bpf_footer(app: &mut App, before: &[bpfstats::ProgStats], now: &[bpfstats::ProgStats], dt: f64) {
-    let delta = |p: &bpfstats::ProgStats| {
-        let b = before.iter().find(|q| q.id == p.id);
-        let cnt = p.run_cnt - b.map_or(0, |b| b.run_cnt.min(p.run_cnt));
-        let ns = p.run_time_ns - b.map_or(0, |b| b.run_time_ns.min(p.run_time_ns));
-        (ns, cnt)
-    };
-    app.footer.bpf_collector = None;
+    let per_call = |ns: u64, cnt: u64| if cnt > 0 { ns as f64 / cnt as f64 } else { 0.0 };
+    let (mut coll_ns, mut coll_cnt, mut collectors) = (0, 0, 0);
     app.footer.bpf_cc.clear();
     for p in now {
-        let (ns, cnt) = delta(p);
-        let per_call = if cnt > 0 { ns as f64 / cnt as f64 } else { 0.0 };
-        match &p.cc {
-            None => app.footer.bpf_collector = Some((per_call, cnt as f64 / dt)),
-            Some(cc) => {
-                let label = match p.version {
-                    Some(v) => format!("{cc}@v{v}"),
-                    None => cc.clone(),
-                };
-                let i = match app.footer.bpf_cc.iter().position(|c| c.label == label) {
-                    Some(i) => i,
-                    None => {
-                        app.footer.bpf_cc.push(BpfCc {
-                            label,
-                            ..Default::default()
-                        });
-                        app.footer.bpf_cc.len() - 1
-                    }
-                };
-                let c = &mut app.footer.bpf_cc[i];
-                let total_ns = c.ns_per_call * c.calls_per_s * dt + ns as f64;
-                c.calls_per_s += cnt as f64 / dt;
-                c.ns_per_call = if c.calls_per_s > 0.0 {
-                    total_ns / (c.calls_per_s * dt)
-                } else {
-                    0.0
-                };
-                c.callbacks
-                    .push((p.callback.clone(), per_call, cnt as f64 / dt));
+        let d = match before.iter().find(|q| q.id == p.id) {
+            Some(b) => p.since(b),
+            None => p.clone(),
+        };
+        let Some(cc) = &p.cc else {
+            coll_ns += d.run_time_ns;
+            coll_cnt += d.run_cnt;
+            collectors += 1;
+            continue;
+        };
+        let label = match p.version {
+            Some(v) => format!("{cc}@v{v}"),
+            None => cc.clone(),
+        };
+        let i = match app.footer.bpf_cc.iter().position(|c| c.label == label) {
+            Some(i) => i,
+            None => {
+                app.footer.bpf_cc.push(BpfCc {
+                    label,
+                    ..Default::default()
+                });
+                app.footer.bpf_cc.len() - 1
             }
-        }
+        };
+        let c = &mut app.footer.bpf_cc[i];
+        // Running totals first (ns and calls), per-call figures below.
+        c.ns_per_call += d.run_time_ns as f64;
+        c.calls_per_s += d.run_cnt as f64;
+        c.callbacks.push((
+            p.callback.clone(),
+            per_call(d.run_time_ns, d.run_cnt),
+            d.run_cnt as f64 / dt,
+        ));
     }
+    for c in &mut app.footer.bpf_cc {
+        c.ns_per_call = if c.calls_per_s > 0.0 {
+            c.ns_per_call / c.calls_per_s
+        } else {
+            0.0
+        };
+        c.calls_per_s /= dt;
+    }
+    app.footer.bpf_collector =
+        (collectors > 0).then(|| (per_call(coll_ns, coll_cnt), coll_cnt as f64 / dt));
 }
 
 #[cfg(test)]

@@ -505,7 +505,7 @@ fn draw_footer(f: &mut Frame, app: &App, area: Rect) {
         if let Some((ns, rate)) = ft.bpf_collector {
             text += &format!("  bpf: cctl_tcp_probe {ns:.0} ns/call x {rate:.0}/s");
         }
-        for cc in &ft.bpf_cc {
+        for cc in ft.bpf_cc.iter().filter(|c| c.calls_per_s > 0.0) {
             text += &format!(
                 "  {} {:.0} ns/call x {:.0}/s",
                 cc.label, cc.ns_per_call, cc.calls_per_s
