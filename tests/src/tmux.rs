@@ -239,6 +239,25 @@ impl Tmux {
         Ok(self.display("#{cursor_flag}")? == "1")
     }
 
+    /// Whether the pane's terminal is in cooked mode (canonical input and echo on, as a
+    /// shell expects; a program that left raw mode on leaves them off), from `stty -a`.
+    pub fn tty_cooked(&self) -> Result<bool> {
+        let tty = self.display("#{pane_tty}")?;
+        let out = Command::new("stty")
+            .args(["-a", "-F", &tty])
+            .output()
+            .context("running stty")?;
+        if !out.status.success() {
+            bail!(
+                "stty -a -F {tty}: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            );
+        }
+        let flags = String::from_utf8_lossy(&out.stdout);
+        let words: Vec<&str> = flags.split_whitespace().collect();
+        Ok(words.contains(&"icanon") && words.contains(&"echo"))
+    }
+
     /// Process id of the pane's process (tmux runs the command without a shell).
     pub fn pane_pid(&self) -> Result<u32> {
         let s = self.display("#{pane_pid}")?;

@@ -354,6 +354,8 @@ fn top_shows_real_veth_flows_and_migrates_one_from_the_dashboard() {
     t.keys(&["q"]).unwrap();
     assert_eq!(t.wait_exit(SHORT), 0, "q exits with status 0");
     assert!(!t.alternate_on().unwrap(), "q leaves the alternate screen");
+    assert!(t.cursor_visible().unwrap(), "q shows the cursor again");
+    assert!(t.tty_cooked().unwrap(), "q turns raw mode off");
     drop(t);
     drop(flows);
     bed.destroy().expect("testbed removed");
@@ -371,12 +373,16 @@ fn top_restores_the_terminal_on_ctrl_c_and_on_panic() {
         t.alternate_on().unwrap(),
         "top runs in the alternate screen"
     );
+    assert!(!t.tty_cooked().unwrap(), "top runs in raw mode");
+    assert!(!t.cursor_visible().unwrap(), "top hides the cursor");
     t.keys(&["C-c"]).unwrap();
     assert_eq!(t.wait_exit(SHORT), 130, "Ctrl-C exits with status 130");
     assert!(
         !t.alternate_on().unwrap(),
         "Ctrl-C leaves the alternate screen"
     );
+    assert!(t.cursor_visible().unwrap(), "Ctrl-C shows the cursor again");
+    assert!(t.tty_cooked().unwrap(), "Ctrl-C turns raw mode off");
     drop(t);
 
     // SIGTERM, as from `kill`.
@@ -389,6 +395,11 @@ fn top_restores_the_terminal_on_ctrl_c_and_on_panic() {
         !t.alternate_on().unwrap(),
         "SIGTERM leaves the alternate screen"
     );
+    assert!(
+        t.cursor_visible().unwrap(),
+        "SIGTERM shows the cursor again"
+    );
+    assert!(t.tty_cooked().unwrap(), "SIGTERM turns raw mode off");
     drop(t);
 
     // A panic (F12 in debug builds).
@@ -404,6 +415,7 @@ fn top_restores_the_terminal_on_ctrl_c_and_on_panic() {
         t.cursor_visible().unwrap(),
         "a panic shows the cursor again"
     );
+    assert!(t.tty_cooked().unwrap(), "a panic turns raw mode off");
     let after = t.transcript(HEIGHT.into()).unwrap();
     assert!(
         after.contains("panicked"),
