@@ -27,6 +27,7 @@ char _license[] SEC("license") = "Dual BSD/GPL";
 const volatile __u64 interval_ns = 100000000; /* minimum gap between samples of a flow, ns */
 const volatile __u16 filter_port = 0;         /* keep flows with this local or remote port; 0 = all */
 const volatile char filter_cc[16] = {};       /* keep flows with this CC name; "" = all */
+const volatile __u64 wakeup_bytes = 0;        /* wake the reader only above this many pending bytes; 0 = every sample */
 
 /* Counters read by user space (.bss is memory-mapped). */
 __u64 samples_emitted = 0;
@@ -145,7 +146,10 @@ int BPF_PROG(cctl_tcp_probe, struct sock *sk, const struct sk_buff *skb)
 	bpf_probe_read_kernel(e->ca_priv, sizeof(e->ca_priv), icsk->icsk_ca_priv);
 	if ((*(__u32 *)e->ca_priv >> 16) == CCTL_CA_MAGIC)
 		e->flags |= CCTL_SAMPLE_OURS;
-	bpf_ringbuf_submit(e, 0);
+	/* Waking the reader for every sample costs it more than reading them: wake it only
+	 * when the ring fills up; it reads every few ms anyway. */
+	bpf_ringbuf_submit(e, wakeup_bytes && bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) < wakeup_bytes ?
+				      BPF_RB_NO_WAKEUP : 0);
 	__sync_fetch_and_add(&samples_emitted, 1);
 
 	nfs.last_ns = now;

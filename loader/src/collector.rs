@@ -93,6 +93,8 @@ struct LiveAtomics {
     samples: AtomicU64,
     kernel_emitted: AtomicU64,
     dropped: AtomicU64,
+    /// Completed reads of the ring buffer (for [`Trace::drain`]'s wait).
+    reads: AtomicU64,
 }
 
 impl LiveAtomics {
@@ -114,6 +116,14 @@ pub struct Trace {
 }
 
 const CHANNEL_DEPTH: usize = 65_536;
+
+/// How often the collector thread reads the ring buffer when the program has not woken it:
+/// samples reach [`Trace::drain_ready`] at most this late.
+pub const POLL_INTERVAL: Duration = Duration::from_millis(20);
+
+/// Pending bytes in the ring buffer above which the program wakes the collector thread at
+/// once: a quarter of the 4-MiB ring, about 4,000 samples.
+const WAKEUP_BYTES: u64 = 1 << 20;
 
 impl Trace {
     /// Loads and attaches the collector, returning once it is attached.
@@ -187,7 +197,8 @@ impl Trace {
     }
 
     /// Appends samples to `out` for as long as `busy(out)` holds (checked at least every
-    /// 100 ms), e.g. while traffic runs on another thread; then whatever is queued.
+    /// 100 ms), e.g. while traffic runs on another thread; then everything emitted until
+    /// then ([`Trace::drain`]).
     pub fn collect_while(
         &mut self,
         out: &mut Vec<Sample>,
@@ -197,13 +208,31 @@ impl Trace {
             if let Some(s) = self.recv_timeout(Duration::from_millis(100)) {
                 out.push(s);
             }
-            out.extend(self.drain());
+            out.extend(self.drain_ready());
         }
         out.extend(self.drain());
     }
 
-    /// Samples already received, without waiting.
+    /// Every sample the kernel emitted before this call and not yet returned: waits
+    /// (about [`POLL_INTERVAL`], at most four) until the collector thread has read the
+    /// ring buffer after the call began, then returns without waiting for more.
     pub fn drain(&mut self) -> Vec<Sample> {
+        let start = self.live.reads.load(Ordering::SeqCst);
+        let deadline = Instant::now() + 4 * POLL_INTERVAL;
+        // Two reads: the one under way when called may have begun before the call.
+        while self.live.reads.load(Ordering::SeqCst) < start + 2
+            && Instant::now() < deadline
+            && self.thread.as_ref().is_some_and(|t| !t.is_finished())
+        {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        self.drain_ready()
+    }
+
+    /// Samples already delivered to this side of the channel, without waiting (those
+    /// still in the ring buffer come with a later call, within [`POLL_INTERVAL`]). For
+    /// periodic readers such as a dashboard's frame loop.
+    pub fn drain_ready(&mut self) -> Vec<Sample> {
         let mut out = Vec::new();
         while let Ok(s) = self.rx.try_recv() {
             out.push(s);
@@ -275,6 +304,7 @@ fn run(
             .expect("trace .rodata is memory-mapped");
         ro.interval_ns = cfg.interval.as_nanos().min(u64::MAX as u128) as u64;
         ro.filter_port = cfg.port.unwrap_or(0);
+        ro.wakeup_bytes = WAKEUP_BYTES;
         if let Some(cc) = &cfg.cc {
             for (d, b) in ro.filter_cc.iter_mut().zip(cc.bytes()) {
                 *d = b as _;
@@ -348,13 +378,17 @@ fn run(
             Err(e) => return fail(Error::bpf("setting up the ring buffer", e)),
         };
         let _ = ready.send(Ok(()));
+        // The program wakes this thread only when the ring buffer holds more than
+        // `wakeup_bytes` (trace.bpf.c); otherwise it is read every POLL_INTERVAL. One
+        // wakeup per sample cost more CPU than decoding the samples.
         while !stop.load(Ordering::SeqCst) {
-            if let Err(e) = rb.poll(Duration::from_millis(50)) {
+            if let Err(e) = rb.poll(POLL_INTERVAL).and_then(|_| rb.consume()) {
                 if e.kind() != libbpf_rs::ErrorKind::Interrupted {
                     return Err(Error::bpf("polling the ring buffer", e));
                 }
             }
             publish();
+            live.reads.fetch_add(1, Ordering::SeqCst);
         }
         let _ = rb.consume();
         publish();

@@ -22,7 +22,7 @@ pub struct LiveSource {
 
 impl Source for LiveSource {
     fn drain(&mut self, out: &mut Vec<Sample>) {
-        out.extend(self.trace.drain());
+        out.extend(self.trace.drain_ready());
     }
 
     fn counters(&self) -> (u64, u64) {
