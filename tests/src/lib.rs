@@ -1,8 +1,9 @@
 //! Shared helpers of the integration tests: root check, clean slate, leftovers.
 
+use std::path::PathBuf;
 use std::sync::Mutex;
 
-use cctl_loader::registry;
+use cctl_loader::registry::{self, LoadGuard, LoadOptions};
 
 pub mod tmux;
 
@@ -29,6 +30,38 @@ pub fn clean_slate(prefix: &str, names: &[&str]) {
             registry::unload(n).expect("unloading a leftover registration");
         }
     }
+}
+
+/// The `cctl` binary next to the running test binary (`target/<profile>/cctl`, built by
+/// `cargo test --workspace` / `make test`; with `-p cctl-tests` alone, run
+/// `cargo build -p cctl` first). Panics with that advice when it is missing.
+pub fn cctl_bin() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let bin = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .expect("test binaries live in target/<profile>/deps")
+        .join("cctl");
+    assert!(
+        bin.exists(),
+        "{} missing: build it first (`cargo build -p cctl`; `make test` does)",
+        bin.display()
+    );
+    bin
+}
+
+/// Loads `algo` under its default name for this test; the guard unloads it, also when
+/// the test fails.
+pub fn load_owned(algo: &str) -> LoadGuard {
+    let rec = registry::load(
+        algo,
+        &LoadOptions {
+            owned: true,
+            ..Default::default()
+        },
+    )
+    .unwrap_or_else(|e| panic!("{algo} loads: {e}"));
+    LoadGuard::new(rec.name)
 }
 
 /// Names in /proc/sys/net/ipv4/tcp_available_congestion_control.

@@ -11,7 +11,6 @@
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, SocketAddrV4, TcpListener, TcpStream};
-use std::path::PathBuf;
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -21,25 +20,14 @@ use cctl_bench::flows::spawn_in_netns;
 use cctl_bench::testbed::{PathSpec, Testbed};
 use cctl_loader::collector::{Trace, TraceConfig};
 use cctl_loader::migrate::{self, SocketFilter, SocketInfo};
-use cctl_loader::registry::{self, LoadGuard, LoadOptions};
-use cctl_tests::{clean_slate, require_root, KERNEL};
+use cctl_loader::registry::LoadGuard;
+use cctl_tests::{cctl_bin, clean_slate, load_owned, require_root, KERNEL};
 use rand_chacha::rand_core::{RngCore, SeedableRng};
 use socket2::{Domain, Socket, Type};
 
 const PREFIX: &str = "cctl-ma-";
 const HTCP: &str = "bpf_htcp";
 const ALLOWED: &str = "/proc/sys/net/ipv4/tcp_allowed_congestion_control";
-
-fn cctl_bin() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let bin = exe.parent().unwrap().parent().unwrap().join("cctl");
-    assert!(
-        bin.exists(),
-        "{} missing: build it first (`cargo build -p cctl`; `make test` does)",
-        bin.display()
-    );
-    bin
-}
 
 fn cctl(args: &[&str]) -> Output {
     Command::new(cctl_bin())
@@ -136,20 +124,6 @@ fn idle_pairs_here(n: usize, cc: &str, port: u16) -> Vec<TcpStream> {
 /// Loads bpf_htcp for this test; the guard unloads it, also when the test fails.
 fn load_htcp() -> LoadGuard {
     load_owned("htcp")
-}
-
-/// Loads `algo` under its default name for this test; the guard unloads it, also when the
-/// test fails.
-fn load_owned(algo: &str) -> LoadGuard {
-    let rec = registry::load(
-        algo,
-        &LoadOptions {
-            owned: true,
-            ..Default::default()
-        },
-    )
-    .unwrap_or_else(|e| panic!("{algo} loads: {e}"));
-    LoadGuard::new(rec.name)
 }
 
 fn census(ns: &str) -> Vec<SocketInfo> {

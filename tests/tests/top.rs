@@ -8,7 +8,6 @@
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, SocketAddrV4, TcpListener, TcpStream};
-use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -18,9 +17,8 @@ use std::time::Duration;
 use cctl_bench::flows::spawn_in_netns;
 use cctl_bench::testbed::{PathSpec, Testbed};
 use cctl_loader::migrate::{self, SocketFilter};
-use cctl_loader::registry::{self, LoadGuard, LoadOptions};
 use cctl_tests::tmux::Tmux;
-use cctl_tests::{clean_slate, require_root, KERNEL};
+use cctl_tests::{cctl_bin, clean_slate, load_owned, require_root, KERNEL};
 use socket2::{Domain, Socket, Type};
 
 const PREFIX: &str = "cctl-tb-";
@@ -37,17 +35,6 @@ const HEIGHT: u16 = 50;
 /// Generous bounds for things that take well under a second on an idle machine (a noisy
 /// shared 2-core box can be much slower; a bound only turns a hang into a clear failure).
 const SHORT: Duration = Duration::from_secs(20);
-
-fn cctl_bin() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let bin = exe.parent().unwrap().parent().unwrap().join("cctl");
-    assert!(
-        bin.exists(),
-        "{} missing: build it first (`cargo build -p cctl`; `make test` does)",
-        bin.display()
-    );
-    bin
-}
 
 /// Starts `cctl top args...` in a 200x50 tmux session.
 fn top(args: &[&str]) -> Tmux {
@@ -94,19 +81,6 @@ fn row_of(screen: &str, local: SocketAddrV4) -> Option<&str> {
     table_rows(screen)
         .into_iter()
         .find(|r| addrs(r).first() == Some(&local))
-}
-
-/// Registers `algo` for this test; the guard unloads it, also when the test fails.
-fn load(algo: &str) -> LoadGuard {
-    let rec = registry::load(
-        algo,
-        &LoadOptions {
-            owned: true,
-            ..Default::default()
-        },
-    )
-    .unwrap_or_else(|e| panic!("loading {algo}: {e}"));
-    LoadGuard::new(rec.name)
 }
 
 /// Bulk flows from the testbed's sender to its receiver, one per receiver port, the
@@ -242,8 +216,8 @@ fn top_shows_real_veth_flows_and_migrates_one_from_the_dashboard() {
     let _k = KERNEL.lock().unwrap_or_else(|e| e.into_inner());
     require_root();
     clean_slate(PREFIX, &[RENO, HTCP]);
-    let _reno = load("reno");
-    let _htcp = load("htcp");
+    let _reno = load_owned("reno");
+    let _htcp = load_owned("htcp");
     let mut spec = PathSpec::new("cctl-tb-e", 100, 1000);
     spec.subnet_octet = 213;
     let bed = Testbed::create(&spec).expect("testbed");

@@ -340,6 +340,8 @@ impl Meter {
 fn bpf_footer(app: &mut App, before: &[bpfstats::ProgStats], now: &[bpfstats::ProgStats], dt: f64) {
     let per_call = |ns: u64, cnt: u64| if cnt > 0 { ns as f64 / cnt as f64 } else { 0.0 };
     let (mut coll_ns, mut coll_cnt, mut collectors) = (0, 0, 0);
+    // Per CC version: run time (ns) and calls over the window, in the order first seen.
+    let mut totals: Vec<(u64, u64)> = Vec::new();
     app.footer.bpf_cc.clear();
     for p in now {
         let d = match before.iter().find(|q| q.id == p.id) {
@@ -363,26 +365,21 @@ fn bpf_footer(app: &mut App, before: &[bpfstats::ProgStats], now: &[bpfstats::Pr
                     label,
                     ..Default::default()
                 });
+                totals.push((0, 0));
                 app.footer.bpf_cc.len() - 1
             }
         };
-        let c = &mut app.footer.bpf_cc[i];
-        // Running totals first (ns and calls), per-call figures below.
-        c.ns_per_call += d.run_time_ns as f64;
-        c.calls_per_s += d.run_cnt as f64;
-        c.callbacks.push((
+        totals[i].0 += d.run_time_ns;
+        totals[i].1 += d.run_cnt;
+        app.footer.bpf_cc[i].callbacks.push((
             p.callback.clone(),
             per_call(d.run_time_ns, d.run_cnt),
             d.run_cnt as f64 / dt,
         ));
     }
-    for c in &mut app.footer.bpf_cc {
-        c.ns_per_call = if c.calls_per_s > 0.0 {
-            c.ns_per_call / c.calls_per_s
-        } else {
-            0.0
-        };
-        c.calls_per_s /= dt;
+    for (c, (ns, cnt)) in app.footer.bpf_cc.iter_mut().zip(totals) {
+        c.ns_per_call = per_call(ns, cnt);
+        c.calls_per_s = cnt as f64 / dt;
     }
     app.footer.bpf_collector =
         (collectors > 0).then(|| (per_call(coll_ns, coll_cnt), coll_cnt as f64 / dt));
