@@ -678,7 +678,8 @@ fn describe(req: &MigrateRequest, ns: &str) -> String {
     s + &format!(" in {ns}")
 }
 
-fn check_target(req: &MigrateRequest, ns: &Netns) -> Result<()> {
+/// That `req.to` is registered in the kernel (global: the same in every namespace).
+fn check_registered(req: &MigrateRequest) -> Result<()> {
     let available = kernel::available_ccs()?;
     if !available.contains(&req.to) {
         let hint = if let Ok(a) = algos::find(&req.to) {
@@ -698,6 +699,11 @@ fn check_target(req: &MigrateRequest, ns: &Netns) -> Result<()> {
             hint,
         });
     }
+    Ok(())
+}
+
+/// That namespace `ns` may be given `req.to` (see the module docs).
+fn check_target(req: &MigrateRequest, ns: &Netns) -> Result<()> {
     if ns.initial || req.allow_restricted {
         return Ok(());
     }
@@ -724,7 +730,7 @@ fn check_target(req: &MigrateRequest, ns: &Netns) -> Result<()> {
 }
 
 /// Checks what does not depend on a namespace: names, `from != to`, the filter (port,
-/// cookie, cgroup), privileges, BTF. Returns the filter to use (`cc` cleared: `from`
+/// cookie, cgroup), privileges, BTF, that the target is registered. Returns the filter to use (`cc` cleared: `from`
 /// decides) and the resolved cgroup.
 fn check_request(req: &MigrateRequest) -> Result<(SocketFilter, Option<(u64, i32)>)> {
     algos::validate_cc_name(&req.from)?;
@@ -740,6 +746,7 @@ fn check_request(req: &MigrateRequest) -> Result<(SocketFilter, Option<(u64, i32
     let cgroup = validate_filter(&filter)?;
     kernel::require_privileges(&format!("migrating sockets to {}", req.to))?;
     kernel::require_btf()?;
+    check_registered(req)?;
     Ok((filter, cgroup))
 }
 

@@ -86,18 +86,18 @@ pub fn run(args: Args) -> Result<i32> {
     if args.interval_ms == 0 {
         usage!("--interval-ms must be at least 1 (ms)");
     }
-    if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
-        usage!(
-            "cctl top needs a terminal (stdin and stdout must be a TTY); for a stream of \
-             samples use `cctl trace --json` (or `cctl trace --csv`)"
-        );
-    }
     let mut app = App::new(args.history_s, args.expire_s);
     if let Some(f) = &args.filter {
         match Filter::parse(f) {
             Ok(f) => app.filter = f,
             Err(e) => usage!("--filter {f}: {e}"),
         }
+    }
+    if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
+        usage!(
+            "cctl top needs a terminal (stdin and stdout must be a TTY); for a stream of \
+             samples use `cctl trace --json` (or `cctl trace --csv`)"
+        );
     }
     app.targets = kernel::available_ccs().context("reading the available congestion controls")?;
     let trace = Trace::start(TraceConfig {
