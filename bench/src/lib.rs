@@ -10,6 +10,7 @@
 pub mod compare;
 pub mod flows;
 pub mod metrics;
+pub mod perf;
 pub mod plot;
 pub mod report;
 pub mod runner;

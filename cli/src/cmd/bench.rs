@@ -29,6 +29,9 @@ enum Cmd {
     Run(RunArgs),
     /// Rebuild summary.json, summary.md and the plots of a results directory.
     Report(ReportArgs),
+    /// cctl's own costs next to their references: BPF ports vs native modules per ACK,
+    /// the collector vs `ss -ti`, migration, the testbed's ceiling.
+    Perf(super::perf::PerfArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -101,6 +104,7 @@ pub fn run(args: Args) -> Result<i32> {
     match args.cmd {
         Cmd::List(a) => list(a),
         Cmd::Run(a) => run_bench(a),
+        Cmd::Perf(a) => super::perf::run(a),
         Cmd::Report(a) => {
             let s = report::rebuild(&a.dir)?;
             let sc = scenario::find(&s.metadata.scenario)?;

@@ -6,6 +6,7 @@ pub mod demo;
 pub mod list;
 pub mod load;
 pub mod migrate;
+pub mod perf;
 pub mod policy;
 pub mod rollback;
 pub mod sockets;
