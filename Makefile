@@ -7,6 +7,7 @@ CCTL := target/release/cctl
 .PHONY: compare all deps vm-deps vm-deps-if-needed build test demo demo-tbf bench-collector lint fmt install clean
 .PHONY: bench-migrate
 .PHONY: bench-top
+.PHONY: bench
 
 all: build
 
@@ -52,6 +53,14 @@ COMPARE_ALGOS ?= htcp,native:htcp,scalable,scalable@linux,native:scalable,highsp
 compare: deps vm-deps-if-needed
 	$(CARGO) build --release -p cctl
 	$(CCTL) bench run native-comparison --algo $(COMPARE_ALGOS) --profile ci $(COMPARE_ARGS)
+
+# Performance, each figure next to its reference in one run (issue 7): BPF ports vs native
+# modules per ACK (host: reno, cubic; the rest in the 6.12 guest), the collector vs `ss -ti`,
+# migration of 1k/10k flows, the testbed's ceiling. Results in results/perf/<timestamp>/.
+# BENCH_ARGS="--parts ack,collector --quick".
+bench: deps vm-deps-if-needed
+	$(CARGO) build --release -p cctl
+	$(CCTL) bench perf $(BENCH_ARGS)
 
 # Collector throughput: samples/s and ring-buffer drops with loopback bulk flows.
 # BENCH_ARGS="flows interval_us secs", default "4 1000 5".

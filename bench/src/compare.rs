@@ -195,7 +195,9 @@ pub struct Bounds {
 pub struct Tolerances {
     /// Cases without random loss.
     pub drop_tail: Bounds,
-    /// Cases with netem random loss.
+    /// Cases with forward-path loss, random or periodic (the shipped scenario's is
+    /// periodic since the random case proved too noisy for one run; these bounds still
+    /// cover random loss).
     pub random_loss: Bounds,
 }
 

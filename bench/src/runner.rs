@@ -203,7 +203,7 @@ pub struct RunRecord {
     pub series: Vec<FlowSeries>,
     /// Bottleneck samples.
     pub queue: Vec<QueuePoint>,
-    /// Random-loss drops netem made (all senders), packets.
+    /// Forward-path loss drops (netem random or gact periodic; all senders), packets.
     pub random_drops: u64,
     /// Collector counters.
     pub samples: u64,
@@ -261,6 +261,7 @@ pub fn path_for(point: &RunPoint) -> PathSpec {
         .map(|f| AccessSpec {
             rtt_ms: f.rtt_ms,
             loss: point.loss,
+            loss_model: point.loss_model,
         })
         .collect();
     if point.web_sessions > 0 {
@@ -268,6 +269,7 @@ pub fn path_for(point: &RunPoint) -> PathSpec {
         spec.senders.push(AccessSpec {
             rtt_ms: point.rtt_ms,
             loss: point.loss,
+            loss_model: point.loss_model,
         });
     }
     spec
@@ -531,7 +533,8 @@ pub fn deviations(points: &[RunPoint]) -> Vec<String> {
     }
     out.push(
         "bottleneck queue sampled every queue_interval_ms (benchmarks.md's [CHOICE] is 10 ms); \
-         tbf rather than htb; delay on the ACK path; random loss at each sender's egress"
+         tbf rather than htb; delay on the ACK path; loss at each sender's egress \
+         (netem random, or gact every N-th packet where the scenario asks for periodic loss)"
             .into(),
     );
     out

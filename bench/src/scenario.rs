@@ -33,7 +33,9 @@
 //!                                  #   buffer_pkts (packets) or buffer_ms (ms worth of rate)
 //! buffer_floor_pkts = 2            # [CHOICE] the buffer is never below this (default 2); flagged
 //! bdp_rtt = "flow1"                # "flow1" (default) | "min": the RTT that defines the BDP
-//! loss = 0.0                       # netem random loss on the forward path, [0, 1)
+//! loss = 0.0                       # loss probability on the forward path, [0, 1)
+//! loss_model = "random"            # "random" (netem, default) | "periodic": every round(1/loss)-th
+//!                                  #   packet (tc gact determ), the same packets in every run
 //! init_ssthresh_bdp = 0.5          # optional: initial ssthresh as a fraction of BDP ([P3])
 //! web_sessions = 0                 # web cross-traffic sessions (default 0)
 //! web_model = "p0"                 # "p0" (T0.0, bidirectional) | "surge" (T3.6); default "p0"
@@ -232,6 +234,19 @@ pub enum WebModel {
     Surge,
 }
 
+/// How the forward-path loss of a point is drawn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum LossModel {
+    /// Independent per-packet loss with probability `loss` (netem `loss random`).
+    #[default]
+    Random,
+    /// Every `round(1/loss)`-th packet of the sender (tc `gact ... random determ drop N`):
+    /// the same packets are lost in every run, so two algorithms (a BPF port and its
+    /// module) face identical losses — the periodic-loss model of Mathis et al. (1997).
+    Periodic,
+}
+
 /// An error in a scenario file, or a scenario that cannot be found.
 #[derive(Debug, Error)]
 pub enum ScenarioError {
@@ -333,8 +348,10 @@ pub struct RunPoint {
     pub buffer_pkts: u32,
     /// Whether the floor raised the buffer (flag these points in reports).
     pub buffer_floored: bool,
-    /// netem random loss probability on the forward path.
+    /// Loss probability on the forward path.
     pub loss: f64,
+    /// How that loss is drawn.
+    pub loss_model: LossModel,
     /// Initial ssthresh of every long-lived flow, in packets; `None`: the kernel's.
     pub init_ssthresh_pkts: Option<u32>,
     /// Number of web cross-traffic sessions.
@@ -431,6 +448,7 @@ struct RawLayer {
     buffer_floor_pkts: Option<u32>,
     bdp_rtt: Option<BdpRtt>,
     loss: Option<f64>,
+    loss_model: Option<LossModel>,
     init_ssthresh_bdp: Option<f64>,
     web_sessions: Option<u32>,
     web_model: Option<WebModel>,
@@ -895,7 +913,15 @@ fn parse_sweep(value: &toml::Value, at: &str) -> Result<Vec<SweepCase>, Bad> {
 fn is_setting(key: &str) -> bool {
     matches!(
         key,
-        "bdp_rtt" | "web_model" | "web_cc" | "repeat" | "seed" | "note" | "vars" | "sweep"
+        "bdp_rtt"
+            | "loss_model"
+            | "web_model"
+            | "web_cc"
+            | "repeat"
+            | "seed"
+            | "note"
+            | "vars"
+            | "sweep"
     )
 }
 
@@ -1460,6 +1486,7 @@ impl Scenario {
             buffer_pkts: pkts as u32,
             buffer_floored: floored,
             loss,
+            loss_model: self.setting(profile, |l| &l.loss_model).unwrap_or_default(),
             init_ssthresh_pkts,
             web_sessions,
             web_model: self.setting(profile, |l| &l.web_model).unwrap_or_default(),
@@ -2470,6 +2497,27 @@ duration_s = 40
             &["> 0"],
         );
         rejects("start_s = 5", "start_s = -5", "flows[1].start_s", &["≥ 0"]);
+    }
+
+    #[test]
+    fn loss_model_is_random_unless_periodic_is_asked_for() {
+        let v1 = find("native-comparison").unwrap();
+        let pts = v1.expand(Profile::Ci, 1).unwrap();
+        let lossy: Vec<_> = pts.iter().filter(|p| p.loss > 0.0).collect();
+        assert_eq!(lossy.len(), 1);
+        assert_eq!(lossy[0].loss_model, LossModel::Periodic);
+        let t3 = find("t3.3").unwrap();
+        assert!(t3
+            .expand(Profile::Ci, 1)
+            .unwrap()
+            .iter()
+            .all(|p| p.loss_model == LossModel::Random));
+        rejects(
+            "buffer_bdp = 0.2",
+            "buffer_bdp = 0.2\nloss_model = \"bursty\"",
+            "defaults.loss_model",
+            &["random", "periodic"],
+        );
     }
 
     #[test]

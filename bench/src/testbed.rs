@@ -8,7 +8,9 @@
 //!   <prefix>-snd2  10.81.X.1 <s>s1 ==== <s>a1 10.81.X.254 ├ <prefix>-rtr  10.77.X.254 <s>b0 ==== <s>r0 10.77.X.129  <prefix>-rcv
 //!   ...                                                   ┘                egress of <s>b0: tbf rate R (1:) -> pfifo limit Q (10:)
 //!   delay: netem delay RTT on <s>a<i> egress (the ACK path), limit well above the BDP
-//!   loss:  netem loss random p on <s>s<i> egress (the forward data path, before the bottleneck)
+//!   loss:  netem loss random p on <s>s<i> egress (the forward data path, before the bottleneck),
+//!          or with LossModel::Periodic a clsact egress filter `matchall action gact pass
+//!          random determ drop N` there (every N = round(1/p)-th packet)
 //! ```
 //!
 //! Where netem goes, and why: a packet held in the sender's own qdisc still counts against
@@ -28,6 +30,8 @@
 
 use std::fmt;
 use std::net::Ipv4Addr;
+
+pub use crate::scenario::LossModel;
 use std::path::Path;
 use std::process::Command;
 
@@ -52,8 +56,10 @@ pub struct AccessSpec {
     /// Round-trip propagation delay added on this sender's path, in ms (netem on the ACK
     /// path); 0 = none (no netem).
     pub rtt_ms: f64,
-    /// Random per-packet loss probability on this sender's forward path, in [0, 1); 0 = none.
+    /// Per-packet loss probability on this sender's forward path, in [0, 1); 0 = none.
     pub loss: f64,
+    /// Random (netem) or periodic (tc gact, every `round(1/loss)`-th packet) loss.
+    pub loss_model: LossModel,
 }
 
 /// What the dumbbell looks like.
@@ -153,6 +159,8 @@ impl PathSpec {
     }
 
     /// Whether building this path needs sch_netem (some sender has a delay or loss).
+    /// Periodic loss uses cls_matchall and act_gact instead, which kernels without netem
+    /// here lack as well; it counts as needing the netem-capable kernel.
     pub fn needs_netem(&self) -> bool {
         self.senders.iter().any(|a| a.rtt_ms > 0.0 || a.loss > 0.0)
     }
@@ -544,13 +552,25 @@ impl Testbed {
                 ));
             }
             if access.loss > 0.0 {
-                self.netem(
-                    snd,
-                    &[format!(
-                        "qdisc add dev {sdev} root netem loss random {}%",
-                        fmt_percent(access.loss)
-                    )],
-                )?;
+                match access.loss_model {
+                    LossModel::Random => self.netem(
+                        snd,
+                        &[format!(
+                            "qdisc add dev {sdev} root netem loss random {}%",
+                            fmt_percent(access.loss)
+                        )],
+                    )?,
+                    LossModel::Periodic => self.netem(
+                        snd,
+                        &[
+                            format!("qdisc add dev {sdev} clsact"),
+                            format!(
+                                "filter add dev {sdev} egress matchall action gact pass random determ drop {}",
+                                periodic_every(access.loss)
+                            ),
+                        ],
+                    )?,
+                }
             }
         }
         self.netem(rtr, &rtr_tc)?;
@@ -644,11 +664,33 @@ impl Testbed {
     /// Random-loss drops netem made on sender `i`'s forward path so far, in packets (0
     /// when that sender has no loss configured).
     pub fn random_drops(&self, i: usize) -> Result<u64, TestbedError> {
-        if self.spec.senders[i].loss <= 0.0 {
+        let access = self.spec.senders[i];
+        if access.loss <= 0.0 {
             return Ok(0);
         }
         let dev = self.spec.sender_dev_at(i);
-        qdisc_stats(&self.sender_ns[i], &dev).map(|q| q.drops)
+        match access.loss_model {
+            LossModel::Random => qdisc_stats(&self.sender_ns[i], &dev).map(|q| q.drops),
+            LossModel::Periodic => {
+                let args = [
+                    "tc",
+                    "-n",
+                    &self.sender_ns[i],
+                    "-s",
+                    "-j",
+                    "filter",
+                    "show",
+                    "dev",
+                    &dev,
+                    "egress",
+                ];
+                let out = run(&args)?;
+                action_drops(&out).map_err(|reason| TestbedError::Parse {
+                    command: args.join(" "),
+                    reason,
+                })
+            }
+        }
     }
 
     /// Counters of the bottleneck (root tbf on the router's veth towards the receiver), from
@@ -706,6 +748,40 @@ pub fn remove_leftovers(prefix: &str) -> Result<Vec<String>, TestbedError> {
         }
     }
     Ok(removed)
+}
+
+/// The period of [`LossModel::Periodic`] loss with probability `p` (in (0, 1)): every
+/// `round(1/p)`-th packet is dropped, at least every 2nd.
+pub fn periodic_every(p: f64) -> u64 {
+    (1.0 / p).round().max(2.0) as u64
+}
+
+/// Sum of the `drops` counters of every action in `tc -s -j filter show` output.
+fn action_drops(json: &str) -> Result<u64, String> {
+    fn walk(v: &serde_json::Value, in_actions: bool, sum: &mut u64) {
+        match v {
+            serde_json::Value::Object(m) => {
+                if in_actions {
+                    if let Some(d) = m
+                        .get("stats")
+                        .and_then(|s| s.get("drops"))
+                        .and_then(|d| d.as_u64())
+                    {
+                        *sum += d;
+                    }
+                }
+                for (k, x) in m {
+                    walk(x, in_actions || k == "actions", sum);
+                }
+            }
+            serde_json::Value::Array(a) => a.iter().for_each(|x| walk(x, in_actions, sum)),
+            _ => {}
+        }
+    }
+    let v: serde_json::Value = serde_json::from_str(json.trim()).map_err(|e| e.to_string())?;
+    let mut sum = 0;
+    walk(&v, false, &mut sum);
+    Ok(sum)
 }
 
 /// Root-qdisc counters of `dev` in namespace `ns`, from `tc -n <ns> -s -j qdisc show dev <dev>`.
@@ -989,10 +1065,25 @@ mod tests {
     }
 
     #[test]
+    fn periodic_loss_period_and_gact_drop_counters() {
+        assert_eq!(periodic_every(0.001), 1000);
+        assert_eq!(periodic_every(0.003), 333);
+        assert_eq!(periodic_every(0.9), 2);
+        let json = r#"[{"protocol":"all","pref":49152,"kind":"matchall","chain":0},{"protocol":"all","pref":49152,"kind":"matchall","chain":0,"options":{"handle":1,"in_hw":false,"actions":[{"order":1,"kind":"gact","control_action":{"type":"pass"},"prob":{"random_type":"determ","control_action":{"type":"drop"},"val":1000},"index":1,"ref":1,"bind":1,"stats":{"bytes":3028000,"packets":2000,"drops":2,"overlimits":0,"requeues":0,"backlog":0,"qlen":0}}]}}]"#;
+        assert_eq!(action_drops(json), Ok(2));
+        assert_eq!(action_drops("[]"), Ok(0));
+        assert!(action_drops("not json").is_err());
+    }
+
+    #[test]
     fn impossible_delays_and_losses_are_refused() {
         for (rtt_ms, loss) in [(-1.0, 0.0), (f64::NAN, 0.0), (10.0, 1.0), (10.0, -0.1)] {
             let mut spec = PathSpec::new("x", 1, 1);
-            spec.senders[0] = AccessSpec { rtt_ms, loss };
+            spec.senders[0] = AccessSpec {
+                rtt_ms,
+                loss,
+                ..Default::default()
+            };
             assert!(spec.validate().is_err(), "{rtt_ms} {loss}");
         }
         let mut spec = PathSpec::new("x", 1, 1);
