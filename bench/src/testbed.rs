@@ -535,15 +535,20 @@ impl Testbed {
             );
             let net = format!("10.{}.{x}", 80 + i);
             self.offloads_off(snd, &sdev)?;
-            run_batch(
-                &["ip", "-n", snd],
-                &[
-                    "link set lo up".to_string(),
-                    format!("addr add {net}.1/24 dev {sdev}"),
-                    format!("link set {sdev} up"),
-                    format!("route add default via {net}.254"),
-                ],
-            )?;
+            let mut lines = vec![
+                "link set lo up".to_string(),
+                format!("addr add {net}.1/24 dev {sdev}"),
+                format!("link set {sdev} up"),
+                format!("route add default via {net}.254"),
+            ];
+            if access.loss > 0.0 {
+                // TCP hands the qdisc GSO packets of several segments even with offloads
+                // off (they are split after it): the loss would drop bursts, at a
+                // per-segment rate of p / segments. One segment per packet makes p per
+                // segment. (Set before any socket connects: TCP reads it then.)
+                lines.push(format!("link set {sdev} gso_max_segs 1"));
+            }
+            run_batch(&["ip", "-n", snd], &lines)?;
             if access.rtt_ms > 0.0 {
                 rtr_tc.push(format!(
                     "qdisc add dev {adev} root netem delay {}us limit {}",
