@@ -3,8 +3,11 @@
 //! that puts them side by side.
 //!
 //! Per flow and run: mean throughput (bytes received over the flow's life), the number of
-//! backoffs (entries into CWR/Recovery/Loss seen by the collector, counted the same way for
-//! both kinds of flow), cwnd just before each backoff (`tp->prior_cwnd`) and the ssthresh it
+//! backoffs (`FlowSeries::kernel_backoffs`: entries into CWR/Recovery/Loss, and reductions
+//! renewed inside them (a new `tp->prior_cwnd`), seen by the collector — counted the same
+//! way for both kinds of flow; a port's own reduction counter would also count reductions
+//! that begin and end between two samples, which a module's flow cannot show), cwnd just
+//! before each backoff (`tp->prior_cwnd`) and the ssthresh it
 //! set, so the backoff factor is `ssthresh / cwnd_before` (β, spec §0.2), and the mean and
 //! coefficient of variation (std/mean) of cwnd from the first backoff on (slow start left out).
 //! Runs of one case and variant are pooled: flows' values are averaged, factors pooled.
@@ -39,7 +42,14 @@ pub struct FlowFigures {
 /// Computes one flow's figures; `None` for a flow without samples.
 pub fn flow_figures(f: &FlowSeries) -> Option<FlowFigures> {
     let secs = f.stop_s - f.start_s;
-    let first_backoff = f.backoffs.first().map_or(f64::NEG_INFINITY, |b| b.t_s);
+    // The kernel's signals, counted alike for port and module (results written before
+    // they were recorded fall back to `backoffs`).
+    let backoffs = if f.kernel_backoffs.is_empty() {
+        &f.backoffs
+    } else {
+        &f.kernel_backoffs
+    };
+    let first_backoff = backoffs.first().map_or(f64::NEG_INFINITY, |b| b.t_s);
     let cwnd: Vec<f64> = f
         .points
         .iter()
@@ -52,7 +62,7 @@ pub fn flow_figures(f: &FlowSeries) -> Option<FlowFigures> {
     let mut factors = Vec::new();
     let mut before = Vec::new();
     let mut after = Vec::new();
-    for b in &f.backoffs {
+    for b in backoffs {
         if let Some(a) = b.cwnd_after.filter(|_| b.cwnd_before > 0) {
             factors.push(f64::from(a) / f64::from(b.cwnd_before));
             before.push(f64::from(b.cwnd_before));
@@ -65,7 +75,7 @@ pub fn flow_figures(f: &FlowSeries) -> Option<FlowFigures> {
         } else {
             0.0
         },
-        backoffs: f.backoffs.len(),
+        backoffs: backoffs.len(),
         factors,
         cwnd_before: before,
         cwnd_after: after,
@@ -482,6 +492,15 @@ mod tests {
         let g = flow_figures(&f).unwrap();
         assert_eq!(g.backoffs, 2);
         assert_eq!(g.factors, vec![0.7, 0.5]);
+        // The kernel's signals win over a port's own counter when recorded.
+        let mut k = f.clone();
+        k.kernel_backoffs = vec![BackoffEvent {
+            t_s: 3.0,
+            cwnd_before: 10,
+            cwnd_after: Some(8),
+        }];
+        let kg = flow_figures(&k).unwrap();
+        assert_eq!((kg.backoffs, kg.factors.clone()), (1, vec![0.8]));
         assert!((g.mean_cwnd - 8.5).abs() < 1e-12);
         let sd = (((7.0f64 - 8.5).powi(2) + 0.25 + 0.25 + 1.5f64.powi(2)) / 4.0).sqrt();
         assert!((g.cv_cwnd - sd / 8.5).abs() < 1e-12);

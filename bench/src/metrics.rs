@@ -75,8 +75,13 @@ pub struct FlowSeries {
     pub stop_s: f64,
     /// Periodic samples, sorted by `t_s`.
     pub points: Vec<FlowPoint>,
-    /// Congestion events, sorted by `t_s`.
+    /// Congestion events, sorted by `t_s` (for a cctl algorithm from its own reduction
+    /// counter, exact between samples; else from the kernel's signals).
     pub backoffs: Vec<BackoffEvent>,
+    /// Congestion events from the kernel's signals only, for every flow alike
+    /// (`cctl_loader::summary::kernel_backoffs`): what port-vs-module comparisons count.
+    #[serde(default)]
+    pub kernel_backoffs: Vec<BackoffEvent>,
     /// Bytes the receiver read from the flow by its end, in bytes.
     pub bytes_received: u64,
     /// Fixed-size transfers: time from connection start to the last byte received, in seconds.

@@ -464,6 +464,16 @@ pub fn flow_series(
                         .collect()
                 })
                 .unwrap_or_default();
+            let mut ordered = mine.clone();
+            ordered.sort_by_key(|s| s.ts_ns);
+            let kernel_backoffs = cctl_loader::summary::kernel_backoffs(&ordered)
+                .iter()
+                .map(|b| BackoffEvent {
+                    t_s: t(b.ts_ns),
+                    cwnd_before: b.cwnd_before,
+                    cwnd_after: b.ssthresh_after,
+                })
+                .collect();
             FlowSeries {
                 id: spec.id,
                 cc: spec.cc.clone(),
@@ -472,6 +482,7 @@ pub fn flow_series(
                 stop_s: r.ended.as_secs_f64(),
                 points,
                 backoffs,
+                kernel_backoffs,
                 bytes_received: r.bytes,
                 completion_s: spec
                     .size_bytes

@@ -415,3 +415,24 @@ fn bench_list_names_every_test_of_the_spec() {
     // The 22 tests of benchmarks.md and the port-vs-module comparison.
     assert_eq!(ids.len(), 23);
 }
+
+#[test]
+fn bench_perf_refuses_unknown_parts_and_names_the_allowed_ones() {
+    let out = std::env::temp_dir().join(format!("cctl-cli-perf-{}", std::process::id()));
+    let o = cctl(&[
+        "bench",
+        "perf",
+        "--parts",
+        "ack,acks",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("unknown part 'acks'")
+            && stderr(&o).contains("ack, collector, migrate, ceiling"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!out.exists(), "a refused run created {}", out.display());
+}

@@ -152,6 +152,38 @@ fn summarize_flow(mut v: Vec<&Sample>) -> FlowSummary {
     }
 }
 
+/// The window reductions of ONE flow as the kernel's own signals show them, whatever
+/// runs the flow: each sample in CWR/Recovery/Loss that follows a sample outside them, or
+/// that carries a new `prior_cwnd` (the kernel sets it when a reduction begins, so a
+/// reduction that began without a sample in Open between is still seen). The cwnd before
+/// is `prior_cwnd`, the ssthresh after the sample's. Unlike [`summarize`], a cctl
+/// algorithm's own reduction counter is not used, so a BPF port and a native module are
+/// counted alike (reductions that begin and end between two samples are missed for both).
+/// `samples` must be one flow's, in time order.
+pub fn kernel_backoffs(samples: &[Sample]) -> Vec<Backoff> {
+    samples
+        .windows(2)
+        .filter_map(|w| {
+            let (a, b) = (&w[0], &w[1]);
+            if !b.ca_state.is_reduction() {
+                return None;
+            }
+            let entered = !a.ca_state.is_reduction();
+            let renewed = b.prior_cwnd > 0 && b.prior_cwnd != a.prior_cwnd;
+            (entered || renewed).then(|| Backoff {
+                ts_ns: b.ts_ns,
+                beta: None,
+                cwnd_before: if b.prior_cwnd > 0 {
+                    b.prior_cwnd
+                } else {
+                    a.cwnd
+                },
+                ssthresh_after: b.ssthresh,
+            })
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -200,6 +232,45 @@ mod tests {
             last_beta: backoffs.map(|_| beta),
             vars: Default::default(),
         }
+    }
+
+    #[test]
+    fn kernel_backoffs_count_entries_and_renewed_reductions_not_the_counter() {
+        let at = |t: u64, cwnd: u32, st: CaState, prior: u32, ssth: u32, counter: u32| {
+            let mut x = sample(1, t, cwnd, st, Some(counter), 0.7);
+            x.prior_cwnd = prior;
+            x.ssthresh = Some(ssth);
+            x
+        };
+        // Open -> Recovery (prior 400), a second reduction inside Recovery (prior 300,
+        // never seen in Open), Open, CWR; the port's counter says 7: not used here.
+        let s = vec![
+            at(0, 400, CaState::Open, 0, u32::MAX, 0),
+            at(10, 390, CaState::Recovery, 400, 350, 1),
+            at(20, 330, CaState::Recovery, 400, 350, 1),
+            at(30, 300, CaState::Recovery, 300, 260, 5),
+            at(40, 260, CaState::Open, 300, 260, 5),
+            at(50, 270, CaState::Cwr, 270, 240, 7),
+        ];
+        let b = kernel_backoffs(&s);
+        let got: Vec<(u64, u32, Option<u32>)> = b
+            .iter()
+            .map(|b| (b.ts_ns / 1_000_000, b.cwnd_before, b.ssthresh_after))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (10, 400, Some(350)),
+                (30, 300, Some(260)),
+                (50, 270, Some(240))
+            ]
+        );
+        assert!(b.iter().all(|b| b.beta.is_none()));
+        assert_eq!(
+            summarize(&s)[0].backoffs.len(),
+            7,
+            "summarize uses the counter"
+        );
     }
 
     #[test]
