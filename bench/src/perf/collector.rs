@@ -71,7 +71,7 @@ impl Plan {
     fn for_mode(quick: bool) -> Plan {
         if quick {
             Plan {
-                sweep_flows: vec![2, 8],
+                sweep_flows: vec![2, 8, 32],
                 sweep_s: 1.5,
                 rounds: 2,
                 round_s: 1.0,
@@ -232,15 +232,15 @@ pub fn run(opts: &PerfOptions) -> Result<PartResult> {
             Row::single(
                 Part::Collector,
                 Site::Host,
-                &format!("collector reader thread at {:.0} samples/s", best.delivered_per_s),
+                &format!(
+                    "collector reader thread at {:.0} samples/s",
+                    best.delivered_per_s
+                ),
                 "CPU per million samples",
                 "CPU-s/M",
                 best.reader_cpu_s_per_m,
             )
-            .with_note(format!(
-                "{:.1} % of a core",
-                100.0 * best.reader_cpu_share
-            )),
+            .with_note(format!("{:.1} % of a core", 100.0 * best.reader_cpu_share)),
         );
         if let (Some(ns_call), Some(share)) = (best.bpf_ns_per_call, best.bpf_cpu_share) {
             res.rows.push(
@@ -336,7 +336,10 @@ fn rate_point(
         _ => None,
     };
     let calls = bpf.as_ref().map_or(0, |s| s.run_cnt);
-    let ns_call = bpf.as_ref().and_then(|s| s.ns_per_call()).filter(|_| stats_on);
+    let ns_call = bpf
+        .as_ref()
+        .and_then(|s| s.ns_per_call())
+        .filter(|_| stats_on);
     Ok(RatePoint {
         flows,
         interval_us: MAX_RATE_INTERVAL.as_secs_f64() * 1e6,
@@ -480,7 +483,11 @@ fn onoff(
     let col_cpu = med("collector", |r| r.cpu_share);
     let ss_cpu = med("ss", |r| r.cpu_share);
     let spread = |arm: &str| {
-        let v: Vec<f64> = rounds.iter().filter(|r| r.arm == arm).map(|r| r.gbit).collect();
+        let v: Vec<f64> = rounds
+            .iter()
+            .filter(|r| r.arm == arm)
+            .map(|r| r.gbit)
+            .collect();
         let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
         let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
         format!("{lo:.2}-{hi:.2}")
@@ -552,9 +559,9 @@ fn onoff(
     details.insert("onoff_rounds".into(), serde_json::to_value(&rounds)?);
     details.insert(
         "default_bpf".into(),
-        serde_json::to_value(bpf.map(|(c, n, s)| {
-            serde_json::json!({"calls_per_s": c, "ns_per_call": n, "cpu_share": s})
-        }))?,
+        serde_json::to_value(bpf.map(
+            |(c, n, s)| serde_json::json!({"calls_per_s": c, "ns_per_call": n, "cpu_share": s}),
+        ))?,
     );
     Ok(())
 }
@@ -586,8 +593,7 @@ fn bpf_at_default(secs: f64) -> Result<Option<(f64, f64, Option<f64>)>> {
         (Some(a), Some(b)) => {
             let d = b.since(&a);
             let calls = d.run_cnt as f64 / dt;
-            d.ns_per_call()
-                .map(|n| (calls, n, Some(n * calls / 1e9)))
+            d.ns_per_call().map(|n| (calls, n, Some(n * calls / 1e9)))
         }
         _ => None,
     })
@@ -671,7 +677,16 @@ impl Netns {
         let _ = Command::new("ip").args(["netns", "del", NETNS]).output();
         ip(&["netns", "add", NETNS])?;
         let ns = Netns;
-        ip(&["-n", NETNS, "link", "set", "lo", "mtu", &LO_MTU.to_string(), "up"])?;
+        ip(&[
+            "-n",
+            NETNS,
+            "link",
+            "set",
+            "lo",
+            "mtu",
+            &LO_MTU.to_string(),
+            "up",
+        ])?;
         Ok(ns)
     }
 
@@ -682,7 +697,9 @@ impl Netns {
     fn offloads(&self, on: bool) -> Result<()> {
         let v = if on { "on" } else { "off" };
         let out = Command::new("ip")
-            .args(["netns", "exec", NETNS, "ethtool", "-K", "lo", "tso", v, "gso", v])
+            .args([
+                "netns", "exec", NETNS, "ethtool", "-K", "lo", "tso", v, "gso", v,
+            ])
             .output()
             .context("running ethtool")?;
         if !out.status.success() {
@@ -819,6 +836,8 @@ impl Load {
                                     | std::io::ErrorKind::TimedOut
                                     | std::io::ErrorKind::Interrupted
                             ) => {}
+                        // The receivers stop first and reset what they did not read.
+                        Err(_) if stop.load(Ordering::Relaxed) => break,
                         Err(e) => return Err(e.into()),
                     }
                 }
@@ -907,7 +926,10 @@ mod tests {
     fn a_sweep_without_clean_points_reports_zero_and_without_drops_none() {
         let s = summarise(&[point(8, 1.0, 2.0, 1)]);
         assert_eq!((s.max_clean_per_s, s.max_clean_flows), (0.0, None));
-        assert_eq!(summarise(&[point(1, 5.0, 5.0, 0)]).drops_from_offered_per_s, None);
+        assert_eq!(
+            summarise(&[point(1, 5.0, 5.0, 0)]).drops_from_offered_per_s,
+            None
+        );
     }
 
     #[test]
@@ -919,7 +941,8 @@ mod tests {
     #[test]
     fn quick_mode_is_shorter_than_full_mode() {
         let (q, f) = (Plan::for_mode(true), Plan::for_mode(false));
-        let total = |p: &Plan| p.sweep_flows.len() as f64 * p.sweep_s + 3.0 * p.rounds as f64 * p.round_s;
+        let total =
+            |p: &Plan| p.sweep_flows.len() as f64 * p.sweep_s + 3.0 * p.rounds as f64 * p.round_s;
         assert!(total(&q) < total(&f));
         assert!(f.rounds >= 5);
     }
