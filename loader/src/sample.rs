@@ -348,7 +348,7 @@ mod tests {
     #[test]
     fn short_records_are_rejected() {
         assert!(Sample::decode(&[0u8; 10]).is_none());
-        assert!(Sample::decode(&vec![0u8; SAMPLE_SHORT_BYTES - 1]).is_none());
+        assert!(Sample::decode(&[0u8; SAMPLE_SHORT_BYTES - 1]).is_none());
     }
 
     #[test]

@@ -240,7 +240,11 @@ pub fn run(opts: &PerfOptions) -> Result<PartResult> {
                 "CPU-s/M",
                 best.reader_cpu_s_per_m,
             )
-            .with_note(format!("{:.1} % of a core", 100.0 * best.reader_cpu_share)),
+            .with_note(format!(
+                "{:.1} % of a core; a whole core would read {:.1} M samples/s",
+                100.0 * best.reader_cpu_share,
+                1.0 / best.reader_cpu_s_per_m
+            )),
         );
         if let (Some(ns_call), Some(share)) = (best.bpf_ns_per_call, best.bpf_cpu_share) {
             res.rows.push(
@@ -275,6 +279,13 @@ pub fn run(opts: &PerfOptions) -> Result<PartResult> {
          on for the on/off and ss rounds), flows {FLOW_CC}; the flows, the collector \
          and ss share the machine's CPUs, so figures are ratios of side-by-side runs"
     ));
+    res.notes.push(
+        "max rate: the flows, not the collector, bound the offered rate here (every tcp_probe \
+         event is a packet through the stack on the same cores); drops, when any, come from the \
+         reader thread being scheduled late on saturated cores. BPF ns/call are measured with \
+         BPF stats on (two clock reads more per call)"
+            .into(),
+    );
     if opts.stopped() {
         res.notes.push("interrupted: partial figures".into());
     }
