@@ -90,3 +90,10 @@ install: build
 
 clean:
 	$(CARGO) clean
+
+# Collector part of `cctl bench perf`: max drop-free rate, CPU, on/off, `ss -tin` polling
+# (BENCH_ARGS=--quick for the ~20 s smoke version).
+.PHONY: bench-perf-collector
+bench-perf-collector: deps
+	$(CARGO) build --release -p cctl
+	$(CCTL) bench perf --parts collector --vm never $(BENCH_ARGS)

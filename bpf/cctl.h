@@ -106,4 +106,10 @@ struct cctl_sample {
 	__u8 ca_priv[CCTL_CA_PRIV_BYTES]; /* raw icsk_ca_priv: a cctl_*_ca when flags has OURS */
 };
 
+/* Bytes of a sample without ca_priv: what the collector sends for a flow whose CC is not
+ * one of cctl's (no CCTL_SAMPLE_OURS); user space reads the missing ca_priv as zeros. */
+#define CCTL_SAMPLE_SHORT_BYTES 144
+_Static_assert(__builtin_offsetof(struct cctl_sample, ca_priv) == CCTL_SAMPLE_SHORT_BYTES,
+	       "CCTL_SAMPLE_SHORT_BYTES must be the offset of cctl_sample.ca_priv");
+
 #endif /* CCTL_H */

@@ -122,7 +122,7 @@ const CHANNEL_DEPTH: usize = 65_536;
 pub const POLL_INTERVAL: Duration = Duration::from_millis(20);
 
 /// Pending bytes in the ring buffer above which the program wakes the collector thread at
-/// once: a quarter of the 4-MiB ring, about 4,000 samples.
+/// once: a sixteenth of the 16-MiB ring, about 4,000 full or 6,700 short samples.
 const WAKEUP_BYTES: u64 = 1 << 20;
 
 impl Trace {
@@ -353,17 +353,21 @@ fn run(
             if let Some(s) = Sample::decode(data) {
                 cb_flows.insert(s.cookie);
                 cb_live.samples.fetch_add(1, Ordering::Relaxed);
-                // Blocks while the consumer is behind; the kernel then counts drops.
-                while let Err(e) = tx.try_send(s.clone()) {
-                    match e {
-                        tokio::sync::mpsc::error::TrySendError::Closed(_) => return 0,
-                        tokio::sync::mpsc::error::TrySendError::Full(_) => {
+                // Blocks while the consumer is behind; the kernel then counts drops. A
+                // refused sample comes back with the error: no copy per sample.
+                let mut s = s;
+                loop {
+                    match tx.try_send(s) {
+                        Ok(()) => break,
+                        Err(tokio::sync::mpsc::error::TrySendError::Closed(_)) => return 0,
+                        Err(tokio::sync::mpsc::error::TrySendError::Full(back)) => {
                             if cb_stop.load(Ordering::SeqCst) {
                                 return 0;
                             }
                             // Drops pile up in the kernel meanwhile: keep them visible.
                             cb_publish();
                             std::thread::sleep(Duration::from_millis(1));
+                            s = back;
                         }
                     }
                 }

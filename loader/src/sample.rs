@@ -19,6 +19,10 @@ const FLAG_STATE_CHANGE: u8 = 1;
 const FLAG_OURS: u8 = 2;
 const INFINITE_SSTHRESH: u32 = 0x7fff_ffff;
 
+/// Bytes of a record without `ca_priv` (`CCTL_SAMPLE_SHORT_BYTES`, the offset of
+/// `cctl_sample.ca_priv`): what the collector sends for flows of a native CC.
+pub const SAMPLE_SHORT_BYTES: usize = std::mem::offset_of!(cctl_sample, ca_priv);
+
 /// TCP congestion-avoidance state (`icsk_ca_state`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub enum CaState {
@@ -176,10 +180,18 @@ fn addr(family: u16, raw: &[u8; 16]) -> IpAddr {
 }
 
 impl Sample {
-    /// Decodes one ring-buffer record (a `struct cctl_sample`). `None` if too short.
+    /// Decodes one ring-buffer record: a `struct cctl_sample`, or its first
+    /// [`SAMPLE_SHORT_BYTES`] (no `ca_priv`, sent for native CCs; read as zeros). `None`
+    /// if shorter than that.
     pub fn decode(data: &[u8]) -> Option<Sample> {
+        if data.len() < SAMPLE_SHORT_BYTES {
+            return None;
+        }
         let mut raw = cctl_sample::default();
-        plain::copy_from_bytes(&mut raw, data).ok()?;
+        // SAFETY: cctl_sample is Plain (any bytes are a valid value).
+        let dst = unsafe { plain::as_mut_bytes(&mut raw) };
+        let n = data.len().min(dst.len());
+        dst[..n].copy_from_slice(&data[..n]);
         let mut s = Sample {
             ts_ns: raw.ts_ns,
             cookie: raw.cookie,
@@ -336,5 +348,25 @@ mod tests {
     #[test]
     fn short_records_are_rejected() {
         assert!(Sample::decode(&[0u8; 10]).is_none());
+        assert!(Sample::decode(&[0u8; SAMPLE_SHORT_BYTES - 1]).is_none());
+    }
+
+    #[test]
+    fn a_record_without_ca_priv_decodes_like_the_full_one() {
+        assert_eq!(SAMPLE_SHORT_BYTES, 144);
+        let mut raw = cctl_sample::default();
+        raw.family = libc::AF_INET as u16;
+        raw.sport = 5411;
+        raw.snd_cwnd = 10;
+        raw.ca_map_id = 0;
+        for (d, s) in raw.cc_name.iter_mut().zip(b"cubic") {
+            *d = *s as _;
+        }
+        let full = bytes_of(&raw);
+        let short = Sample::decode(&full[..SAMPLE_SHORT_BYTES]).unwrap();
+        let long = Sample::decode(&full).unwrap();
+        assert_eq!((short.sport, short.cwnd), (5411, 10));
+        assert_eq!(short.cc, "cubic");
+        assert_eq!(format!("{short:?}"), format!("{long:?}"));
     }
 }
