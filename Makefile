@@ -62,10 +62,11 @@ bench: deps vm-deps-if-needed
 	$(CARGO) build --release -p cctl
 	$(CCTL) bench perf $(BENCH_ARGS)
 
-# Collector throughput: samples/s and ring-buffer drops with loopback bulk flows.
-# BENCH_ARGS="flows interval_us secs", default "4 1000 5".
+# The collector part of `make bench` alone: highest drop-free sample rate, its CPU, a
+# saturated flow with the collector off/on and with `ss -tin` polling. BENCH_ARGS="--quick".
 bench-collector: deps
-	$(CARGO) run --release -p cctl-loader --example collector_rate -- $(BENCH_ARGS)
+	$(CARGO) build --release -p cctl
+	$(CCTL) bench perf --parts collector --vm never $(BENCH_ARGS)
 
 # Migration: time to move 1,000 and 10,000 established flows, and the throughput of 50
 # busy flows per 100 ms around a migration (loopback in a namespace). BENCH_ARGS="--repeats 5 --json".
@@ -90,10 +91,3 @@ install: build
 
 clean:
 	$(CARGO) clean
-
-# Collector part of `cctl bench perf`: max drop-free rate, CPU, on/off, `ss -tin` polling
-# (BENCH_ARGS=--quick for the ~20 s smoke version).
-.PHONY: bench-perf-collector
-bench-perf-collector: deps
-	$(CARGO) build --release -p cctl
-	$(CCTL) bench perf --parts collector --vm never $(BENCH_ARGS)
