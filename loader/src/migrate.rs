@@ -178,6 +178,10 @@ pub struct MigrateReport {
     pub sockets_seen: u64,
     /// Time the iterator ran (walk + setsockopt), in microseconds.
     pub elapsed_us: u64,
+    /// Time spent preparing the iterator before the walk (open, load and attach the
+    /// program, set up its ring buffer), in microseconds; shared by every namespace of one
+    /// call, so each of their reports carries the same figure.
+    pub setup_us: u64,
     /// Every matching socket with its outcome.
     pub sockets: Vec<SocketOutcome>,
 }
@@ -379,6 +383,7 @@ struct NsRun {
     seen: u64,
     dropped: u64,
     elapsed: Duration,
+    setup: Duration,
 }
 
 /// TCP socket count of the whole host (`TCP: ... alloc N` of /proc/net/sockstat is global).
@@ -396,6 +401,15 @@ fn tcp_sockets_allocated() -> u64 {
 
 /// Loads the iterator once and walks each namespace in turn.
 fn run_iter(cfg: &IterConfig, targets: &[Netns]) -> Result<Vec<NsRun>> {
+    let setup_started = Instant::now();
+    let prof = std::env::var_os("CCTL_MIG_PROF").is_some();
+    let mut lap = Instant::now();
+    let mut mark = |what: &str| {
+        if prof {
+            eprintln!("PROF {what}: {:.2} ms", lap.elapsed().as_secs_f64() * 1e3);
+        }
+        lap = Instant::now();
+    };
     let mut storage = MaybeUninit::uninit();
     let mut open = MigrateSkelBuilder::default()
         .open(&mut storage)
@@ -430,6 +444,7 @@ fn run_iter(cfg: &IterConfig, targets: &[Netns]) -> Result<Vec<NsRun>> {
         }
         ro.filter_cookie = cfg.cookie.unwrap_or(0);
     }
+    mark("open");
     // Room for every TCP socket of the host, twice over (sockets opened during the walk).
     let want = (tcp_sockets_allocated() * 2 + 1024) * RECORD_BYTES;
     let ring = want.next_power_of_two().clamp(1 << 18, 1 << 28) as u32;
@@ -437,14 +452,17 @@ fn run_iter(cfg: &IterConfig, targets: &[Netns]) -> Result<Vec<NsRun>> {
         .records
         .set_max_entries(ring)
         .map_err(|e| Error::bpf("sizing the record ring buffer", e))?;
+    mark("sockstat+resize");
     let skel = open
         .load()
         .map_err(|e| Error::bpf("loading the iter/tcp program (verifier)", e))?;
+    mark("load");
     let link = skel
         .progs
         .cctl_migrate
         .attach()
         .map_err(|e| Error::bpf("attaching the iter/tcp program", e))?;
+    mark("attach");
 
     let records: RefCell<Vec<mig_rec>> = RefCell::new(Vec::new());
     let mut builder = RingBufferBuilder::new();
@@ -460,6 +478,8 @@ fn run_iter(cfg: &IterConfig, targets: &[Netns]) -> Result<Vec<NsRun>> {
     let rb = builder
         .build()
         .map_err(|e| Error::bpf("setting up the record ring buffer", e))?;
+    mark("ringbuf");
+    let setup = setup_started.elapsed();
 
     let bss = || {
         let b = skel
@@ -508,16 +528,23 @@ fn run_iter(cfg: &IterConfig, targets: &[Netns]) -> Result<Vec<NsRun>> {
         } else {
             walk()?
         };
+        mark("walk");
         rb.consume()
             .map_err(|e| Error::bpf("reading the record ring buffer", e))?;
+        mark("consume");
         let (seen1, dropped1) = bss();
         out.push(NsRun {
             records: std::mem::take(&mut *records.borrow_mut()),
             seen: seen1 - seen0,
             dropped: dropped1 - dropped0,
             elapsed,
+            setup,
         });
     }
+    drop(rb);
+    drop(link);
+    drop(skel);
+    mark("drop");
     Ok(out)
 }
 
@@ -791,6 +818,7 @@ fn report_of(req: &MigrateRequest, ns: &Netns, run: NsRun) -> MigrateReport {
         unreported: run.dropped,
         sockets_seen: run.seen,
         elapsed_us: run.elapsed.as_micros() as u64,
+        setup_us: run.setup.as_micros() as u64,
         sockets: Vec::new(),
     };
     let mut seen = std::collections::HashSet::new();
