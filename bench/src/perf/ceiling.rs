@@ -277,7 +277,10 @@ pub fn run(opts: &PerfOptions) -> Result<PartResult> {
     let first_fail = match fail {
         Some(p) => format!("first failing rate {}", describe(p)),
         None if points.len() == rates.len() => {
-            format!("every rate tried passed (up to {})", fmt_rate(rates[rates.len() - 1]))
+            format!(
+                "every rate tried passed (up to {})",
+                fmt_rate(rates[rates.len() - 1])
+            )
         }
         None => "stopped before a rate failed".into(),
     };
@@ -308,7 +311,11 @@ pub fn run(opts: &PerfOptions) -> Result<PartResult> {
     if opts.quick {
         res.notes.push(format!(
             "--quick: only {} and {} s flows; the ceiling is at least the highest rate that passed",
-            rates.iter().map(|r| fmt_rate(*r)).collect::<Vec<_>>().join(" and "),
+            rates
+                .iter()
+                .map(|r| fmt_rate(*r))
+                .collect::<Vec<_>>()
+                .join(" and "),
             duration_s(opts.quick)
         ));
     }

@@ -6,7 +6,7 @@
 //! bpf_htcp registered under the private name [`CC`] (loaded here, unloaded on the way out).
 //! Each call is timed from outside (the wall time a caller of `migrate` sees: checks,
 //! iterator load and attach, the walk, the report) and broken down with the report's own
-//! figures: [`MigrateReport::setup_us`] (open, load and attach the iterator, its ring buffer)
+//! figures: [`MigrateReport::setup_us`] (loading the iterator if needed, its ring buffer)
 //! and [`MigrateReport::elapsed_us`] (the walk with its `bpf_setsockopt` calls). Host only:
 //! nothing here depends on the guest's modules or netem.
 
@@ -18,8 +18,8 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use cctl_loader::migrate::{self, MigrateReport, MigrateRequest, SocketFilter};
 use cctl_loader::registry::{self, LoadGuard, LoadOptions};
-use serde::Serialize;
 use nix::sched::CloneFlags;
+use serde::Serialize;
 use socket2::{Domain, Socket, Type};
 
 use super::{median, Part, PartResult, PerfOptions, Row, Site};
@@ -37,6 +37,9 @@ pub const TARGET_MS: f64 = 50.0;
 /// One timed migration.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Round {
+    /// Whether the call had to load the iterator first (as every `cctl migrate` does);
+    /// otherwise it reused the one an earlier call of the process loaded.
+    pub cold: bool,
     /// Source congestion control.
     pub from: String,
     /// Target congestion control.
@@ -56,10 +59,11 @@ pub struct Round {
 }
 
 impl Round {
-    fn of(from: &str, to: &str, total_ms: f64, r: &MigrateReport) -> Round {
+    fn of(cold: bool, from: &str, to: &str, total_ms: f64, r: &MigrateReport) -> Round {
         let setup_ms = r.setup_us as f64 / 1e3;
         let iter_ms = r.elapsed_us as f64 / 1e3;
         Round {
+            cold,
             from: from.into(),
             to: to.into(),
             total_ms,
@@ -72,12 +76,14 @@ impl Round {
     }
 }
 
-/// The medians of a flow count's rounds.
+/// The medians of one kind of call (cold or warm) for one flow count.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Summary {
     /// Established flows moved per call (each has two sockets in the namespace; the
     /// client ends are the ones that run the source CC).
     pub flows: usize,
+    /// Whether these are cold calls (iterator loaded by the call).
+    pub cold: bool,
     /// Median wall time, in ms.
     pub total_ms: f64,
     /// Median setup time, in ms.
@@ -91,11 +97,13 @@ pub struct Summary {
 }
 
 impl Summary {
-    /// Medians of `rounds`.
-    pub fn of(flows: usize, rounds: Vec<Round>) -> Summary {
+    /// Medians of the rounds with `cold` as given.
+    pub fn of(flows: usize, cold: bool, rounds: &[Round]) -> Summary {
+        let rounds: Vec<Round> = rounds.iter().filter(|r| r.cold == cold).cloned().collect();
         let m = |f: fn(&Round) -> f64| median(&rounds.iter().map(f).collect::<Vec<_>>());
         Summary {
             flows,
+            cold,
             total_ms: m(|r| r.total_ms),
             setup_ms: m(|r| r.setup_ms),
             iter_ms: m(|r| r.iter_ms),
@@ -104,27 +112,38 @@ impl Summary {
         }
     }
 
-    /// The table row: median wall time, breakdown in the note, the 50 ms target for
-    /// 10,000 flows.
+    /// The table row: median wall time, breakdown in the note; cold calls of 10,000 flows
+    /// carry the 50 ms target (a `cctl migrate` is always a cold call).
     pub fn row(&self, site: Site) -> Row {
+        let (kind, setup) = if self.cold {
+            (
+                "one-shot call (loads the iterator, as `cctl migrate` does)",
+                "setup (open, CO-RE relocation, verifier, attach, ring buffer)",
+            )
+        } else {
+            (
+                "later call in the same process (iterator reused)",
+                "setup (ring buffer)",
+            )
+        };
         let row = Row::single(
             Part::Migrate,
             site,
             &format!("migrate {} established flows", thousands(self.flows)),
-            "time per call",
+            &format!("time per {kind}"),
             "ms",
             self.total_ms,
         )
         .with_note(format!(
             "median of {}, cubic <-> bpf_htcp ({CC}), loopback in a netns; of which iterator walk {:.1} ms \
-             ({:.2} us/flow), setup (open/load/attach, ring buffer) {:.1} ms, rest (checks, records, report) {:.1} ms",
+             ({:.2} us/flow), {setup} {:.1} ms, rest (checks, records, report) {:.1} ms",
             self.rounds.len(),
             self.iter_ms,
             self.iter_ms * 1e3 / self.flows.max(1) as f64,
             self.setup_ms,
             self.other_ms,
         ));
-        if self.flows == 10_000 {
+        if self.flows == 10_000 && self.cold {
             row.with_target("10,000 flows in < 50 ms", self.total_ms < TARGET_MS)
         } else {
             row
@@ -306,8 +325,10 @@ pub fn open_flows(ns: &str, n: usize, port: u16) -> Result<Flows> {
     })
 }
 
-/// Times `repeats` migrations of the `n` flows on `port` in namespace `ns`, alternating
-/// cubic → `cc` and back, each checked to move exactly `n` sockets with no failure.
+/// Times `repeats` cold migrations (each after [`migrate::release_iterator`]) and
+/// `repeats` warm ones (iterator reused) of the `n` flows on `port` in namespace `ns`,
+/// alternating cubic → `cc` and back, each checked to move exactly `n` sockets with no
+/// failure.
 ///
 /// Errors: a migration fails or moves a different number of sockets.
 pub fn time_rounds(
@@ -319,9 +340,13 @@ pub fn time_rounds(
     opts: &PerfOptions,
 ) -> Result<Vec<Round>> {
     let mut rounds = Vec::new();
-    for i in 0..repeats {
+    for i in 0..2 * repeats {
         if opts.stopped() {
             break;
+        }
+        let cold = i < repeats;
+        if cold {
+            migrate::release_iterator();
         }
         let (from, to) = if i % 2 == 0 {
             ("cubic", cc)
@@ -350,7 +375,7 @@ pub fn time_rounds(
                 r.failures
             );
         }
-        rounds.push(Round::of(from, to, total_ms, &r));
+        rounds.push(Round::of(cold, from, to, total_ms, &r));
     }
     Ok(rounds)
 }
@@ -396,28 +421,40 @@ pub fn run(opts: &PerfOptions) -> Result<PartResult> {
         if rounds.is_empty() {
             break;
         }
-        let s = Summary::of(n, rounds);
-        eprintln!(
-            "  migrate: {n} flows (opened in {open_s:.1} s): {:.1} ms per call (iterator {:.1}, setup {:.1}, rest {:.1})",
-            s.total_ms, s.iter_ms, s.setup_ms, s.other_ms
-        );
-        res.rows.push(s.row(opts.site));
-        summaries.push(s);
+        for cold in [true, false] {
+            let s = Summary::of(n, cold, &rounds);
+            if s.rounds.is_empty() {
+                continue;
+            }
+            eprintln!(
+                "  migrate: {n} flows (opened in {open_s:.1} s), {} calls: {:.1} ms (iterator {:.1}, setup {:.1}, rest {:.1})",
+                if cold { "cold" } else { "warm" },
+                s.total_ms,
+                s.iter_ms,
+                s.setup_ms,
+                s.other_ms
+            );
+            res.rows.push(s.row(opts.site));
+            summaries.push(s);
+        }
     }
+    migrate::release_iterator();
     if opts.quick {
-        res.notes
-            .push("--quick: 1,000 flows, 2 calls; 10,000 flows only in the full run".into());
+        res.notes.push(
+            "--quick: 1,000 flows, 2 cold and 2 warm calls; 10,000 flows only in the full run"
+                .into(),
+        );
     }
     res.notes.push(format!(
-        "Wall time of one `migrate` call as `cctl migrate` makes it (a fresh iterator per call), \
-         idle loopback flows in netns {NETNS}; the 'iterator walk' is the read of the iter/tcp \
-         link (walk + bpf_setsockopt per socket)."
+        "Wall time of one `migrate` call, idle loopback flows in netns {NETNS}. Cold: the call \
+         loads the iter/tcp program (what every `cctl migrate` pays); warm: a later call of the \
+         same process reuses it (census + migration of `migrate --all-netns`, `unload --migrate-to`, \
+         library users). The 'iterator walk' is the read of the iter/tcp link (walk + \
+         bpf_setsockopt per socket)."
     ));
     res.details = serde_json::json!({ "netns": NETNS, "cc": CC, "summaries": summaries });
     drop(netns);
-    guard
-        .unload()
-        .with_context(|| format!("unloading {CC}"))?;
+    guard.unload().with_context(|| format!("unloading {CC}"))?;
     Ok(res)
 }
 
@@ -427,6 +464,7 @@ mod tests {
 
     fn round(total: f64, setup: f64, iter: f64) -> Round {
         Round {
+            cold: true,
             from: "cubic".into(),
             to: CC.into(),
             total_ms: total,
@@ -440,22 +478,33 @@ mod tests {
 
     #[test]
     fn the_target_row_is_the_ten_thousand_flow_one_and_uses_the_median() {
-        let s = Summary::of(
-            10_000,
-            vec![round(60.0, 5.0, 27.0), round(40.0, 4.0, 26.0), round(45.0, 4.0, 25.0)],
-        );
+        let mut warm = round(20.0, 0.5, 18.0);
+        warm.cold = false;
+        let all = vec![
+            round(60.0, 5.0, 27.0),
+            round(40.0, 4.0, 26.0),
+            warm.clone(),
+            round(45.0, 4.0, 25.0),
+        ];
+        let s = Summary::of(10_000, true, &all);
         assert_eq!(s.total_ms, 45.0);
         assert_eq!(s.iter_ms, 26.0);
         let row = s.row(Site::Host);
         assert_eq!(row.item, "migrate 10,000 established flows");
         assert!(row.target.as_ref().unwrap().met);
         assert!(row.note.contains("iterator walk 26.0 ms"), "{}", row.note);
-        let slow = Summary::of(10_000, vec![round(58.9, 20.0, 27.2)]).row(Site::Host);
+        let slow = Summary::of(10_000, true, &[round(58.9, 20.0, 27.2)]).row(Site::Host);
         assert!(!slow.target.unwrap().met);
-        assert!(Summary::of(1_000, vec![round(5.0, 1.0, 2.0)])
+        assert!(Summary::of(1_000, true, &[round(5.0, 1.0, 2.0)])
             .row(Site::Host)
             .target
             .is_none());
+        let w = Summary::of(10_000, false, &all);
+        assert_eq!((w.rounds.len(), w.total_ms), (1, 20.0));
+        assert!(
+            w.row(Site::Host).target.is_none(),
+            "the target is judged on cold calls"
+        );
     }
 
     #[test]
