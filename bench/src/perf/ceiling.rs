@@ -114,7 +114,7 @@ impl Point {
 
 /// Tries `rates` in order with `measure` until one fails (or `stop` is set): every point
 /// measured, the last one the first failure if there was one. A `measure` error is a failed
-/// point carrying the error.
+/// point carrying the error; a point during which `stop` was set is left out.
 pub fn sweep(
     rates: &[f64],
     stop: &AtomicBool,
@@ -126,6 +126,10 @@ pub fn sweep(
             break;
         }
         let p = measure(r).unwrap_or_else(|e| Point::failed(r, format!("{e:#}")));
+        if stop.load(Ordering::SeqCst) {
+            // Interrupted during the measurement: the point means nothing.
+            break;
+        }
         let passed = p.passed;
         out.push(p);
         if !passed {
@@ -375,6 +379,14 @@ mod tests {
         assert_eq!(ceiling(&pts).0.unwrap().rate_mbit, 1.0);
         let none = sweep(&[1.0], &AtomicBool::new(true), |r| Ok(point(r, 1.0)));
         assert!(none.is_empty());
+        let stop = AtomicBool::new(false);
+        let cut = sweep(&[1.0, 2.0, 3.0], &stop, |r| {
+            if r > 1.5 {
+                stop.store(true, Ordering::SeqCst); // SIGINT during the second point
+            }
+            Ok(point(r, 0.99))
+        });
+        assert_eq!(cut.len(), 1, "the interrupted point is left out");
         assert_eq!(ceiling(&[point(1.0, 0.5)]), (None, Some(&point(1.0, 0.5))));
     }
 
