@@ -267,6 +267,12 @@ pub fn run(opts: &PerfOptions) -> Result<PartResult> {
         }
         p
     });
+    if points.is_empty() {
+        return Ok(PartResult {
+            notes: vec!["interrupted before a rate was measured".into()],
+            ..Default::default()
+        });
+    }
     if let [only] = points.as_slice() {
         if let Some(e) = &only.error {
             bail!("{}: {e}", fmt_rate(only.rate_mbit));
