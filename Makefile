@@ -70,7 +70,11 @@ bench-collector: deps
 
 # Migration: time to move 1,000 and 10,000 established flows, and the throughput of 50
 # busy flows per 100 ms around a migration (loopback in a namespace). BENCH_ARGS="--repeats 5 --json".
+# The times come from `cctl bench perf --parts migrate` (PERF_ARGS="--quick --json"), the dip
+# from the example (BENCH_ARGS="--json").
 bench-migrate: deps
+	$(CARGO) build --release -p cctl
+	$(CCTL) bench perf --parts migrate --vm never $(PERF_ARGS)
 	$(CARGO) run --release -p cctl-loader --example migrate_rate -- $(BENCH_ARGS)
 
 # Dashboard CPU: `cctl top` (release) in tmux at 200x50, 10 Hz refresh, with 1,000 and then

@@ -64,17 +64,21 @@ struct mig_rec {
 	char new_cc[CC_NAME_MAX]; /* CC after it */
 };
 
-/* Set by the loader before load. */
-const volatile bool census = false;            /* report matching sockets, act on none */
-const volatile bool dry_run = false;           /* match and report, do not move */
-const volatile char from_cc[CC_NAME_MAX] = {}; /* "" = any CC (census) */
-const volatile char to_cc[CC_NAME_MAX] = {};
-const volatile __u16 filter_port = 0;      /* local or remote port; 0 = any */
-const volatile __u16 filter_family = 0;    /* AF_INET/AF_INET6 of filter_addr; 0 = any address */
-const volatile __u8 filter_addr[16] = {};  /* local or remote address */
-const volatile __u64 filter_cgroup_id = 0; /* cgroup v2 id; 0 = any */
-const volatile __s32 filter_cgroup_level = 0; /* its depth below the root (root = 0) */
-const volatile __u64 filter_cookie = 0;    /* socket cookie (the collector's); 0 = any */
+/* Set by the loader before each walk. Writable globals (.bss) rather than
+ * const volatile (.rodata, frozen at load): a process loads the iterator once
+ * and reuses it for every census and migration it runs, because loading (CO-RE
+ * relocation against the kernel's BTF, verification) costs more than walking
+ * 10,000 sockets. */
+volatile bool census = false;            /* report matching sockets, act on none */
+volatile bool dry_run = false;           /* match and report, do not move */
+volatile char from_cc[CC_NAME_MAX] = {}; /* "" = any CC (census) */
+volatile char to_cc[CC_NAME_MAX] = {};
+volatile __u16 filter_port = 0;      /* local or remote port; 0 = any */
+volatile __u16 filter_family = 0;    /* AF_INET/AF_INET6 of filter_addr; 0 = any address */
+volatile __u8 filter_addr[16] = {};  /* local or remote address */
+volatile __u64 filter_cgroup_id = 0; /* cgroup v2 id; 0 = any */
+volatile __s32 filter_cgroup_level = 0; /* its depth below the root (root = 0) */
+volatile __u64 filter_cookie = 0;    /* socket cookie (the collector's); 0 = any */
 
 /* Counters read by user space (.bss). */
 __u64 seen = 0;            /* full TCP sockets walked */

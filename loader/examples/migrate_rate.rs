@@ -1,8 +1,9 @@
-//! Benchmark: how long `migrate` takes for 1,000 and 10,000 established (idle) flows, and
-//! the aggregate throughput of ~50 busy flows per 100 ms bin around a migration.
+//! Benchmark: the aggregate throughput of 50 busy flows per 100 ms bin around a migration.
+//! (The time to move 1,000 and 10,000 idle flows is part `migrate` of `cctl bench perf`,
+//! bench/src/perf/migrate.rs; `make bench-migrate` runs both.)
 //!
 //! Run as root: `make bench-migrate` or
-//! `cargo run --release -p cctl-loader --example migrate_rate -- [--repeats N] [--json]`.
+//! `cargo run --release -p cctl-loader --example migrate_rate -- [--json]`.
 //! Everything runs in the namespace `cctl-ma-bench` over lo (created and removed here);
 //! flows move between cubic and `ma_htcp` (bpf_htcp registered under a private name).
 
@@ -74,53 +75,6 @@ fn pairs(n: usize, port: u16) -> Result<Vec<TcpStream>> {
     .context("opening connections")
 }
 
-/// `n` connections whose client sides (cubic) live here and whose server sides live in a
-/// child process in the namespace (one process cannot hold 20,000 descriptors here).
-fn remote_pairs(n: usize, port: u16) -> Result<(std::process::Child, Vec<TcpStream>)> {
-    let exe = std::env::current_exe()?;
-    let mut child = Command::new("ip")
-        .args(["netns", "exec", NS])
-        .arg(exe)
-        .args(["--serve", &port.to_string(), &n.to_string()])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .context("starting the server process")?;
-    let mut line = [0u8; 6];
-    child
-        .stdout
-        .as_mut()
-        .expect("piped")
-        .read_exact(&mut line)
-        .context("waiting for the server to listen")?;
-    let clients = in_ns(move || -> std::io::Result<Vec<TcpStream>> {
-        (0..n)
-            .map(|_| {
-                let s = Socket::new(Domain::IPV4, Type::STREAM, None)?;
-                s.set_tcp_congestion(b"cubic")?;
-                s.connect(&SocketAddr::from(([127, 0, 0, 1], port)).into())?;
-                Ok(TcpStream::from(s))
-            })
-            .collect()
-    })?
-    .context("opening connections")?;
-    Ok((child, clients))
-}
-
-/// The server process: accepts `n` connections on `port`, holds them until stdin closes.
-fn serve(port: u16, n: usize) -> Result<()> {
-    let l = TcpListener::bind(("127.0.0.1", port))?;
-    println!("ready");
-    std::io::stdout().flush()?;
-    let held: Vec<TcpStream> = (0..n)
-        .map(|_| l.accept().map(|c| c.0))
-        .collect::<std::io::Result<_>>()?;
-    let mut sink = Vec::new();
-    let _ = std::io::stdin().read_to_end(&mut sink);
-    drop(held);
-    Ok(())
-}
-
 fn req(from: &str, to: &str, port: Option<u16>) -> MigrateRequest {
     MigrateRequest {
         from: from.into(),
@@ -135,36 +89,8 @@ fn req(from: &str, to: &str, port: Option<u16>) -> MigrateRequest {
     }
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    v[v.len() / 2]
-}
-
 fn main() -> Result<()> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    if args.first().map(String::as_str) == Some("--serve") {
-        return serve(args[1].parse()?, args[2].parse()?);
-    }
-    let json = args.iter().any(|a| a == "--json");
-    let repeats: usize = args
-        .iter()
-        .position(|a| a == "--repeats")
-        .and_then(|i| args.get(i + 1))
-        .map(|s| s.parse())
-        .transpose()?
-        .unwrap_or(5);
-    let lim = libc::rlimit {
-        rlim_cur: 20_000,
-        rlim_max: 20_000,
-    };
-    // SAFETY: setrlimit reads the struct it is given and nothing else.
-    if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) } != 0 {
-        bail!(
-            "raising RLIMIT_NOFILE to 20000: {}",
-            std::io::Error::last_os_error()
-        );
-    }
-    let _ = registry::remove_orphans();
+    let json = std::env::args().skip(1).any(|a| a == "--json");
     if registry::list_loaded()?.iter().any(|l| l.name == CC) {
         registry::unload(CC)?;
     }
@@ -178,50 +104,6 @@ fn main() -> Result<()> {
     )?;
     let _guard = LoadGuard::new(rec.name);
     let _ns = Netns::create()?;
-
-    if !json {
-        println!("Migration time, idle loopback flows in netns {NS}, median of {repeats} (cubic <-> {CC}):");
-        println!(
-            "{:>7} {:>14} {:>14} {:>12} {:>10}",
-            "FLOWS", "ITER_MS", "TOTAL_MS", "US/FLOW", "MOVED"
-        );
-    }
-    for (n, port) in [(1_000usize, 5421u16), (10_000, 5422)] {
-        let (mut server, conns) = remote_pairs(n, port)?;
-        let (mut iter_ms, mut total_ms) = (Vec::new(), Vec::new());
-        let mut moved = 0;
-        for i in 0..repeats {
-            let (from, to) = if i % 2 == 0 {
-                ("cubic", CC)
-            } else {
-                (CC, "cubic")
-            };
-            let t = Instant::now();
-            let r = migrate::migrate(&req(from, to, Some(port)))?;
-            total_ms.push(t.elapsed().as_secs_f64() * 1e3);
-            iter_ms.push(r.elapsed_us as f64 / 1e3);
-            if r.moved as usize != n || r.failed != 0 {
-                bail!("{n} flows: moved {} failed {}", r.moved, r.failed);
-            }
-            moved = r.moved;
-        }
-        let (it, tot) = (median(iter_ms), median(total_ms));
-        if json {
-            println!(
-                "{}",
-                serde_json::json!({"kind": "migrate_time", "flows": n, "repeats": repeats,
-                    "iter_ms_median": it, "total_ms_median": tot, "us_per_flow": it * 1e3 / n as f64})
-            );
-        } else {
-            println!(
-                "{n:>7} {it:>14.2} {tot:>14.2} {:>12.2} {moved:>10}",
-                it * 1e3 / n as f64
-            );
-        }
-        drop(conns);
-        drop(server.stdin.take());
-        let _ = server.wait();
-    }
 
     // Throughput dip: 50 bulk flows over lo, migrated at t = 1.5 s.
     const FLOWS: usize = 50;

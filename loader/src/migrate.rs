@@ -23,17 +23,18 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
-use libbpf_rs::{Iter, RingBufferBuilder};
+use libbpf_rs::{Iter, OpenObject, RingBufferBuilder};
 
 use crate::algo::{read_name, write_name};
 use crate::algos;
 use crate::error::{Error, Result};
 use crate::kernel;
 use crate::skel::migrate::types::mig_rec;
-use crate::skel::migrate::MigrateSkelBuilder;
+use crate::skel::migrate::{MigrateSkel, MigrateSkelBuilder};
 
 // SAFETY: mig_rec is a plain C struct of integers and byte arrays (bpf/migrate.bpf.c) for
 // which every bit pattern is valid.
@@ -178,6 +179,11 @@ pub struct MigrateReport {
     pub sockets_seen: u64,
     /// Time the iterator ran (walk + setsockopt), in microseconds.
     pub elapsed_us: u64,
+    /// Time spent preparing the walk, in microseconds: loading and attaching the iterator
+    /// when this call was the process's first (or needed a bigger ring buffer), setting up
+    /// the ring-buffer reader. Shared by every namespace of one call, so each of their
+    /// reports carries the same figure.
+    pub setup_us: u64,
     /// Every matching socket with its outcome.
     pub sockets: Vec<SocketOutcome>,
 }
@@ -379,6 +385,7 @@ struct NsRun {
     seen: u64,
     dropped: u64,
     elapsed: Duration,
+    setup: Duration,
 }
 
 /// TCP socket count of the whole host (`TCP: ... alloc N` of /proc/net/sockstat is global).
@@ -394,48 +401,38 @@ fn tcp_sockets_allocated() -> u64 {
         .unwrap_or(65_536)
 }
 
-/// Loads the iterator once and walks each namespace in turn.
-fn run_iter(cfg: &IterConfig, targets: &[Netns]) -> Result<Vec<NsRun>> {
-    let mut storage = MaybeUninit::uninit();
+/// The iter/tcp program, loaded and attached once per process and reused by every census
+/// and migration (see [`run_iter`]); its configuration lives in writable globals.
+struct Loaded {
+    link: libbpf_rs::Link,
+    skel: MigrateSkel<'static>,
+    /// Size of its record ring buffer, in bytes.
+    ring_bytes: u32,
+}
+
+/// The process's loaded iterator; the lock also serialises walks, which share its
+/// configuration.
+static LOADED: Mutex<Option<Loaded>> = Mutex::new(None);
+
+/// Unloads the process's iterator (the next census or migration loads it again): frees its
+/// ring buffer, sized for every TCP socket of the host, and lets a benchmark time a cold call
+/// as a one-shot `cctl migrate` makes it.
+pub fn release_iterator() {
+    *LOADED.lock().unwrap_or_else(|e| e.into_inner()) = None;
+}
+
+/// Opens, loads (CO-RE relocation against the kernel's BTF, verifier) and attaches the
+/// iterator with a record ring buffer of `ring_bytes`.
+fn load_iter(ring_bytes: u32) -> Result<Loaded> {
+    // The skeleton borrows its object storage for as long as it lives: for the process,
+    // or until a bigger ring buffer is needed (a few bytes leaked per reload).
+    let storage: &'static mut MaybeUninit<OpenObject> = Box::leak(Box::new(MaybeUninit::uninit()));
     let mut open = MigrateSkelBuilder::default()
-        .open(&mut storage)
+        .open(storage)
         .map_err(|e| Error::bpf("opening the migrate BPF object", e))?;
-    {
-        let ro = open
-            .maps
-            .rodata_data
-            .as_deref_mut()
-            .expect("migrate .rodata is memory-mapped");
-        ro.census = cfg.census;
-        ro.dry_run = cfg.dry_run;
-        if let Some(from) = &cfg.from {
-            write_name(&mut ro.from_cc, from);
-        }
-        write_name(&mut ro.to_cc, &cfg.to);
-        ro.filter_port = cfg.port.unwrap_or(0);
-        match cfg.addr {
-            Some(IpAddr::V4(a)) => {
-                ro.filter_family = AF_INET;
-                ro.filter_addr[..4].copy_from_slice(&a.octets());
-            }
-            Some(IpAddr::V6(a)) => {
-                ro.filter_family = AF_INET6;
-                ro.filter_addr.copy_from_slice(&a.octets());
-            }
-            None => {}
-        }
-        if let Some((id, level)) = cfg.cgroup {
-            ro.filter_cgroup_id = id;
-            ro.filter_cgroup_level = level;
-        }
-        ro.filter_cookie = cfg.cookie.unwrap_or(0);
-    }
-    // Room for every TCP socket of the host, twice over (sockets opened during the walk).
-    let want = (tcp_sockets_allocated() * 2 + 1024) * RECORD_BYTES;
-    let ring = want.next_power_of_two().clamp(1 << 18, 1 << 28) as u32;
     open.maps
         .records
-        .set_max_entries(ring)
+        .set_max_entries(ring_bytes)
         .map_err(|e| Error::bpf("sizing the record ring buffer", e))?;
     let skel = open
         .load()
@@ -445,6 +442,73 @@ fn run_iter(cfg: &IterConfig, targets: &[Netns]) -> Result<Vec<NsRun>> {
         .cctl_migrate
         .attach()
         .map_err(|e| Error::bpf("attaching the iter/tcp program", e))?;
+    Ok(Loaded {
+        link,
+        skel,
+        ring_bytes,
+    })
+}
+
+/// Writes `cfg` into the program's globals (every field, so nothing of an earlier walk
+/// stays).
+fn configure(b: &mut crate::skel::migrate::types::bss, cfg: &IterConfig) {
+    b.census = cfg.census;
+    b.dry_run = cfg.dry_run;
+    b.from_cc = Default::default();
+    if let Some(from) = &cfg.from {
+        write_name(&mut b.from_cc, from);
+    }
+    b.to_cc = Default::default();
+    write_name(&mut b.to_cc, &cfg.to);
+    b.filter_port = cfg.port.unwrap_or(0);
+    b.filter_family = 0;
+    b.filter_addr = Default::default();
+    match cfg.addr {
+        Some(IpAddr::V4(a)) => {
+            b.filter_family = AF_INET;
+            b.filter_addr[..4].copy_from_slice(&a.octets());
+        }
+        Some(IpAddr::V6(a)) => {
+            b.filter_family = AF_INET6;
+            b.filter_addr.copy_from_slice(&a.octets());
+        }
+        None => {}
+    }
+    let (id, level) = cfg.cgroup.unwrap_or((0, 0));
+    b.filter_cgroup_id = id;
+    b.filter_cgroup_level = level;
+    b.filter_cookie = cfg.cookie.unwrap_or(0);
+}
+
+/// Walks each namespace in turn with the process's iterator, loading it on first use
+/// (and again only when the host has grown more TCP sockets than its ring buffer holds).
+///
+/// Loading costs 10-20 ms on a 2-core machine (libbpf's CO-RE relocation scans the
+/// kernel's BTF once per relocated type, after parsing it; then the verifier), more than
+/// walking 10,000 sockets: a process that runs a census and then a migration
+/// (`migrate --all-netns`, `unload --migrate-to`) or several migrations pays it once.
+fn run_iter(cfg: &IterConfig, targets: &[Netns]) -> Result<Vec<NsRun>> {
+    let setup_started = Instant::now();
+    let mut guard = LOADED.lock().unwrap_or_else(|e| e.into_inner());
+    // Room for every TCP socket of the host, twice over (sockets opened during the walk).
+    let want = (tcp_sockets_allocated() * 2 + 1024) * RECORD_BYTES;
+    let ring = want.next_power_of_two().clamp(1 << 18, 1 << 28) as u32;
+    if guard.as_ref().is_none_or(|l| l.ring_bytes < ring) {
+        // Drop the old one first: its ring buffer may be large.
+        *guard = None;
+        *guard = Some(load_iter(ring)?);
+    }
+    let loaded = guard.as_mut().expect("loaded just above");
+    configure(
+        loaded
+            .skel
+            .maps
+            .bss_data
+            .as_deref_mut()
+            .expect("migrate .bss is memory-mapped"),
+        cfg,
+    );
+    let (skel, link) = (&loaded.skel, &loaded.link);
 
     let records: RefCell<Vec<mig_rec>> = RefCell::new(Vec::new());
     let mut builder = RingBufferBuilder::new();
@@ -460,6 +524,7 @@ fn run_iter(cfg: &IterConfig, targets: &[Netns]) -> Result<Vec<NsRun>> {
     let rb = builder
         .build()
         .map_err(|e| Error::bpf("setting up the record ring buffer", e))?;
+    let setup = setup_started.elapsed();
 
     let bss = || {
         let b = skel
@@ -483,8 +548,7 @@ fn run_iter(cfg: &IterConfig, targets: &[Netns]) -> Result<Vec<NsRun>> {
                 })?;
             }
             let started = Instant::now();
-            let mut it =
-                Iter::new(&link).map_err(|e| Error::bpf("creating the TCP iterator", e))?;
+            let mut it = Iter::new(link).map_err(|e| Error::bpf("creating the TCP iterator", e))?;
             let mut sink = Vec::new();
             it.read_to_end(&mut sink)
                 .map_err(|e| Error::io("walking the TCP sockets", "-", e))?;
@@ -516,6 +580,7 @@ fn run_iter(cfg: &IterConfig, targets: &[Netns]) -> Result<Vec<NsRun>> {
             seen: seen1 - seen0,
             dropped: dropped1 - dropped0,
             elapsed,
+            setup,
         });
     }
     Ok(out)
@@ -791,6 +856,7 @@ fn report_of(req: &MigrateRequest, ns: &Netns, run: NsRun) -> MigrateReport {
         unreported: run.dropped,
         sockets_seen: run.seen,
         elapsed_us: run.elapsed.as_micros() as u64,
+        setup_us: run.setup.as_micros() as u64,
         sockets: Vec::new(),
     };
     let mut seen = std::collections::HashSet::new();
