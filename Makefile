@@ -68,10 +68,9 @@ bench-collector: deps
 	$(CARGO) build --release -p cctl
 	$(CCTL) bench perf --parts collector --vm never $(BENCH_ARGS)
 
-# Migration: time to move 1,000 and 10,000 established flows, and the throughput of 50
-# busy flows per 100 ms around a migration (loopback in a namespace). BENCH_ARGS="--repeats 5 --json".
-# The times come from `cctl bench perf --parts migrate` (PERF_ARGS="--quick --json"), the dip
-# from the example (BENCH_ARGS="--json").
+# Migration: time to move 1,000 and 10,000 established flows (`cctl bench perf --parts
+# migrate`, PERF_ARGS="--quick --json"), and the throughput of 50 busy flows per 100 ms
+# around a migration (the example, BENCH_ARGS="--json"), loopback in a namespace.
 bench-migrate: deps
 	$(CARGO) build --release -p cctl
 	$(CCTL) bench perf --parts migrate --vm never $(PERF_ARGS)
