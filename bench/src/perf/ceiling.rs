@@ -158,6 +158,7 @@ pub fn measure(site: Site, rate_mbit: f64, quick: bool, stop: Arc<AtomicBool>) -
     spec.senders = vec![AccessSpec {
         rtt_ms: if site == Site::Guest { RTT_MS } else { 0.0 },
         loss: 0.0,
+        ..Default::default()
     }];
     let bed = Testbed::create(&spec).context("building the testbed")?;
     let dur = duration_s(quick);
