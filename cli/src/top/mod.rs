@@ -246,7 +246,11 @@ fn run_migration(a: &MigrateAction, allow_restricted: bool) -> String {
         allow_restricted,
     };
     let t0 = Instant::now();
-    match migrate::migrate_all_namespaces(&req) {
+    let result = migrate::migrate_all_namespaces(&req);
+    // The dashboard lives long and migrates rarely: do not keep the iterator and its ring
+    // buffer (sized for every TCP socket of the host) loaded between migrations.
+    migrate::release_iterator();
+    match result {
         Ok(reports) => {
             let matched: u64 = reports.iter().map(|r| r.matched).sum();
             let moved: u64 = reports.iter().map(|r| r.moved).sum();
