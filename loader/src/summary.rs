@@ -170,7 +170,7 @@ pub fn kernel_backoffs(samples: &[Sample]) -> Vec<Backoff> {
             }
             let entered = !a.ca_state.is_reduction();
             let renewed = b.prior_cwnd > 0 && b.prior_cwnd != a.prior_cwnd;
-            (entered || renewed).then(|| Backoff {
+            (entered || renewed).then_some(Backoff {
                 ts_ns: b.ts_ns,
                 beta: None,
                 cwnd_before: if b.prior_cwnd > 0 {

@@ -246,7 +246,7 @@ fn measure(key: &str, index: usize, opts: &PerfOptions) -> Result<AlgoResult> {
         transfer(&port_cc, 0.3, &opts.stop)?;
         transfer(&native_cc, 0.3, &opts.stop)?;
         for i in 0..n {
-            let order = if (i + index) % 2 == 0 {
+            let order = if (i + index).is_multiple_of(2) {
                 [&port_cc, &native_cc]
             } else {
                 [&native_cc, &port_cc]
