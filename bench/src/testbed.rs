@@ -904,6 +904,65 @@ fn parse_netns_list(listing: &str) -> Vec<String> {
         .collect()
 }
 
+/// A bare network namespace whose only device is `lo` (up, with an optional MTU), for
+/// loopback measurements; deleted on drop. A namespace of that name left by a crashed
+/// earlier run is removed first.
+pub struct LoopbackNetns {
+    name: String,
+}
+
+impl LoopbackNetns {
+    /// Creates namespace `name` with `lo` up, its MTU set to `mtu` bytes if given.
+    ///
+    /// Errors: a failing `ip` (not root, iproute2 missing), with its stderr.
+    pub fn create(name: &str, mtu: Option<u32>) -> Result<LoopbackNetns, TestbedError> {
+        if netns_exists(name) {
+            delete_netns(name)?;
+        }
+        run(&["ip", "netns", "add", name])?;
+        let ns = LoopbackNetns { name: name.into() };
+        let mtu = mtu.map(|m| m.to_string());
+        let mut args = vec!["ip", "-n", name, "link", "set", "lo"];
+        if let Some(m) = &mtu {
+            args.extend(["mtu", m.as_str()]);
+        }
+        args.push("up");
+        run(&args)?;
+        Ok(ns)
+    }
+
+    /// The namespace's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Turns the `ethtool -K` features `features` (`tso`, `gso`, `gro`) of its `lo` on or off.
+    ///
+    /// Errors: ethtool missing or refusing, with its stderr.
+    pub fn set_offloads(&self, features: &[&str], on: bool) -> Result<(), TestbedError> {
+        let v = if on { "on" } else { "off" };
+        let mut args = vec![
+            "ip",
+            "netns",
+            "exec",
+            self.name.as_str(),
+            "ethtool",
+            "-K",
+            "lo",
+        ];
+        for f in features {
+            args.extend([*f, v]);
+        }
+        run(&args).map(drop)
+    }
+}
+
+impl Drop for LoopbackNetns {
+    fn drop(&mut self) {
+        let _ = delete_netns(&self.name);
+    }
+}
+
 /// Whether the named network namespace exists (its bind mount under [`NETNS_RUN_DIR`]).
 pub fn netns_exists(name: &str) -> bool {
     Path::new(NETNS_RUN_DIR).join(name).exists()

@@ -22,7 +22,6 @@
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -37,6 +36,7 @@ use super::{median, PartResult, PerfOptions, Row, Site};
 use crate::flows::spawn_in_netns;
 use crate::perf::Part;
 use crate::runner::{cpu_times, resolve_algorithms};
+use crate::testbed::LoopbackNetns;
 
 /// The private namespace of the transfers.
 const NETNS: &str = "pa-ack";
@@ -105,48 +105,6 @@ fn schedule(site: Site, quick: bool) -> (usize, f64) {
         (Site::Host, false) => (5, 2.0),
         // Under TCG everything is ~20x slower and the guest half covers 9 algorithms.
         (Site::Guest, false) => (3, 2.0),
-    }
-}
-
-/// The namespace, removed on drop (also after a crash of an earlier run: see `create`).
-struct Netns;
-
-impl Netns {
-    fn create() -> Result<Netns> {
-        let _ = crate::testbed::remove_leftovers(NETNS);
-        let mtu = MTU.to_string();
-        for args in [
-            vec!["netns", "add", NETNS],
-            vec!["-n", NETNS, "link", "set", "lo", "mtu", &mtu, "up"],
-        ] {
-            let st = Command::new("ip")
-                .args(&args)
-                .status()
-                .context("running ip")?;
-            if !st.success() {
-                bail!("ip {} failed ({st})", args.join(" "));
-            }
-        }
-        let ns = Netns;
-        // Segmentation offloads would carry 64 KB per packet and ACK, whatever the MTU.
-        let st = Command::new("ip")
-            .args([
-                "netns", "exec", NETNS, "ethtool", "-K", "lo", "tso", "off", "gso", "off", "gro",
-                "off",
-            ])
-            .stdout(std::process::Stdio::null())
-            .status()
-            .context("running ethtool")?;
-        if !st.success() {
-            bail!("ethtool -K lo tso off gso off gro off failed in {NETNS} ({st})");
-        }
-        Ok(ns)
-    }
-}
-
-impl Drop for Netns {
-    fn drop(&mut self) {
-        let _ = Command::new("ip").args(["netns", "delete", NETNS]).status();
     }
 }
 
@@ -377,7 +335,9 @@ fn rows_of(r: &AlgoResult, site: Site) -> Vec<Row> {
 /// Errors: the namespace cannot be made, a port does not load, a module is missing, a
 /// transfer fails. The namespace and every algorithm loaded here are removed in all cases.
 pub fn run(opts: &PerfOptions) -> Result<PartResult> {
-    let _ns = Netns::create()?;
+    let ns = LoopbackNetns::create(NETNS, Some(MTU))?;
+    // Segmentation offloads would carry 64 KB per packet and ACK, whatever the MTU.
+    ns.set_offloads(&["tso", "gso", "gro"], false)?;
     let mut out = PartResult::default();
     let mut details = Vec::new();
     for (i, key) in algorithms(opts.site, opts.quick).into_iter().enumerate() {

@@ -31,6 +31,7 @@ use socket2::{Domain, Socket, Type};
 
 use super::{median, Part, PartResult, PerfOptions, Row, Site};
 use crate::flows::spawn_in_netns;
+use crate::testbed::LoopbackNetns;
 
 /// The private network namespace the part runs in (created and deleted by it).
 pub const NETNS: &str = "pc-col";
@@ -154,9 +155,9 @@ pub fn run(opts: &PerfOptions) -> Result<PartResult> {
         return Ok(PartResult::default());
     }
     let plan = Plan::for_mode(opts.quick);
-    let ns = Netns::create()?;
+    let ns = LoopbackNetns::create(NETNS, Some(LO_MTU))?;
     let mut res = PartResult::default();
-    let offloads = ns.offloads(false);
+    let offloads = ns.set_offloads(&["tso", "gso"], false);
     if let Err(e) = &offloads {
         res.notes.push(format!(
             "{e:#}: lo keeps TSO/GSO, so fewer, larger segments and a lower event rate"
@@ -269,7 +270,7 @@ pub fn run(opts: &PerfOptions) -> Result<PartResult> {
     // sends it (64 KiB segments).
     if !opts.stopped() {
         if offloads.is_ok() {
-            ns.offloads(true)?;
+            ns.set_offloads(&["tso", "gso"], true)?;
         }
         onoff(&ns, &plan, opts, &mut res, &mut details)?;
     }
@@ -295,7 +296,7 @@ pub fn run(opts: &PerfOptions) -> Result<PartResult> {
 
 /// One max-rate run: `flows` bulk flows traced at [`MAX_RATE_INTERVAL`].
 fn rate_point(
-    ns: &Netns,
+    ns: &LoopbackNetns,
     flows: usize,
     secs: f64,
     stats_on: bool,
@@ -386,7 +387,7 @@ struct Round {
 
 /// The on/off comparison at the default sampling; fills rows and details.
 fn onoff(
-    ns: &Netns,
+    ns: &LoopbackNetns,
     plan: &Plan,
     opts: &PerfOptions,
     res: &mut PartResult,
@@ -679,72 +680,6 @@ pub fn parse_schedstat(s: &str) -> Option<u64> {
     s.split_whitespace().next()?.parse().ok()
 }
 
-/// The private namespace; deleted on drop.
-struct Netns;
-
-impl Netns {
-    fn create() -> Result<Netns> {
-        // A crash of an earlier run may have left it behind.
-        let _ = Command::new("ip").args(["netns", "del", NETNS]).output();
-        ip(&["netns", "add", NETNS])?;
-        let ns = Netns;
-        ip(&[
-            "-n",
-            NETNS,
-            "link",
-            "set",
-            "lo",
-            "mtu",
-            &LO_MTU.to_string(),
-            "up",
-        ])?;
-        Ok(ns)
-    }
-
-    /// Turns segmentation offloads of its `lo` off (`ethtool -K lo tso off gso off`), so
-    /// that every MTU-sized segment is a packet of its own and is ACKed as one, or back on.
-    ///
-    /// Errors: ethtool missing or refusing, with its stderr.
-    fn offloads(&self, on: bool) -> Result<()> {
-        let v = if on { "on" } else { "off" };
-        let out = Command::new("ip")
-            .args([
-                "netns", "exec", NETNS, "ethtool", "-K", "lo", "tso", v, "gso", v,
-            ])
-            .output()
-            .context("running ethtool")?;
-        if !out.status.success() {
-            bail!(
-                "ethtool -K lo tso {v} gso {v}: {}",
-                String::from_utf8_lossy(&out.stderr).trim()
-            );
-        }
-        Ok(())
-    }
-}
-
-impl Drop for Netns {
-    fn drop(&mut self) {
-        let _ = Command::new("ip").args(["netns", "del", NETNS]).output();
-    }
-}
-
-/// Runs `ip args`, failing with its stderr.
-fn ip(args: &[&str]) -> Result<()> {
-    let out = Command::new("ip")
-        .args(args)
-        .output()
-        .context("running ip (iproute2)")?;
-    if !out.status.success() {
-        bail!(
-            "ip {}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-    }
-    Ok(())
-}
-
 /// N bulk loopback flows in [`NETNS`]: sender and receiver threads, bytes counted.
 struct Load {
     stop: Arc<AtomicBool>,
@@ -753,7 +688,7 @@ struct Load {
 }
 
 impl Load {
-    fn start(_ns: &Netns, flows: usize) -> Result<Load> {
+    fn start(_ns: &LoopbackNetns, flows: usize) -> Result<Load> {
         let stop = Arc::new(AtomicBool::new(false));
         let bytes = Arc::new(AtomicU64::new(0));
         let addr = SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::LOCALHOST, PORT));

@@ -11,7 +11,6 @@
 //! nothing here depends on the guest's modules or netem.
 
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, TcpListener, TcpStream};
-use std::process::Command;
 use std::sync::mpsc;
 use std::time::Instant;
 
@@ -23,7 +22,7 @@ use serde::Serialize;
 use socket2::{Domain, Socket, Type};
 
 use super::{median, Part, PartResult, PerfOptions, Row, Site};
-use crate::testbed::{netns_exists, NETNS_RUN_DIR};
+use crate::testbed::{LoopbackNetns, NETNS_RUN_DIR};
 
 /// The private network namespace the flows live in (created and removed here).
 pub const NETNS: &str = "pm-mig";
@@ -172,43 +171,6 @@ pub fn plan(quick: bool) -> (Vec<usize>, usize) {
     } else {
         (vec![1_000, 10_000], 5)
     }
-}
-
-/// A network namespace with `lo` up, deleted on drop.
-struct Netns(String);
-
-impl Netns {
-    fn create(name: &str) -> Result<Netns> {
-        if netns_exists(name) {
-            // A crashed earlier run's.
-            ip(&["netns", "delete", name])?;
-        }
-        ip(&["netns", "add", name])?;
-        let ns = Netns(name.into());
-        ip(&["-n", name, "link", "set", "lo", "up"])?;
-        Ok(ns)
-    }
-}
-
-impl Drop for Netns {
-    fn drop(&mut self) {
-        let _ = ip(&["netns", "delete", &self.0]);
-    }
-}
-
-fn ip(args: &[&str]) -> Result<()> {
-    let out = Command::new("ip")
-        .args(args)
-        .output()
-        .with_context(|| format!("running ip {}", args.join(" ")))?;
-    if !out.status.success() {
-        bail!(
-            "`ip {}` failed: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim_end()
-        );
-    }
-    Ok(())
 }
 
 /// One side of the flows (client or server ends), held by a thread with its own descriptor
@@ -403,7 +365,7 @@ pub fn run(opts: &PerfOptions) -> Result<PartResult> {
     )
     .with_context(|| format!("loading bpf_htcp as {CC}"))?;
     let guard = LoadGuard::new(rec.name);
-    let netns = Netns::create(NETNS)?;
+    let netns = LoopbackNetns::create(NETNS, None)?;
 
     let mut res = PartResult::default();
     let mut summaries = Vec::new();
