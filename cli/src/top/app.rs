@@ -23,7 +23,8 @@ pub struct Point {
     pub rttvar_us: u32,
     /// Bytes acknowledged over the connection's life.
     pub bytes_acked: u64,
-    /// Throughput since the previous point, bit/s (0 for a flow's first point).
+    /// Throughput up to this point over at least [`CHART_TPUT_SPAN_NS`] (from the newest earlier
+    /// point that far back), bit/s; 0 for a flow's first point.
     pub tput_bps: f64,
     /// Segments retransmitted over the connection's life.
     pub total_retrans: u32,
@@ -402,12 +403,6 @@ impl App {
             history: VecDeque::new(),
             tput_bps: 0.0,
         });
-        let tput_bps = match flow.history.back() {
-            Some(p) if s.ts_ns > p.t_ns => {
-                s.bytes_acked.saturating_sub(p.bytes_acked) as f64 * 8e9 / (s.ts_ns - p.t_ns) as f64
-            }
-            _ => 0.0,
-        };
         flow.history.push_back(Point {
             t_ns: s.ts_ns,
             cwnd: s.cwnd,
@@ -415,7 +410,7 @@ impl App {
             srtt_us: s.srtt_us,
             rttvar_us: s.rttvar_us,
             bytes_acked: s.bytes_acked,
-            tput_bps,
+            tput_bps: 0.0,
             total_retrans: s.total_retrans,
             ca_state: s.ca_state,
         });
@@ -426,21 +421,13 @@ impl App {
         {
             flow.history.pop_front();
         }
-        // Throughput over about the last second: from the newest point at least 1 s old.
-        let newest = flow.history.back().expect("just pushed");
-        let base = flow
-            .history
-            .iter()
-            .rev()
-            .find(|p| newest.t_ns - p.t_ns >= 1_000_000_000)
-            .or(flow.history.front())
-            .expect("not empty");
-        flow.tput_bps = if newest.t_ns > base.t_ns {
-            newest.bytes_acked.saturating_sub(base.bytes_acked) as f64 * 8e9
-                / (newest.t_ns - base.t_ns) as f64
-        } else {
-            0.0
-        };
+        // The chart's point: throughput over at least CHART_TPUT_SPAN_NS, so a sample taken
+        // at a CA state change a few ms after the previous one does not turn a cumulative
+        // ACK after recovery into a spike far above the bottleneck rate.
+        let point_tput = rate_over(&flow.history, CHART_TPUT_SPAN_NS);
+        flow.history.back_mut().expect("just pushed").tput_bps = point_tput;
+        // The table's figure: throughput over about the last second.
+        flow.tput_bps = rate_over(&flow.history, 1_000_000_000);
         flow.version = version.or(if flow.last.cc == s.cc {
             flow.version
         } else {
@@ -752,6 +739,31 @@ pub fn jain_index(x: &[f64]) -> Option<f64> {
     let sum: f64 = x.iter().sum();
     let sq: f64 = x.iter().map(|v| v * v).sum();
     (!x.is_empty() && sq > 0.0).then(|| sum * sum / (x.len() as f64 * sq))
+}
+
+/// Shortest span the chart's throughput points are measured over, ns (100 ms, the collector's
+/// default sampling interval).
+pub const CHART_TPUT_SPAN_NS: u64 = 100_000_000;
+
+/// Throughput up to the newest point of `history`, bit/s: bytes acked since the newest earlier
+/// point at least `span_ns` older (or since the first point while the history is shorter), over
+/// the time between them; 0 with a single point.
+fn rate_over(history: &VecDeque<Point>, span_ns: u64) -> f64 {
+    let Some(newest) = history.back() else {
+        return 0.0;
+    };
+    let base = history
+        .iter()
+        .rev()
+        .find(|p| newest.t_ns.saturating_sub(p.t_ns) >= span_ns)
+        .or(history.front())
+        .expect("not empty");
+    if newest.t_ns > base.t_ns {
+        newest.bytes_acked.saturating_sub(base.bytes_acked) as f64 * 8e9
+            / (newest.t_ns - base.t_ns) as f64
+    } else {
+        0.0
+    }
 }
 
 /// Mean throughput of `f` over `[start, end]`, bit/s, from bytes acked between its first

@@ -445,3 +445,34 @@ fn export_writes_the_samples_on_screen_as_csv_and_the_charts_as_svg() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn a_state_change_sample_soon_after_a_periodic_one_does_not_spike_the_chart() {
+    // 10 Mbit/s = 125,000 B per 100-ms sample; then a sample at a CA state change 2 ms
+    // later whose cumulative ACK covers 30,000 B SACKed during recovery. Over those 2 ms
+    // alone that is 120 Mbit/s; the chart measures over at least 100 ms.
+    let mut app = App::new(120.0, 10.0);
+    let mut src = FakeSource::new(1);
+    let t0 = 1_000_000_000_000u64;
+    let mut acked = 0u64;
+    for k in 0..=10u64 {
+        let mut s = src.sample(0, t0 + k * 100_000_000);
+        s.bytes_acked = acked;
+        app.ingest(s, Some(1));
+        acked += 125_000;
+    }
+    acked -= 125_000;
+    let mut s = src.sample(0, t0 + 1_002_000_000);
+    s.bytes_acked = acked + 30_000;
+    s.state_change = true;
+    app.ingest(s, Some(1));
+    let f = app.flows.values().next().unwrap();
+    let p = f.history.back().unwrap();
+    let mbps = p.tput_bps / 1e6;
+    // (125,000 + 30,000) B over 102 ms.
+    assert!((mbps - 155_000.0 * 8.0 / 0.102 / 1e6).abs() < 0.01, "{mbps}");
+    assert!(mbps < 13.0, "{mbps}");
+    // Regular points are still the rate over their own 100 ms.
+    let prev = &f.history[f.history.len() - 2];
+    assert!((prev.tput_bps / 1e6 - 10.0).abs() < 1e-9, "{}", prev.tput_bps);
+}
