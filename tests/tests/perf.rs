@@ -6,7 +6,9 @@
 //! that they were measured: finite, positive, with their references and ratios.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Output, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
 
 use cctl_bench::perf::{self, Part, Site};
 use cctl_loader::registry;
@@ -35,6 +37,59 @@ fn loaded() -> Vec<String> {
         .collect()
 }
 
+/// A quick run takes 2-3 minutes (host half, one guest boot, guest half); past this it is
+/// stuck and gets interrupted, so the failure shows its progress lines instead of hanging CI.
+const WATCHDOG: Duration = Duration::from_secs(600);
+
+/// Runs `cmd` to completion, with its output captured; past [`WATCHDOG`] it gets SIGINT (cctl
+/// stops its parts and cleans up) and, 60 s later, SIGKILL.
+fn run_watched(cmd: &mut Command) -> Output {
+    let child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("starting cctl bench perf");
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    let started = Instant::now();
+    let (done_tx, done_rx) = mpsc::channel::<()>();
+    let watchdog = std::thread::spawn(move || {
+        if done_rx.recv_timeout(WATCHDOG).is_ok() {
+            return false;
+        }
+        eprintln!("perf smoke: still running after {WATCHDOG:?}: SIGINT");
+        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT);
+        if done_rx.recv_timeout(Duration::from_secs(60)).is_err() {
+            eprintln!("perf smoke: still running 60 s after SIGINT: SIGKILL");
+            let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
+        }
+        true
+    });
+    let out = child
+        .wait_with_output()
+        .expect("waiting for cctl bench perf");
+    let _ = done_tx.send(());
+    let fired = watchdog.join().unwrap_or(false);
+    if fired {
+        eprintln!(
+            "perf smoke: cctl bench perf was interrupted by the test's watchdog after {:.0} s",
+            started.elapsed().as_secs_f64()
+        );
+    }
+    out
+}
+
+/// The kernel log's last 40 lines (an OOM kill, a warning from the stack), for a failure.
+fn kernel_log_tail() -> String {
+    Command::new("dmesg")
+        .output()
+        .map(|o| {
+            let text = String::from_utf8_lossy(&o.stdout).into_owned();
+            let lines: Vec<&str> = text.lines().collect();
+            lines[lines.len().saturating_sub(40)..].join("\n")
+        })
+        .unwrap_or_else(|e| format!("(dmesg failed: {e})"))
+}
+
 #[test]
 fn perf_quick_measures_every_part_beside_its_reference_and_cleans_up() {
     let _k = KERNEL.lock().unwrap_or_else(|e| e.into_inner());
@@ -44,18 +99,20 @@ fn perf_quick_measures_every_part_beside_its_reference_and_cleans_up() {
     let ns_before = namespaces();
     let loaded_before = loaded();
 
-    let o = Command::new(cctl_bin())
-        .args(["bench", "perf", "--quick", "--out"])
-        .arg(&root)
-        .output()
-        .expect("running cctl bench perf");
+    let o = run_watched(
+        Command::new(cctl_bin())
+            .args(["bench", "perf", "--quick", "--out"])
+            .arg(&root),
+    );
     let stdout = String::from_utf8_lossy(&o.stdout);
     let stderr = String::from_utf8_lossy(&o.stderr);
     println!("{stdout}");
+    eprintln!("{stderr}");
     assert!(
         o.status.success(),
-        "cctl bench perf --quick failed ({:?}):\n{stderr}\n{stdout}",
-        o.status
+        "cctl bench perf --quick failed ({:?}):\n{stderr}\n{stdout}\nkernel log (last lines):\n{}",
+        o.status,
+        kernel_log_tail()
     );
 
     let dirs: Vec<PathBuf> = std::fs::read_dir(&root)

@@ -108,19 +108,58 @@ fn schedule(site: Site, quick: bool) -> (usize, f64) {
     }
 }
 
+/// Longest time a transfer may go without moving a byte before it is called stalled, s.
+const STALL_S: u64 = 20;
+
 /// One transfer of `secs` with `cc`; returns bytes read and wall time.
+///
+/// Every blocking step has a bound: the accept waits at most [`STALL_S`], and the sender
+/// and receiver give up when no byte moved for [`STALL_S`] (a loopback flow moves
+/// gigabytes per second), so a flow the kernel stops serving fails the round with its
+/// `ss -tin` state instead of hanging the benchmark.
+///
+/// Errors: the flow cannot be set up (listen, `TCP_CONGESTION`, connect), or it stalled.
 fn transfer(cc: &str, secs: f64, stop: &Arc<AtomicBool>) -> Result<Round> {
-    let listener = spawn_in_netns(NETNS, || TcpListener::bind(("127.0.0.1", PORT)))?
-        .join()
-        .map_err(|_| anyhow::anyhow!("listener thread panicked"))???;
+    let listener = spawn_in_netns(NETNS, || -> std::io::Result<TcpListener> {
+        let l = TcpListener::bind(("127.0.0.1", PORT))?;
+        l.set_nonblocking(true)?;
+        Ok(l)
+    })?
+    .join()
+    .map_err(|_| anyhow::anyhow!("listener thread panicked"))???;
+    let stall = Duration::from_secs(STALL_S);
     let receiver = std::thread::spawn(move || -> std::io::Result<u64> {
-        let (mut s, _) = listener.accept()?;
+        let since = Instant::now();
+        let mut s = loop {
+            match listener.accept() {
+                Ok((s, _)) => break s,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    if since.elapsed() > stall {
+                        return Err(std::io::Error::new(
+                            std::io::ErrorKind::TimedOut,
+                            format!("no connection within {STALL_S} s"),
+                        ));
+                    }
+                    std::thread::sleep(Duration::from_millis(2));
+                }
+                Err(e) => return Err(e),
+            }
+        };
+        s.set_nonblocking(false)?;
+        s.set_read_timeout(Some(stall))?;
         let mut buf = vec![0u8; 1 << 18];
         let mut got = 0u64;
         loop {
-            match s.read(&mut buf)? {
-                0 => return Ok(got),
-                n => got += n as u64,
+            match s.read(&mut buf) {
+                Ok(0) => return Ok(got),
+                Ok(n) => got += n as u64,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    return Err(std::io::Error::new(
+                        e.kind(),
+                        format!("read after {got} bytes: {e}"),
+                    ))
+                }
             }
         }
     });
@@ -129,25 +168,45 @@ fn transfer(cc: &str, secs: f64, stop: &Arc<AtomicBool>) -> Result<Round> {
     let sender = spawn_in_netns(NETNS, move || -> std::io::Result<()> {
         let s = Socket::new(Domain::IPV4, Type::STREAM, None)?;
         s.set_tcp_congestion(cc_name.as_bytes())?;
-        s.connect(&SocketAddr::from(([127, 0, 0, 1], PORT)).into())?;
+        s.connect_timeout(&SocketAddr::from(([127, 0, 0, 1], PORT)).into(), stall)?;
+        s.set_write_timeout(Some(stall))?;
         let mut s = TcpStream::from(s);
         let chunk = vec![0x5au8; CHUNK];
         let end = Instant::now() + Duration::from_secs_f64(secs);
+        let mut sent = 0u64;
         while Instant::now() < end && !stop.load(Ordering::Relaxed) {
-            s.write_all(&chunk)?;
+            match s.write(&chunk) {
+                Ok(n) => sent += n as u64,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    return Err(std::io::Error::new(
+                        e.kind(),
+                        format!("write after {sent} bytes: {e}"),
+                    ))
+                }
+            }
         }
         s.shutdown(std::net::Shutdown::Write)
     })?;
     let t0 = Instant::now();
     let c0 = cpu_times().context("reading /proc/stat")?;
-    sender
+    let sent = sender
         .join()
         .map_err(|_| anyhow::anyhow!("sender thread panicked"))?
-        .map_err(|e| anyhow::anyhow!("sender with {cc}: {e}"))??;
-    let bytes = receiver
+        .map_err(|e| anyhow::anyhow!("sender with {cc}: {e}"))?;
+    if let Err(e) = sent {
+        let state = flow_state();
+        // The receiver ends on its own: the sender's socket is closed, or its timeout.
+        let _ = receiver.join();
+        bail!("sender with {cc}: {e}; {state}");
+    }
+    let bytes = match receiver
         .join()
         .map_err(|_| anyhow::anyhow!("receiver thread panicked"))?
-        .with_context(|| format!("receiver with {cc}"))?;
+    {
+        Ok(b) => b,
+        Err(e) => bail!("receiver with {cc}: {e}; {}", flow_state()),
+    };
     let seconds = t0.elapsed().as_secs_f64();
     let c1 = cpu_times().context("reading /proc/stat")?;
     let busy_s = (c1.0 - c0.0) as f64 / clk_tck();
@@ -159,6 +218,23 @@ fn transfer(cc: &str, secs: f64, stop: &Arc<AtomicBool>) -> Result<Round> {
         gbit_s: bytes as f64 * 8.0 / seconds / 1e9,
         cpu_s_per_gb: if gb > 0.0 { busy_s / gb } else { f64::NAN },
     })
+}
+
+/// `ss -tin` of the namespace's flows, for the error of a stalled transfer.
+fn flow_state() -> String {
+    match std::process::Command::new("ip")
+        .args(["netns", "exec", NETNS, "ss", "-tin"])
+        .output()
+    {
+        Ok(o) => format!(
+            "ss -tin in {NETNS}: {}",
+            String::from_utf8_lossy(&o.stdout)
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ")
+        ),
+        Err(e) => format!("(ss -tin failed: {e})"),
+    }
 }
 
 /// Clock ticks per second of /proc/stat.

@@ -232,6 +232,11 @@ impl Drop for Holder {
     }
 }
 
+/// Longest time [`open_flows`] waits for all its connections to be accepted.
+const OPEN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
+/// Longest time one client connect of [`open_flows`] may take.
+const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// `n` idle loopback connections in a namespace: client ends (cubic) held by one thread,
 /// server ends by another. Dropping it closes them.
 pub struct Flows {
@@ -248,8 +253,10 @@ pub struct Flows {
 pub fn open_flows(ns: &str, n: usize, port: u16) -> Result<Flows> {
     let addr = SocketAddrV4::new(Ipv4Addr::LOCALHOST, port);
     let wait = |rx: &mpsc::Receiver<std::io::Result<()>>, what: &str| -> Result<()> {
-        rx.recv_timeout(std::time::Duration::from_secs(120))
-            .map_err(|_| anyhow::anyhow!("{what}: no answer within 120 s"))?
+        rx.recv_timeout(OPEN_TIMEOUT + std::time::Duration::from_secs(5))
+            .map_err(|_| {
+                anyhow::anyhow!("{what}: no answer within {} s", OPEN_TIMEOUT.as_secs() + 5)
+            })?
             .with_context(|| format!("{what} ({n} loopback connections in netns {ns})"))
     };
     // The server thread listens, says so, then accepts all n.
@@ -263,9 +270,31 @@ pub fn open_flows(ns: &str, n: usize, port: u16) -> Result<Flows> {
         l.listen(4096)?;
         let _ = listening_tx.send(Ok(()));
         let l = TcpListener::from(l);
-        (0..n)
-            .map(|_| l.accept().map(|(s, _)| s))
-            .collect::<std::io::Result<Vec<TcpStream>>>()
+        // Non-blocking with a deadline: when the clients fail, this thread must still end
+        // (dropping the Holder joins it).
+        l.set_nonblocking(true)?;
+        let deadline = std::time::Instant::now() + OPEN_TIMEOUT;
+        let mut held = Vec::with_capacity(n);
+        while held.len() < n {
+            match l.accept() {
+                Ok((s, _)) => held.push(s),
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    if std::time::Instant::now() > deadline {
+                        return Err(std::io::Error::new(
+                            std::io::ErrorKind::TimedOut,
+                            format!(
+                                "accepted {} of {n} connections in {} s",
+                                held.len(),
+                                OPEN_TIMEOUT.as_secs()
+                            ),
+                        ));
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(held)
     })?;
     wait(&listening, "listening")?;
     let (connected_tx, connected) = mpsc::channel();
@@ -274,7 +303,7 @@ pub fn open_flows(ns: &str, n: usize, port: u16) -> Result<Flows> {
             .map(|_| {
                 let s = Socket::new(Domain::IPV4, Type::STREAM, None)?;
                 s.set_tcp_congestion(b"cubic")?;
-                s.connect(&SocketAddr::V4(addr).into())?;
+                s.connect_timeout(&SocketAddr::V4(addr).into(), CONNECT_TIMEOUT)?;
                 Ok(TcpStream::from(s))
             })
             .collect::<std::io::Result<Vec<TcpStream>>>()

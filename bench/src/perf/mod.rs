@@ -331,6 +331,12 @@ pub fn run_parts(
             dir: pdir,
             stop: stop.clone(),
         };
+        let where_ = match site {
+            Site::Host => "host",
+            Site::Guest => "guest",
+        };
+        // Progress on stderr: a run that hangs or is killed shows which part it was in.
+        eprintln!("cctl bench perf: {} ({where_}) ...", part.name());
         let t0 = std::time::Instant::now();
         let res = match part {
             Part::Ack => ack::run(&opts),
@@ -339,6 +345,16 @@ pub fn run_parts(
             Part::Ceiling => ceiling::run(&opts),
         };
         let seconds = t0.elapsed().as_secs_f64();
+        match &res {
+            Ok(_) => eprintln!(
+                "cctl bench perf: {} ({where_}) done in {seconds:.0} s",
+                part.name()
+            ),
+            Err(e) => eprintln!(
+                "cctl bench perf: {} ({where_}) FAILED after {seconds:.0} s: {e:#}",
+                part.name()
+            ),
+        }
         out.push(match res {
             Ok(result) => PartOutcome {
                 part,

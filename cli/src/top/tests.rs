@@ -470,9 +470,16 @@ fn a_state_change_sample_soon_after_a_periodic_one_does_not_spike_the_chart() {
     let p = f.history.back().unwrap();
     let mbps = p.tput_bps / 1e6;
     // (125,000 + 30,000) B over 102 ms.
-    assert!((mbps - 155_000.0 * 8.0 / 0.102 / 1e6).abs() < 0.01, "{mbps}");
+    assert!(
+        (mbps - 155_000.0 * 8.0 / 0.102 / 1e6).abs() < 0.01,
+        "{mbps}"
+    );
     assert!(mbps < 13.0, "{mbps}");
     // Regular points are still the rate over their own 100 ms.
     let prev = &f.history[f.history.len() - 2];
-    assert!((prev.tput_bps / 1e6 - 10.0).abs() < 1e-9, "{}", prev.tput_bps);
+    assert!(
+        (prev.tput_bps / 1e6 - 10.0).abs() < 1e-9,
+        "{}",
+        prev.tput_bps
+    );
 }

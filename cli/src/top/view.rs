@@ -419,7 +419,9 @@ fn draw_internals(f: &mut Frame, app: &App, rows: &[u64], area: Rect) {
         }
     }
     f.render_widget(
-        Paragraph::new(lines).block(block).wrap(Wrap { trim: false }),
+        Paragraph::new(lines)
+            .block(block)
+            .wrap(Wrap { trim: false }),
         area,
     );
 }
