@@ -229,15 +229,12 @@ impl Trace {
         self.drain_ready()
     }
 
-    /// Samples already delivered to this side of the channel, without waiting (those
-    /// still in the ring buffer come with a later call, within [`POLL_INTERVAL`]). For
+    /// Samples already delivered to this side of the channel when called, without waiting
+    /// (those still in the ring buffer, or delivered during the call, come with a later
+    /// call, within [`POLL_INTERVAL`]); at most the channel's depth (65,536 samples). For
     /// periodic readers such as a dashboard's frame loop.
     pub fn drain_ready(&mut self) -> Vec<Sample> {
-        let mut out = Vec::new();
-        while let Ok(s) = self.rx.try_recv() {
-            out.push(s);
-        }
-        out
+        take_queued(&mut self.rx)
     }
 
     /// Stops the trace, detaches the program and returns its counters. Samples
@@ -259,6 +256,24 @@ impl Trace {
                 ))
             })
     }
+}
+
+/// What `rx` holds at the call, and nothing that arrives during it.
+///
+/// Bounded on purpose: emptying the channel "until it is empty" never ends while the
+/// collector thread refills it as fast as this side takes (32 saturated loopback flows
+/// sampled on every event do), and the returned vector then grows until the process is
+/// killed for memory.
+fn take_queued<T>(rx: &mut tokio::sync::mpsc::Receiver<T>) -> Vec<T> {
+    let n = rx.len();
+    let mut out = Vec::with_capacity(n);
+    while out.len() < n {
+        match rx.try_recv() {
+            Ok(s) => out.push(s),
+            Err(_) => break,
+        }
+    }
+    out
 }
 
 impl futures::Stream for Trace {
@@ -410,6 +425,38 @@ fn run(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn taking_what_is_queued_ends_while_a_producer_keeps_refilling_the_channel() {
+        let (tx, mut rx) = tokio::sync::mpsc::channel::<u64>(64);
+        for i in 0..40 {
+            tx.try_send(i).unwrap();
+        }
+        let halt = Arc::new(AtomicBool::new(false));
+        let producer = {
+            let halt = halt.clone();
+            std::thread::spawn(move || {
+                let mut i = 40u64;
+                while !halt.load(Ordering::Relaxed) {
+                    if tx.try_send(i).is_ok() {
+                        i += 1;
+                    }
+                }
+                i
+            })
+        };
+        // Without the bound this call would not return until the producer stops.
+        let got = take_queued(&mut rx);
+        halt.store(true, Ordering::Relaxed);
+        let produced = producer.join().unwrap();
+        assert!((40..=64).contains(&got.len()), "{} taken", got.len());
+        assert_eq!(got[..40], (0..40).collect::<Vec<u64>>()[..], "in order");
+        assert!(produced > 40);
+        // Nothing is lost: the rest comes with the next call, in order.
+        let rest = take_queued(&mut rx);
+        let all: Vec<u64> = got.into_iter().chain(rest).collect();
+        assert_eq!(all, (0..produced).collect::<Vec<u64>>());
+    }
 
     #[test]
     fn live_counters_read_what_the_collector_thread_stored() {
