@@ -154,12 +154,7 @@ fn transfer(cc: &str, secs: f64, stop: &Arc<AtomicBool>) -> Result<Round> {
                 Ok(0) => return Ok(got),
                 Ok(n) => got += n as u64,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => {
-                    return Err(std::io::Error::new(
-                        e.kind(),
-                        format!("read after {got} bytes: {e}"),
-                    ))
-                }
+                Err(e) => return Err(stalled(e, "read", got)),
             }
         }
     });
@@ -178,12 +173,7 @@ fn transfer(cc: &str, secs: f64, stop: &Arc<AtomicBool>) -> Result<Round> {
             match s.write(&chunk) {
                 Ok(n) => sent += n as u64,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => {
-                    return Err(std::io::Error::new(
-                        e.kind(),
-                        format!("write after {sent} bytes: {e}"),
-                    ))
-                }
+                Err(e) => return Err(stalled(e, "write", sent)),
             }
         }
         s.shutdown(std::net::Shutdown::Write)
@@ -195,18 +185,14 @@ fn transfer(cc: &str, secs: f64, stop: &Arc<AtomicBool>) -> Result<Round> {
         .map_err(|_| anyhow::anyhow!("sender thread panicked"))?
         .map_err(|e| anyhow::anyhow!("sender with {cc}: {e}"))?;
     if let Err(e) = sent {
-        let state = flow_state();
         // The receiver ends on its own: the sender's socket is closed, or its timeout.
         let _ = receiver.join();
-        bail!("sender with {cc}: {e}; {state}");
+        bail!("sender with {cc}: {e}");
     }
-    let bytes = match receiver
+    let bytes = receiver
         .join()
         .map_err(|_| anyhow::anyhow!("receiver thread panicked"))?
-    {
-        Ok(b) => b,
-        Err(e) => bail!("receiver with {cc}: {e}; {}", flow_state()),
-    };
+        .with_context(|| format!("receiver with {cc}"))?;
     let seconds = t0.elapsed().as_secs_f64();
     let c1 = cpu_times().context("reading /proc/stat")?;
     let busy_s = (c1.0 - c0.0) as f64 / clk_tck();
@@ -218,6 +204,16 @@ fn transfer(cc: &str, secs: f64, stop: &Arc<AtomicBool>) -> Result<Round> {
         gbit_s: bytes as f64 * 8.0 / seconds / 1e9,
         cpu_s_per_gb: if gb > 0.0 { busy_s / gb } else { f64::NAN },
     })
+}
+
+/// The error of a transfer's read or write that failed after `bytes` bytes (a timeout is
+/// [`STALL_S`] without progress), with the namespace's `ss -tin` taken while the socket
+/// is still open.
+fn stalled(e: std::io::Error, op: &str, bytes: u64) -> std::io::Error {
+    std::io::Error::new(
+        e.kind(),
+        format!("{op} after {bytes} bytes: {e}; {}", flow_state()),
+    )
 }
 
 /// `ss -tin` of the namespace's flows, for the error of a stalled transfer.
