@@ -95,6 +95,16 @@ pub enum Site {
     Guest,
 }
 
+impl Site {
+    /// `host` or `guest`, as in the report and the progress lines.
+    pub fn name(self) -> &'static str {
+        match self {
+            Site::Host => "host",
+            Site::Guest => "guest",
+        }
+    }
+}
+
 /// What every part gets.
 #[derive(Debug, Clone)]
 pub struct PerfOptions {
@@ -331,10 +341,7 @@ pub fn run_parts(
             dir: pdir,
             stop: stop.clone(),
         };
-        let where_ = match site {
-            Site::Host => "host",
-            Site::Guest => "guest",
-        };
+        let where_ = site.name();
         // Progress on stderr: a run that hangs or is killed shows which part it was in.
         eprintln!("cctl bench perf: {} ({where_}) ...", part.name());
         let t0 = std::time::Instant::now();
@@ -445,10 +452,7 @@ pub fn markdown(r: &PerfReport) -> String {
             s += &format!(
                 "| {} | {} {} | {} | {} ({}) | {} | {} | {} | {} | {} |\n",
                 row.part,
-                match row.site {
-                    Site::Host => "host",
-                    Site::Guest => "guest",
-                },
+                row.site.name(),
                 row.kernel,
                 row.item,
                 row.metric,
