@@ -23,7 +23,9 @@
  *
  * Differences from the Linux module (net/ipv4/tcp_bic.c):
  *   - δ and f_α in 1/1024 steps (Linux: integer dist = (w_1 - w)/B, so it
- *     jumps between its cases on whole segments);
+ *     jumps between its cases on whole segments and creeps at B/σ for 2B
+ *     segments below the target instead of B); whole_delta (on in the
+ *     `linux` profile) makes δ whole as Linux does;
  *   - cnt is recomputed on every ACK (Linux: at most every HZ/32 unless cwnd
  *     changed; cnt depends only on cwnd, w_1 and the ACK ratio, so only the
  *     ACK-ratio drift between updates differs);
@@ -61,6 +63,7 @@ const volatile __u32 boost_max_cnt = 20;        /* before the first loss cnt <= 
 const volatile __u32 initial_ssthresh = 0;      /* segments (0 = the kernel's) */
 const volatile __u32 delayed_ack_rescale = 0;   /* bool: divide cnt by packets per ACK (Linux) */
 const volatile __u32 ack_counting = 0;          /* 0 = packets (ABC), 1 = ACK events */
+const volatile __u32 whole_delta = 0;           /* bool: δ = ⌊(w_1 - w)/B⌋ (Linux's dist) */
 
 #define BIC_DELAYED_ACK_INIT (2u << BIC_ACK_RATIO_SHIFT) /* 2 packets per ACK, like Linux */
 
@@ -97,7 +100,7 @@ void BPF_PROG(bic_init, struct sock *sk)
 static __always_inline void bic_update(struct cctl_bic_ca *ca, __u32 cwnd)
 {
 	ca->inc_fp = bic_effective_inc_fp(cwnd, ca->w_max, low_window, bictcp_b, max_increment,
-					  smooth_part, boost_max_cnt);
+					  smooth_part, boost_max_cnt, whole_delta);
 	/* Linux leaves Reno mode (w <= Low_Window) unscaled */
 	ca->cnt = bic_cnt(cwnd, ca->inc_fp, delayed_ack_rescale && cwnd > low_window,
 			  ca->delayed_ack);

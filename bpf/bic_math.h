@@ -40,8 +40,11 @@ struct cctl_bic_ca {
  *   f = (w - w_1)/(B-1)  if B <= w - w_1 < S_max (B - 1)
  *   f = S_max            otherwise
  * b >= 2 and smooth >= 1 (the loader's limits); guarded anyway.
+ * whole_delta: δ = ⌊(w_1 - w)/B⌋ in whole segments, as Linux's `dist` (so "δ <= 1"
+ * covers w_1 - w < 2B, and f = δ takes whole values); else δ is kept in 1/1024.
  */
-BIC_INLINE __u32 bic_inc_fp(__u32 w, __u32 w_1, __u32 b, __u32 smax, __u32 smooth)
+BIC_INLINE __u32 bic_inc_fp(__u32 w, __u32 w_1, __u32 b, __u32 smax, __u32 smooth,
+			    __u32 whole_delta)
 {
 	__u64 smax_fp = (__u64)smax << CCTL_FP_SHIFT;
 	__u64 near_fp, f;
@@ -53,7 +56,8 @@ BIC_INLINE __u32 bic_inc_fp(__u32 w, __u32 w_1, __u32 b, __u32 smax, __u32 smoot
 	near_fp = ((__u64)b << CCTL_FP_SHIFT) / smooth;
 
 	if (w < w_1) {
-		__u64 delta_fp = ((__u64)(w_1 - w) << CCTL_FP_SHIFT) / b;
+		__u64 delta_fp = whole_delta ? (__u64)((w_1 - w) / b) << CCTL_FP_SHIFT
+					     : ((__u64)(w_1 - w) << CCTL_FP_SHIFT) / b;
 
 		if (delta_fp <= CCTL_FP_ONE)
 			f = near_fp;          /* binary search close to the target */
@@ -83,13 +87,14 @@ BIC_INLINE __u32 bic_inc_fp(__u32 w, __u32 w_1, __u32 b, __u32 smax, __u32 smoot
  * w / boost_max_cnt per RTT (boost_max_cnt = 20: 5 % per RTT; 0 = off).
  */
 BIC_INLINE __u32 bic_effective_inc_fp(__u32 w, __u32 w_1, __u32 low_window, __u32 b,
-				      __u32 smax, __u32 smooth, __u32 boost_max_cnt)
+				      __u32 smax, __u32 smooth, __u32 boost_max_cnt,
+				      __u32 whole_delta)
 {
 	__u64 f;
 
 	if (w <= low_window)
 		return CCTL_FP_ONE;
-	f = bic_inc_fp(w, w_1, b, smax, smooth);
+	f = bic_inc_fp(w, w_1, b, smax, smooth, whole_delta);
 	if (!w_1 && boost_max_cnt) {
 		__u64 boost = ((__u64)w << CCTL_FP_SHIFT) / boost_max_cnt;
 

@@ -5,15 +5,17 @@
 #include "cctl.h"
 #include "bic_math.h"
 
-__u32 cctl_bic_inc_fp(__u32 w, __u32 w_1, __u32 b, __u32 smax, __u32 smooth)
+__u32 cctl_bic_inc_fp(__u32 w, __u32 w_1, __u32 b, __u32 smax, __u32 smooth,
+		      __u32 whole_delta)
 {
-	return bic_inc_fp(w, w_1, b, smax, smooth);
+	return bic_inc_fp(w, w_1, b, smax, smooth, whole_delta);
 }
 
 __u32 cctl_bic_effective_inc_fp(__u32 w, __u32 w_1, __u32 low_window, __u32 b, __u32 smax,
-				__u32 smooth, __u32 boost_max_cnt)
+				__u32 smooth, __u32 boost_max_cnt, __u32 whole_delta)
 {
-	return bic_effective_inc_fp(w, w_1, low_window, b, smax, smooth, boost_max_cnt);
+	return bic_effective_inc_fp(w, w_1, low_window, b, smax, smooth, boost_max_cnt,
+				    whole_delta);
 }
 
 __u32 cctl_bic_cnt(__u32 w, __u32 inc_fp, __u32 rescale, __u32 delayed_ack)

@@ -86,14 +86,28 @@ pub const PARAMS: &[ParamSpec] = &[
         "divide cnt by the packets-per-ACK estimate, as Linux does (spec §18.2)",
     ),
     ACK_COUNTING,
+    p(
+        "whole_delta",
+        0,
+        0,
+        1,
+        "bool",
+        "δ = ⌊(w_1 - w)/B⌋ in whole segments, as Linux's dist (slow creep for 2B segments \
+         below the target instead of B)",
+    ),
 ];
 
 /// Named parameter sets (spec §18.4).
 pub const PROFILES: &[Profile] = &[Profile {
     name: "linux",
     tag: "l",
-    doc: "net/ipv4/tcp_bic.c: S_max 16, cnt divided by the packets-per-ACK estimate",
-    values: &[("max_increment", 16), ("delayed_ack_rescale", 1)],
+    doc: "net/ipv4/tcp_bic.c: S_max 16, cnt divided by the packets-per-ACK estimate, \
+          whole-segment δ",
+    values: &[
+        ("max_increment", 16),
+        ("delayed_ack_rescale", 1),
+        ("whole_delta", 1),
+    ],
 }];
 
 /// Forbidden combinations: S_max below B/σ (the search could not reach its
@@ -127,6 +141,7 @@ pub fn load(name: &str, params: &Params) -> Result<crate::algo::Registered> {
             initial_ssthresh,
             delayed_ack_rescale,
             ack_counting,
+            whole_delta,
         ]
     )
 }

@@ -19,6 +19,9 @@ pub struct BicParams {
     /// Before the first loss the increase is at least w/`boost_max_cnt` per RTT
     /// (spec §6 "Low-utilisation boost", \[LINUX\] 20, i.e. 5 %/RTT); `None` is off.
     pub boost_max_cnt: Option<f64>,
+    /// δ = ⌊(w_1 − w)/B⌋, whole segments, as Linux's `dist` in net/ipv4/tcp_bic.c
+    /// (the `linux` profile); `false`: δ is real, as in \[P0\] §IV-D.
+    pub whole_delta: bool,
 }
 
 impl Default for BicParams {
@@ -32,6 +35,7 @@ impl Default for BicParams {
             low_window: 14.0,
             fast_convergence: true,
             boost_max_cnt: Some(20.0),
+            whole_delta: false,
         }
     }
 }
@@ -43,10 +47,15 @@ impl Default for BicParams {
 /// - (w − w_1)/(B − 1) if B ≤ w − w_1 < S_max·(B − 1);
 /// - S_max otherwise.
 ///
+/// With `p.whole_delta` δ is rounded down to whole segments first.
 /// `w`: cwnd, `w_1`: the window at the last loss (0 before any loss), segments.
 pub fn increase(w: f64, w_1: f64, p: &BicParams) -> f64 {
     if w < w_1 {
-        let delta = (w_1 - w) / p.b;
+        let delta = if p.whole_delta {
+            ((w_1 - w) / p.b).floor()
+        } else {
+            (w_1 - w) / p.b
+        };
         if delta <= 1.0 {
             p.b / p.sigma
         } else if delta <= p.s_max {
@@ -121,7 +130,7 @@ mod tests {
     // The C is bpf/bic_math.h unchanged, through loader/csrc/bic_shim.c (built by
     // build.rs). Fixed point is << 10 (1.0 == 1024).
     extern "C" {
-        fn cctl_bic_inc_fp(w: u32, w_1: u32, b: u32, smax: u32, smooth: u32) -> u32;
+        fn cctl_bic_inc_fp(w: u32, w_1: u32, b: u32, smax: u32, smooth: u32, whole: u32) -> u32;
         fn cctl_bic_effective_inc_fp(
             w: u32,
             w_1: u32,
@@ -130,6 +139,7 @@ mod tests {
             smax: u32,
             smooth: u32,
             boost_max_cnt: u32,
+            whole_delta: u32,
         ) -> u32;
         fn cctl_bic_cnt(w: u32, inc_fp: u32, rescale: u32, delayed_ack: u32) -> u32;
         fn cctl_bic_new_w_max(w: u32, w_1: u32, beta_fp: u32, fast_convergence: u32) -> u32;
@@ -149,6 +159,7 @@ mod tests {
         beta_fp: u32,
         low_window: u32,
         boost: u32,
+        whole: u32,
     }
 
     impl Case {
@@ -161,11 +172,13 @@ mod tests {
                 low_window: self.low_window.into(),
                 fast_convergence: true,
                 boost_max_cnt: (self.boost != 0).then_some(self.boost.into()),
+                whole_delta: self.whole != 0,
             }
         }
         fn c_inc(&self, w: u32, w_1: u32) -> f64 {
             // SAFETY: a pure function of integers, no pointers.
-            f64::from(unsafe { cctl_bic_inc_fp(w, w_1, self.b, self.smax, self.sigma) }) * ULP
+            f64::from(unsafe { cctl_bic_inc_fp(w, w_1, self.b, self.smax, self.sigma, self.whole) })
+                * ULP
         }
         fn c_eff(&self, w: u32, w_1: u32) -> u32 {
             // SAFETY: a pure function of integers, no pointers.
@@ -178,6 +191,7 @@ mod tests {
                     self.smax,
                     self.sigma,
                     self.boost,
+                    self.whole,
                 )
             }
         }
@@ -195,8 +209,13 @@ mod tests {
         beta_fp: 819,
         low_window: 14,
         boost: 20,
+        whole: 0,
     };
-    const LINUX: Case = Case { smax: 16, ..P0 };
+    const LINUX: Case = Case {
+        smax: 16,
+        whole: 1,
+        ..P0
+    };
 
     fn cases() -> Vec<Case> {
         vec![
@@ -218,6 +237,12 @@ mod tests {
                 b: 5,
                 sigma: 7,
                 low_window: 0,
+                ..P0
+            },
+            Case {
+                b: 7,
+                sigma: 3,
+                whole: 1,
                 ..P0
             },
         ]
@@ -267,6 +292,18 @@ mod tests {
         assert_eq!(ssthresh(10.0, &p), 5.0);
         assert_eq!(ssthresh(3.0, &p), 2.0);
         assert_eq!(cnt(800.0, 32.0, 1.0), 25.0);
+        // Linux's whole-segment δ: creep for 2B below the target, then whole steps
+        let l = BicParams {
+            s_max: 16.0,
+            whole_delta: true,
+            ..p
+        };
+        assert_eq!(increase(995.0, 1000.0, &l), 0.2); // ⌊5/4⌋ = 1
+        assert_eq!(increase(993.0, 1000.0, &l), 0.2); // ⌊7/4⌋ = 1
+        assert_eq!(increase(992.0, 1000.0, &l), 2.0);
+        assert_eq!(increase(990.0, 1000.0, &l), 2.0); // ⌊10/4⌋ = 2, not 2.5
+        assert_eq!(increase(936.0, 1000.0, &l), 16.0);
+        assert_eq!(increase(932.0, 1000.0, &l), 16.0); // ⌊68/4⌋ = 17 > S_max
     }
 
     /*
