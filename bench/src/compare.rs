@@ -222,11 +222,10 @@ impl Default for Tolerances {
     /// 14 % (32 %), 19 % (36 %), 0.011 (0.029), 26 % (56 %), 0.126 (0.244). A third run
     /// of Illinois with random loss (in the test) widened the loss bounds on backoffs and
     /// the factor: its delay-driven β and loss count varied over 10, 14 and 22 backoffs
-    /// and β 0.709, 0.770 and 0.799, hence 120 % + 2 and ±0.10. With periodic loss a CI
-    /// run had bic's module at 11.56 Mbit/s against its port's 17.26 (+49 %) with the same
-    /// β (0.794 / 0.795): the module's cwnd collapsed once more deeply (mean cwnd 72 vs
-    /// 105, CV 0.60 vs 0.32), as one more retransmission timeout would give; hence a
-    /// throughput bound of 50 % under loss, as for drop-tail.
+    /// and β 0.709, 0.770 and 0.799, hence 120 % + 2 and ±0.10. The throughput bound under
+    /// loss stays 45 %: when bic's port ran +49 % above its module with periodic loss, the
+    /// cause was the port (a fractional δ where Linux's is whole segments, now the
+    /// `whole_delta` tunable of the `linux` profile), not noise.
     fn default() -> Self {
         Tolerances {
             drop_tail: Bounds {
@@ -238,7 +237,7 @@ impl Default for Tolerances {
                 cv_abs: 0.15,
             },
             random_loss: Bounds {
-                throughput_rel: 0.50,
+                throughput_rel: 0.45,
                 backoffs_rel: 1.2,
                 backoffs_abs: 2.0,
                 factor_abs: 0.10,

@@ -53,6 +53,34 @@ pub struct RunOptions {
     pub queue_interval: Duration,
     /// Show a progress bar on stderr.
     pub progress: bool,
+    /// Only these points of the sweep, by index as `cctl bench run --dry-run` lists them
+    /// (`None`: every point). Results keep the original indices, so runs of the same point
+    /// from separate invocations pool in one report.
+    pub points: Option<Vec<usize>>,
+}
+
+/// The points of `points` (a scenario's expansion) whose indices are in `only`, in
+/// expansion order; all of them when `only` is `None`.
+///
+/// Errors: an index that is not a point of the expansion (the message gives the range
+/// allowed), or an empty selection.
+pub fn select_points(points: Vec<RunPoint>, only: Option<&[usize]>) -> Result<Vec<RunPoint>> {
+    let Some(only) = only else {
+        return Ok(points);
+    };
+    if only.is_empty() {
+        bail!("no point selected: give point indices such as 0,2 (see --dry-run)");
+    }
+    if let Some(bad) = only.iter().find(|i| !points.iter().any(|p| p.index == **i)) {
+        bail!(
+            "no point {bad}: this scenario has points 0 to {} in this profile (see --dry-run)",
+            points.len().saturating_sub(1)
+        );
+    }
+    Ok(points
+        .into_iter()
+        .filter(|p| only.contains(&p.index))
+        .collect())
 }
 
 /// A congestion control as the runner uses it.
@@ -566,8 +594,13 @@ pub fn run_scenario(
         .max(1);
     // Each repetition draws its own random start times from seed + rep.
     let per_rep: Vec<Vec<RunPoint>> = (0..repeat)
-        .map(|r| sc.expand(opts.profile, seed + u64::from(r)))
-        .collect::<Result<_, _>>()?;
+        .map(|r| {
+            select_points(
+                sc.expand(opts.profile, seed + u64::from(r))?,
+                opts.points.as_deref(),
+            )
+        })
+        .collect::<Result<_>>()?;
     let points = per_rep[0].clone();
     check_supported(sc, &points)?;
     kernel::require_privileges("running a benchmark")?;
@@ -752,4 +785,25 @@ pub fn read_records(dir: &Path) -> Result<(Metadata, Vec<RunRecord>)> {
         (a.point, &a.algo, a.rep).cmp(&(b.point, &b.algo, b.rep))
     });
     Ok((meta, records))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn selected_points_keep_their_indices_and_bad_ones_are_named() {
+        let sc = crate::scenario::find("native-comparison").unwrap();
+        let all = sc.expand(Profile::Ci, 1).unwrap();
+        assert_eq!(select_points(all.clone(), None).unwrap(), all);
+        let some = select_points(all.clone(), Some(&[3, 1])).unwrap();
+        assert_eq!(some.iter().map(|p| p.index).collect::<Vec<_>>(), vec![1, 3]);
+        assert_eq!(some[1].loss, 0.001);
+        let e = select_points(all.clone(), Some(&[0, 4]))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("no point 4") && e.contains("0 to 3"), "{e}");
+        let e = select_points(all, Some(&[])).unwrap_err().to_string();
+        assert!(e.contains("no point selected"), "{e}");
+    }
 }

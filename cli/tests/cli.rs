@@ -342,6 +342,42 @@ fn bench_refuses_bad_input_before_creating_anything() {
     ]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
 
+    // A point the sweep does not have: refused with the range, nothing run.
+    let o = cctl(&[
+        "bench",
+        "run",
+        "native-comparison",
+        "--algo",
+        "reno",
+        "--points",
+        "1,9",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("no point 9: this scenario has points 0 to 3"),
+        "{}",
+        stderr(&o)
+    );
+    let o = cctl(&[
+        "bench",
+        "run",
+        "native-comparison",
+        "--algo",
+        "reno",
+        "--points",
+        "3,1",
+        "--dry-run",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("point  1: buffer_bdp=1,n=1")
+            && out.contains("point  3: buffer_bdp=1,loss=0.001,n=1")
+            && !out.contains("point  0")
+            && out.contains("2 points x 1 algorithms"),
+        "{out}"
+    );
+
     let dir = std::env::temp_dir().join(format!("cctl-cli-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let bad = dir.join("bad.toml");

@@ -3,7 +3,11 @@
 //! it within the tolerances of `cctl_bench::compare::Tolerances`: mean throughput,
 //! backoffs, backoff factor, mean and CV of cwnd. A port whose paper defaults differ
 //! from the module's constants is compared in its `linux` profile; the paper defaults
-//! are the benchmark's business (`make compare`), not this test's.
+//! are the benchmark's business (`make compare`), not this test's. Each case runs once per
+//! side; a case outside the tolerances runs twice more per side and is judged on the
+//! three runs pooled (a sequential test: a systematic difference, such as bic's
+//! fractional δ before the `whole_delta` tunable, stays outside; one unlucky run does not
+//! fail CI).
 //! On hosts without sch_netem the test re-runs itself in the VM.
 
 use std::path::{Path, PathBuf};
@@ -83,20 +87,25 @@ fn compare_all() {
         let a = cctl_loader::algos::find(key).unwrap();
         let native = a.native.expect("compared keys have a module");
         let algos = vec![variant(a.key), format!("native:{native}")];
-        let opts = RunOptions {
-            algos: algos.clone(),
-            profile: Profile::Ci,
-            repeat: Some(1),
-            out: results_root(),
-            seed: None,
-            interval: Duration::from_millis(20),
-            queue_interval: Duration::from_millis(100),
-            progress: false,
+        let run = |points: Option<Vec<usize>>, repeat: u32| {
+            let opts = RunOptions {
+                algos: algos.clone(),
+                profile: Profile::Ci,
+                repeat: Some(repeat),
+                out: results_root(),
+                seed: None,
+                interval: Duration::from_millis(20),
+                queue_interval: Duration::from_millis(100),
+                progress: false,
+                points,
+            };
+            let (dir, records) = runner::run_scenario(&sc, &opts, Arc::new(AtomicBool::new(false)))
+                .unwrap_or_else(|e| panic!("{}: {e:#}", a.key));
+            let (meta, _) = runner::read_records(&dir).expect("metadata");
+            report::write_all(&dir, &meta, &records, &sc).expect("report");
+            (meta, records)
         };
-        let (dir, records) = runner::run_scenario(&sc, &opts, Arc::new(AtomicBool::new(false)))
-            .unwrap_or_else(|e| panic!("{}: {e:#}", a.key));
-        let (meta, _) = runner::read_records(&dir).expect("metadata");
-        report::write_all(&dir, &meta, &records, &sc).expect("report");
+        let (meta, records) = run(None, 1);
         let figs = compare::case_figures(&records);
         println!("{}", compare::markdown(&figs, &meta, &tol));
         let pairs = compare::pairs(&figs, &meta);
@@ -107,10 +116,51 @@ fn compare_all() {
             a.key,
             pairs.len()
         );
+        let mut outside = Vec::new();
         for (p, n) in pairs {
             assert!(
                 p.throughput_mbit > 0.5 && n.throughput_mbit > 0.5,
                 "{}: a flow carried nothing in {}",
+                a.key,
+                p.case
+            );
+            if !compare::violations(p, n, &tol).is_empty() {
+                outside.push(p.case.clone());
+            }
+        }
+        if outside.is_empty() {
+            continue;
+        }
+        // One 20-s run per side is a noisy sample (the two-flow case's cwnd CV of one
+        // module's runs spans 0.16-0.37 per flow): a case outside the tolerances is run
+        // twice more on each side and judged on the three runs pooled.
+        let points: Vec<usize> = records
+            .iter()
+            .filter(|r| outside.contains(&r.spec.label()))
+            .map(|r| r.point)
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        println!(
+            "{}: outside the tolerances after one run in {outside:?}; two more runs of each \
+             side there (points {points:?}), judged on all three",
+            a.key
+        );
+        let (meta2, more) = run(Some(points.clone()), 2);
+        let mut pooled: Vec<_> = records
+            .into_iter()
+            .filter(|r| points.contains(&r.point))
+            .collect();
+        pooled.extend(more);
+        let figs = compare::case_figures(&pooled);
+        println!("{}", compare::markdown(&figs, &meta2, &tol));
+        let pairs = compare::pairs(&figs, &meta2);
+        assert_eq!(pairs.len(), points.len(), "{}: re-run cases", a.key);
+        for (p, n) in pairs {
+            assert_eq!(
+                (p.runs, n.runs),
+                (3, 3),
+                "{}: runs pooled in {}",
                 a.key,
                 p.case
             );

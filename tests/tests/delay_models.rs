@@ -38,6 +38,7 @@ fn one_flow(algo: &str, secs: u32) -> (RunRecord, Vec<HashMap<String, f64>>) {
         interval: Duration::from_millis(20),
         queue_interval: Duration::from_millis(50),
         progress: false,
+        points: None,
     };
     let (dir, mut records) = runner::run_scenario(&sc, &opts, Arc::new(AtomicBool::new(false)))
         .unwrap_or_else(|e| panic!("{algo}: {e:#}"));

@@ -27,6 +27,7 @@ fn run(sc: &Scenario, algos: &[&str]) -> Summary {
         interval: Duration::from_millis(100),
         queue_interval: Duration::from_millis(100),
         progress: false,
+        points: None,
     };
     let (dir, records) = runner::run_scenario(sc, &opts, Arc::new(AtomicBool::new(false)))
         .unwrap_or_else(|e| panic!("{}: {e:#}", sc.name));

@@ -70,6 +70,10 @@ struct RunArgs {
     /// Repetitions per point (default: the profile's).
     #[arg(long)]
     repeat: Option<u32>,
+    /// Only these points of the sweep, comma-separated indices as --dry-run lists them
+    /// (default: every point), e.g. to repeat one case.
+    #[arg(long, value_delimiter = ',')]
+    points: Option<Vec<usize>>,
     /// Results root directory.
     #[arg(long, default_value = "results")]
     out: PathBuf,
@@ -154,7 +158,10 @@ fn run_bench(a: RunArgs) -> Result<i32> {
     }
     let sc = scenario::find(&a.scenario)?;
     let seed = a.seed.unwrap_or_else(|| sc.seed(profile));
-    let points = sc.expand(profile, seed)?;
+    let points = match runner::select_points(sc.expand(profile, seed)?, a.points.as_deref()) {
+        Ok(p) => p,
+        Err(e) => usage!("--points: {e}"),
+    };
     if a.dry_run {
         let repeat = a.repeat.unwrap_or_else(|| sc.repeat(profile));
         for p in &points {
@@ -215,16 +222,16 @@ fn run_bench(a: RunArgs) -> Result<i32> {
         interval: Duration::from_millis(a.interval_ms),
         queue_interval: Duration::from_millis(a.queue_interval_ms),
         progress: true,
+        points: a.points.clone(),
     };
     eprintln!(
         "cctl bench: {} ({}) profile {profile}, algorithms {}, about {:.0} s of traffic",
         sc.name,
         sc.id,
         a.algo.join(","),
-        sc.total_duration_s(profile).unwrap_or(0.0)
+        points.iter().map(|p| p.duration_s).sum::<f64>()
             * a.algo.len() as f64
             * f64::from(a.repeat.unwrap_or_else(|| sc.repeat(profile)))
-            / f64::from(sc.repeat(profile))
     );
     let (dir, records) = runner::run_scenario(&sc, &opts, stop.clone())?;
     let (meta, _) = runner::read_records(&dir)?;
@@ -280,6 +287,10 @@ fn run_in_vm(a: &RunArgs, sc: &scenario::Scenario, needs_netem: bool) -> Result<
     }
     if let Some(s) = a.seed {
         cmd += &format!(" --seed {s}");
+    }
+    if let Some(p) = &a.points {
+        let list: Vec<String> = p.iter().map(usize::to_string).collect();
+        cmd += &format!(" --points {}", list.join(","));
     }
     if a.json {
         cmd += " --json";
