@@ -17,7 +17,8 @@ pub const CCTL_CA_MAGIC: u32 = 0xCC7C;
 const FP_ONE: f64 = 1024.0;
 const FLAG_STATE_CHANGE: u8 = 1;
 const FLAG_OURS: u8 = 2;
-const INFINITE_SSTHRESH: u32 = 0x7fff_ffff;
+/// The kernel's `TCP_INFINITE_SSTHRESH` (segments): ssthresh before the first reduction.
+pub const INFINITE_SSTHRESH: u32 = 0x7fff_ffff;
 
 /// Bytes of a record without `ca_priv` (`CCTL_SAMPLE_SHORT_BYTES`, the offset of
 /// `cctl_sample.ca_priv`): what the collector sends for flows of a native CC.
@@ -83,7 +84,10 @@ pub struct Sample {
     pub state_change: bool,
     /// Congestion window, segments.
     pub cwnd: u32,
-    /// Slow-start threshold, segments; `None` while "infinite".
+    /// Slow-start threshold, segments; `None` while "infinite" (`TCP_INFINITE_SSTHRESH`).
+    /// A value above that is kept as the kernel holds it: no congestion control returns
+    /// one, so it shows a kernel fault (README, Known problems); see
+    /// [`Sample::ssthresh_is_valid`].
     pub ssthresh: Option<u32>,
     /// Smoothed RTT (kernel), usec.
     pub srtt_us: u32,
@@ -180,6 +184,20 @@ fn addr(family: u16, raw: &[u8; 16]) -> IpAddr {
 }
 
 impl Sample {
+    /// The slow-start threshold if it is one a congestion control can have set
+    /// (segments, below `TCP_INFINITE_SSTHRESH`); `None` while infinite and for a
+    /// value above it.
+    pub fn valid_ssthresh(&self) -> Option<u32> {
+        self.ssthresh.filter(|&v| v < INFINITE_SSTHRESH)
+    }
+
+    /// Whether ssthresh is infinite or a value a congestion control can have set;
+    /// false for a value above `TCP_INFINITE_SSTHRESH`, which the host kernel of
+    /// README's Known problems stores now and then.
+    pub fn ssthresh_is_valid(&self) -> bool {
+        self.ssthresh.is_none_or(|v| v < INFINITE_SSTHRESH)
+    }
+
     /// Decodes one ring-buffer record: a `struct cctl_sample`, or its first
     /// [`SAMPLE_SHORT_BYTES`] (no `ca_priv`, sent for native CCs; read as zeros). `None`
     /// if shorter than that.
@@ -203,7 +221,7 @@ impl Sample {
             ca_state: CaState::from_raw(raw.ca_state),
             state_change: raw.flags & FLAG_STATE_CHANGE != 0,
             cwnd: raw.snd_cwnd,
-            ssthresh: (raw.snd_ssthresh < INFINITE_SSTHRESH).then_some(raw.snd_ssthresh),
+            ssthresh: (raw.snd_ssthresh != INFINITE_SSTHRESH).then_some(raw.snd_ssthresh),
             srtt_us: raw.srtt_us,
             rttvar_us: raw.rttvar_us,
             min_rtt_us: raw.min_rtt_us,
@@ -310,8 +328,33 @@ mod tests {
         assert_eq!(s.cc, "cubic");
         assert_eq!(s.cwnd, 42);
         assert_eq!(s.ssthresh, None);
+        assert!(s.ssthresh_is_valid());
         assert_eq!(s.ca_state, CaState::Recovery);
         assert!(s.algo.is_none() && s.vars.is_empty());
+    }
+
+    #[test]
+    fn an_ssthresh_above_infinite_is_kept_and_marked_invalid() {
+        let mut raw = cctl_sample::default();
+        raw.family = libc::AF_INET as u16;
+        raw.snd_cwnd = 721_775_367;
+        raw.ca_state = 2;
+        for (raw_ssthresh, kept, valid) in [
+            (0x8110_4110, Some(0x8110_4110), None),
+            (INFINITE_SSTHRESH, None, None),
+            (
+                INFINITE_SSTHRESH - 1,
+                Some(INFINITE_SSTHRESH - 1),
+                Some(INFINITE_SSTHRESH - 1),
+            ),
+            (3, Some(3), Some(3)),
+        ] {
+            raw.snd_ssthresh = raw_ssthresh;
+            let s = Sample::decode(&bytes_of(&raw)).unwrap();
+            assert_eq!(s.ssthresh, kept, "{raw_ssthresh:#x}");
+            assert_eq!(s.valid_ssthresh(), valid, "{raw_ssthresh:#x}");
+            assert_eq!(s.ssthresh_is_valid(), raw_ssthresh <= INFINITE_SSTHRESH);
+        }
     }
 
     #[test]

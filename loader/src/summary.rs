@@ -93,7 +93,7 @@ fn summarize_flow(mut v: Vec<&Sample>) -> FlowSummary {
         } else {
             a.cwnd
         };
-        let after = if entered { b.ssthresh } else { None };
+        let after = if entered { b.valid_ssthresh() } else { None };
         match (a.backoffs, b.backoffs) {
             (Some(ka), Some(kb)) if kb > ka => {
                 let k = kb - ka;
@@ -178,7 +178,7 @@ pub fn kernel_backoffs(samples: &[Sample]) -> Vec<Backoff> {
                 } else {
                     a.cwnd
                 },
-                ssthresh_after: b.ssthresh,
+                ssthresh_after: b.valid_ssthresh(),
             })
         })
         .collect()

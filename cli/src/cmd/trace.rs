@@ -116,7 +116,10 @@ impl Output {
                     },
                     format!("{:?}", s.ca_state),
                     s.cwnd,
-                    fmt_opt(s.ssthresh),
+                    match s.ssthresh {
+                        Some(v) if !s.ssthresh_is_valid() => format!("!{v}"),
+                        v => fmt_opt(v),
+                    },
                     s.srtt_us,
                     s.rttvar_us,
                     s.min_rtt_us,

@@ -15,7 +15,8 @@ pub struct Point {
     pub t_ns: u64,
     /// Congestion window, segments.
     pub cwnd: u32,
-    /// Slow-start threshold, segments; `None` while "infinite".
+    /// Slow-start threshold, segments; `None` while "infinite" (a value above
+    /// `TCP_INFINITE_SSTHRESH` is kept, as in [`Sample::ssthresh`]).
     pub ssthresh: Option<u32>,
     /// Kernel srtt, usec.
     pub srtt_us: u32,

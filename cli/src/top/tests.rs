@@ -483,3 +483,36 @@ fn a_state_change_sample_soon_after_a_periodic_one_does_not_spike_the_chart() {
         prev.tput_bps
     );
 }
+
+#[test]
+fn an_ssthresh_above_infinite_is_shown_marked_not_as_infinite() {
+    let mut app = App::new(120.0, 10.0);
+    let mut src = FakeSource::new(1);
+    src.advance(2.0);
+    let mut buf = Vec::new();
+    src.drain(&mut buf);
+    let mut s = buf.pop().expect("a sample");
+    // What the host kernel of README's Known problems stores (a stale stack word).
+    s.ssthresh = Some(0x8110_4110);
+    s.cwnd = 721_775_367;
+    app.ingest(s.clone(), None);
+    app.tick(src.now_ns());
+    let scr = screen(&app, 200, 45);
+    let row = line_with(&scr, "721775367");
+    assert!(row.contains("!2165326096"), "{scr}");
+
+    // Infinite stays "-", a normal value is shown as is.
+    s.ts_ns += 1_000_000;
+    s.ssthresh = None;
+    s.cwnd = 10;
+    app.ingest(s.clone(), None);
+    app.tick(src.now_ns());
+    let scr = screen(&app, 200, 45);
+    assert!(!scr.contains("!2165326096"), "{scr}");
+    s.ts_ns += 1_000_000;
+    s.ssthresh = Some(7);
+    app.ingest(s, None);
+    app.tick(src.now_ns());
+    let scr = screen(&app, 200, 45);
+    assert!(!scr.contains('!'), "{scr}");
+}
