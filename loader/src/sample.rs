@@ -18,7 +18,7 @@ const FP_ONE: f64 = 1024.0;
 const FLAG_STATE_CHANGE: u8 = 1;
 const FLAG_OURS: u8 = 2;
 /// The kernel's `TCP_INFINITE_SSTHRESH` (segments): ssthresh before the first reduction.
-pub const INFINITE_SSTHRESH: u32 = 0x7fff_ffff;
+const INFINITE_SSTHRESH: u32 = 0x7fff_ffff;
 
 /// Bytes of a record without `ca_priv` (`CCTL_SAMPLE_SHORT_BYTES`, the offset of
 /// `cctl_sample.ca_priv`): what the collector sends for flows of a native CC.
@@ -196,6 +196,16 @@ impl Sample {
     /// README's Known problems stores now and then.
     pub fn ssthresh_is_valid(&self) -> bool {
         self.ssthresh.is_none_or(|v| v < INFINITE_SSTHRESH)
+    }
+
+    /// ssthresh as text for people: `-` while infinite, `!` before a value above
+    /// `TCP_INFINITE_SSTHRESH` (a kernel fault, README Known problems), else segments.
+    pub fn ssthresh_text(&self) -> String {
+        match self.ssthresh {
+            None => "-".into(),
+            Some(v) if !self.ssthresh_is_valid() => format!("!{v}"),
+            Some(v) => v.to_string(),
+        }
     }
 
     /// Decodes one ring-buffer record: a `struct cctl_sample`, or its first

@@ -116,10 +116,7 @@ impl Output {
                     },
                     format!("{:?}", s.ca_state),
                     s.cwnd,
-                    match s.ssthresh {
-                        Some(v) if !s.ssthresh_is_valid() => format!("!{v}"),
-                        v => fmt_opt(v),
-                    },
+                    s.ssthresh_text(),
                     s.srtt_us,
                     s.rttvar_us,
                     s.min_rtt_us,

@@ -188,16 +188,6 @@ fn draw_title(f: &mut Frame, app: &App, rows: &[u64], area: Rect) {
     f.render_widget(Paragraph::new(Line::from(spans)), area);
 }
 
-/// ssthresh as the table shows it: `-` while infinite, `!` before a value above
-/// `TCP_INFINITE_SSTHRESH` (a kernel fault, README Known problems).
-fn fmt_ssthresh(s: &cctl_loader::sample::Sample) -> String {
-    match s.ssthresh {
-        None => "-".into(),
-        Some(v) if !s.ssthresh_is_valid() => format!("!{v}"),
-        Some(v) => v.to_string(),
-    }
-}
-
 fn cell_text(flow: &Flow, col: Column) -> String {
     let s = &flow.last;
     match col {
@@ -206,7 +196,7 @@ fn cell_text(flow: &Flow, col: Column) -> String {
         Column::Cc => flow.cc_label(),
         Column::State => format!("{:?}", s.ca_state),
         Column::Cwnd => s.cwnd.to_string(),
-        Column::Ssthresh => fmt_ssthresh(s),
+        Column::Ssthresh => s.ssthresh_text(),
         Column::Srtt => format!("{:.2}", f64::from(s.srtt_us) / 1e3),
         Column::Rttvar => format!("{:.2}", f64::from(s.rttvar_us) / 1e3),
         Column::Tput => format!("{:.2}", flow.tput_bps / 1e6),
