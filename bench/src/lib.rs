@@ -8,6 +8,7 @@
 #![warn(missing_docs)]
 
 pub mod compare;
+pub mod conform;
 pub mod flows;
 pub mod metrics;
 pub mod perf;

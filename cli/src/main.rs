@@ -41,6 +41,8 @@ enum Command {
     Demo(cmd::demo::Args),
     /// The papers' benchmark tests on a veth/netem dumbbell.
     Bench(cmd::bench::Args),
+    /// Compare ports with their Linux modules ACK by ACK on scripted ACK streams.
+    Conform(cmd::conform::Args),
     /// Congestion control for new connections, chosen by port or cgroup.
     Policy(cmd::policy::Args),
 }
@@ -60,6 +62,7 @@ fn main() {
         Command::Top(a) => top::run(a),
         Command::Demo(a) => cmd::demo::run(a),
         Command::Bench(a) => cmd::bench::run(a),
+        Command::Conform(a) => cmd::conform::run(a),
         Command::Policy(a) => cmd::policy::run(a),
     };
     match result {

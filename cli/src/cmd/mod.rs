@@ -1,6 +1,7 @@
 //! One module per `cctl` subcommand.
 
 pub mod bench;
+pub mod conform;
 pub mod default;
 pub mod demo;
 pub mod list;
