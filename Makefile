@@ -8,6 +8,7 @@ CCTL := target/release/cctl
 .PHONY: bench-migrate
 .PHONY: bench-top
 .PHONY: bench
+.PHONY: conform
 
 all: build
 
@@ -44,6 +45,13 @@ demo: deps vm-deps-if-needed
 demo-tbf: deps
 	$(CARGO) build --release -p cctl
 	$(CCTL) demo $(DEMO_ARGS)
+
+# Every port against its Linux module (FAST, Compound, Africa: their f64 models) ACK by ACK on
+# every shipped script at both RTTs, in the 6.12 guest (`cctl conform all`); CI runs the short
+# RTTs only. Results in results/conform/<timestamp>/. CONFORM_ARGS="--script rto --json".
+conform: deps vm-deps-if-needed
+	$(CARGO) build --release -p cctl
+	$(CCTL) conform all $(CONFORM_ARGS)
 
 # Every BPF port against its Linux module on the same netem paths (the native-comparison
 # scenario, ci profile): paper defaults, the `linux` profile where the port has one, and

@@ -40,6 +40,10 @@
  *     ack_counting=events adds one packet per ACK instead of the packets it
  *     acknowledged (spec §18.2). Defaults are the [P2]/[P3] configuration
  *     (β = 0.8, HyStart off); the `linux` profile has β = 0.7 and HyStart on.
+ *   - conform tolerance: 1 segments: cnt recomputed on every ACK from a usec
+ *     clock (Linux: once per jiffy, t in jiffies) and the exact W_tcp factor make
+ *     the port add a segment one ACK before the module (cctl conform, 10 ms
+ *     scripts: first differences of exactly one segment in cwnd, ssthresh equal).
  */
 #include "cc_common.bpf.h"
 #include "cubic_math.h"

@@ -24,6 +24,10 @@
  *   - slow start hands leftover acked packets to congestion avoidance;
  *   - every constant is a load-time tunable; ack_counting=events adds one
  *     packet per ACK instead of the packets it acknowledged (spec §18.2).
+ *   - conform tolerance: 1 segments: α from Δ in usec instead of jiffies, recomputed
+ *     on every ACK, and the remainder kept across slow start's end make the port
+ *     add a segment one ACK earlier than the module (cctl conform, 10 ms scripts:
+ *     first differences of exactly one segment in cwnd, ssthresh equal).
  */
 #include "cc_common.bpf.h"
 #include "htcp_math.h"

@@ -30,6 +30,11 @@
  *     so there is no separate `linux` profile;
  *   - ack_counting=events adds one packet per ACK instead of the packets it
  *     acknowledged (spec §18.2; Linux counts packets).
+ *   - conform tolerance: 2 segments: Linux adds cnt·α/w at once and then drops
+ *     the remainder, counting into snd_cwnd_cnt the packets pkts_acked saw; the
+ *     port's tcp_cong_avoid_ai counts cong_avoid's acked and keeps the remainder.
+ *     On the ACK that ends a recovery the module is up to 2 segments ahead
+ *     (cctl conform, 10 ms scripts: e.g. 11 vs 9 at ssthresh 9); not reconciled.
  */
 #include "cc_common.bpf.h"
 #include "illinois_math.h"

@@ -28,6 +28,9 @@
  *     ssthresh_at_loss=0 (the `linux` profile) does what Linux does;
  *   - the 50 ms floor and the filter gain are load-time tunables;
  *   - ack_counting=events grows the Reno window by one packet per ACK.
+ *   - conform tolerance: 2 segments: RTT_min in usec against the module's
+ *     jiffies (4 ms at HZ=250) gives a different BWE·RTT_min at the end of a
+ *     recovery: ssthresh and cwnd 1-2 segments apart at 10 ms RTTs.
  * As Linux: the first sample fills both filter stages, dupACKs are credited one
  * MSS each, and after a timeout RTT_min restarts from the next RTT sample.
  */

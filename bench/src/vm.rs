@@ -295,6 +295,12 @@ pub struct VmSpec {
     /// When raised (e.g. by a SIGINT handler), the VM is killed and [`run_in_vm`] returns
     /// [`VmError::Cancelled`]; what the guest wrote to its rwdirs stays.
     pub cancel: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
+    /// Under TCG, run the guest on a virtual clock that advances with the instructions it
+    /// executes (`-icount shift=0,sleep=off`: 1 ns per instruction, idle time skipped):
+    /// the guest sees a fast machine whose clock never runs ahead of its work, so a
+    /// program that must act at exact times (the `cctl conform` driver) is never late,
+    /// and timing no longer depends on how busy the host is. Ignored under KVM.
+    pub virtual_clock: bool,
 }
 
 impl VmSpec {
@@ -311,6 +317,7 @@ impl VmSpec {
             timeout: Duration::from_secs(600),
             echo: false,
             cancel: None,
+            virtual_clock: false,
         })
     }
 
@@ -320,6 +327,9 @@ impl VmSpec {
         let mut args = vec![flag("--run=", self.kernel.as_os_str())];
         if self.accel == Accel::Tcg {
             args.push("--disable-kvm".into());
+            if self.virtual_clock {
+                args.push("--qemu-opts=-icount shift=0,sleep=off".into());
+            }
         }
         args.push(format!("--cpus={}", self.cpus).into());
         args.push(format!("--memory={}M", self.memory_mb).into());
@@ -523,6 +533,7 @@ fn probe_kvm() -> Option<Accel> {
         timeout: KVM_PROBE_TIMEOUT,
         echo: false,
         cancel: None,
+        virtual_clock: false,
     };
     match run_in_vm(&spec, "true") {
         Ok(out) if out.success() => Some(Accel::Kvm),
@@ -846,6 +857,7 @@ mod tests {
             timeout: Duration::from_secs(60),
             echo: false,
             cancel: None,
+            virtual_clock: false,
         }
     }
 

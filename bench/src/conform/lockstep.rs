@@ -110,14 +110,17 @@ pub struct Validity {
     pub invalid: Option<String>,
 }
 
-/// Lateness bound of ACK writes: the larger of 1 ms and 10 % of the base RTT. A run is
+/// Lateness bound of ACK writes: the larger of 2 ms and 20 % of the base RTT. A run is
 /// invalid when more than [`LATE_SHARE_MAX`] of its ACKs were written later than that: the
 /// RTTs the senders saw were then not the script's. (Lateness delays every sender of a
 /// step alike — they stay comparable — but the script's RTT schedule is no longer what ran.)
-/// Measured under QEMU TCG, one step of three senders costs 600-1,000 usec, so a
-/// window of about 100 segments per 100 ms (1,000 steps/s) is what it carries in time.
+/// Measured in the 6.12 guest under QEMU TCG on its virtual clock (`-icount`): a step of
+/// two senders costs 100-200 usec of guest time, and the latest ACK of most runs is
+/// 1.6-2.1 ms late, in the bursts after a recovery or an app-limited pause when a window's
+/// worth of ACKs falls due at once. On the 6.18 host (real time, 2 shared cores) a quiet
+/// machine stays under 1 ms; a busy one (a compile beside it) does not.
 pub fn late_bound_us(rtt_ms: f64) -> u64 {
-    (1000.0f64).max(rtt_ms * 1000.0 * 0.10) as u64
+    (2000.0f64).max(rtt_ms * 1000.0 * 0.20) as u64
 }
 
 /// Largest share of ACKs a valid run may write later than [`late_bound_us`].
@@ -136,6 +139,8 @@ pub struct RunResult {
     pub validity: Validity,
     /// Wall time, s.
     pub seconds: f64,
+    /// CLOCK_MONOTONIC usec when the run started (step times count from it).
+    pub t0_us: u64,
 }
 
 fn now_us() -> u64 {
@@ -255,8 +260,9 @@ pub fn run_here(
         );
     }
 
-    let t0 = now_us();
-    let mut senders = Vec::new();
+    // Sockets first (TCP_CONGESTION may load a module, which takes a while), then the clock
+    // starts and they connect back to back.
+    let mut socks = Vec::new();
     for (i, cc) in ccs.iter().enumerate() {
         let sock = Socket::new(Domain::IPV4, Type::STREAM, Some(Protocol::TCP))?;
         sock.set_tcp_congestion(cc.as_bytes())
@@ -282,6 +288,11 @@ pub fn run_here(
         sock.bind(&SocketAddrV4::new(SENDER_ADDR, SENDER_PORT0 + i as u16).into())
             .context("binding a sender")?;
         sock.set_nonblocking(true)?;
+        socks.push(sock);
+    }
+    let t0 = now_us();
+    let mut senders = Vec::new();
+    for (i, (sock, cc)) in socks.into_iter().zip(ccs).enumerate() {
         let to = SocketAddrV4::new(RECEIVER_ADDR, RECEIVER_PORT0 + i as u16);
         match sock.connect(&to.into()) {
             Ok(()) => {}
@@ -506,6 +517,7 @@ pub fn run_here(
             invalid,
         },
         seconds: started.elapsed().as_secs_f64(),
+        t0_us: t0,
     })
 }
 

@@ -11,13 +11,6 @@ use anyhow::{Context, Result};
 use super::{Outcome, Reference};
 use crate::plot;
 
-/// Whether an f64 model of `key` exists to check a port without a module against.
-/// The models live with the algorithms (`cctl_loader::algo::<key>::model`), tested there
-/// against the fixed-point C on grids of inputs.
-pub fn has_model(key: &str) -> bool {
-    matches!(key, "fast" | "compound" | "africa")
-}
-
 /// One line of `cctl conform --json`: an (algorithm, script, RTT) outcome.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct JsonLine<'a> {
@@ -206,10 +199,8 @@ pub fn write_all(dir: &Path, outcomes: &[Outcome], kernel: &str) -> Result<()> {
         .with_context(|| format!("writing {}", p.display()))?;
     for o in outcomes {
         let Some(run) = o.runs.first() else { continue };
-        if run.sides.len() < 2 {
-            continue;
-        }
-        let (port, module) = (&run.sides[0], &run.sides[1]);
+        let port = &run.sides[0];
+        let module = run.sides.get(1).unwrap_or(port);
         let mut csv = String::from(
             "step,t_ms,port_cwnd,port_ssthresh,port_ca_state,ref_cwnd,ref_ssthresh,ref_ca_state\n",
         );
@@ -246,10 +237,14 @@ pub fn write_all(dir: &Path, outcomes: &[Outcome], kernel: &str) -> Result<()> {
                 o.script,
                 o.rtt_ms
             ),
-            &[
-                (format!("{} (port)", o.port_cc), line(port)),
-                (format!("{} (module)", module.cc), line(module)),
-            ],
+            &if run.sides.len() > 1 {
+                vec![
+                    (format!("{} (port)", o.port_cc), line(port)),
+                    (format!("{} (module)", module.cc), line(module)),
+                ]
+            } else {
+                vec![(format!("{} (port)", o.port_cc), line(port))]
+            },
             &notes,
         );
         plot::render(&chart, &dir.join(o.stem()))?;

@@ -80,10 +80,13 @@ pub fn compare(a: &SideRun, b: &SideRun) -> Comparison {
 
 /// A port's tolerance against its module, declared with its reason in the port's
 /// "differences from the Linux module" header as a line
-/// `conform tolerance: <N> segments: <reason>`.
+/// `conform tolerance: <N> segments: <reason>`: the port may first diverge earlier than
+/// the module from itself, if at that step cwnd and ssthresh differ by at most N segments
+/// and the CA state is the same. What follows a first divergence is for reading, not for
+/// the verdict: the two senders then get different ACK streams.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Tolerance {
-    /// Extra |Δcwnd| allowed beyond the module's against itself, segments.
+    /// |Δcwnd| and |Δssthresh| allowed at the first divergence, segments.
     pub cwnd_segments: u32,
     /// Why, as written in the header.
     pub reason: String,
@@ -138,25 +141,40 @@ pub fn judge(port: &Comparison, rule: &Rule) -> (bool, Option<String>) {
             module_max_abs_cwnd_diff,
             tolerance,
         } => {
-            let slack = tolerance.as_ref().map_or(0, |t| t.cwnd_segments);
             let port_first = port.first_divergence.as_ref().map(|d| d.step);
             let early = match (port_first, module_first_divergence) {
                 (None, _) => false,
-                (Some(_), None) => slack == 0,
-                (Some(p), Some(m)) => p < *m && slack == 0,
+                (Some(_), None) => true,
+                (Some(p), Some(m)) => p < *m,
             };
-            let bigger = port.max_abs_cwnd_diff > module_max_abs_cwnd_diff + slack;
-            if early || bigger {
-                (
-                    false,
-                    Some(format!(
-                        "first divergence {port_first:?} vs the module's own {module_first_divergence:?}, |Δcwnd| {} vs {} + {slack}",
-                        port.max_abs_cwnd_diff, module_max_abs_cwnd_diff
-                    )),
-                )
-            } else {
-                (true, None)
+            let bigger = port.max_abs_cwnd_diff > *module_max_abs_cwnd_diff;
+            if !early && !bigger {
+                return (true, None);
             }
+            if let (Some(t), Some(d)) = (tolerance, &port.first_divergence) {
+                if let (Some(a), Some(b)) = (d.a, d.b) {
+                    if a.ca_state == b.ca_state
+                        && a.ssthresh.abs_diff(b.ssthresh) <= t.cwnd_segments
+                        && a.cwnd.abs_diff(b.cwnd) <= t.cwnd_segments
+                    {
+                        return (true, None);
+                    }
+                }
+            }
+            (
+                false,
+                Some(format!(
+                    "first divergence at step {} against the module's own {}, max |Δcwnd| {} against {}{}",
+                    port_first.map_or("none".into(), |s| s.to_string()),
+                    module_first_divergence.map_or("none".into(), |s| s.to_string()),
+                    port.max_abs_cwnd_diff,
+                    module_max_abs_cwnd_diff,
+                    tolerance.as_ref().map_or(String::new(), |t| format!(
+                        "; beyond the declared tolerance of {} segment(s) at the first divergence",
+                        t.cwnd_segments
+                    ))
+                )),
+            )
         }
     }
 }

@@ -240,10 +240,16 @@ fn run_in_vm(a: &Args, dir: &Path, stop: Arc<AtomicBool>) -> Result<()> {
     spec.timeout = Duration::from_secs(4 * 3600);
     spec.echo = true;
     spec.cancel = Some(stop);
+    spec.virtual_clock = true;
     eprintln!(
-        "cctl conform: in {} ({:?}), {} CPUs",
+        "cctl conform: in {} ({:?}{}), {} CPUs",
         spec.kernel.display(),
         spec.accel,
+        if spec.accel == vm::Accel::Tcg {
+            ", virtual clock"
+        } else {
+            ""
+        },
         spec.cpus
     );
     let out = vm::run_in_vm(&spec, &cmd)?;

@@ -1,0 +1,270 @@
+//! `cctl conform` end to end: every port against its Linux module (or its f64 model) on
+//! the shipped scripts' short-RTT variants, ACK by ACK, in the 6.12 guest (one boot); a
+//! smoke run of reno and cubic on the host; and the bad-input paths, which must leave no
+//! namespace, TUN device or loaded algorithm behind. Replaces the flow-level port-vs-module
+//! test in CI (that comparison is now a benchmark: `make compare`).
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use cctl_loader::algos::ALGORITHMS;
+use cctl_loader::registry;
+use cctl_tests::{cctl_bin, require_root, KERNEL};
+
+fn out_root(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join(name)
+}
+
+fn leftovers() -> (Vec<String>, Vec<String>) {
+    let out = Command::new("ip")
+        .args(["netns", "list"])
+        .output()
+        .expect("ip netns list");
+    let ns = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|n| n.starts_with(cctl_bench::conform::NETNS_PREFIX))
+        .map(str::to_string)
+        .collect();
+    let loaded = registry::list_loaded()
+        .expect("listing cctl's algorithms")
+        .into_iter()
+        .map(|r| r.name)
+        .collect();
+    (ns, loaded)
+}
+
+fn conform(args: &[&str], out: &Path) -> Output {
+    let o = Command::new(cctl_bin())
+        .arg("conform")
+        .args(args)
+        .arg("--out")
+        .arg(out)
+        .output()
+        .expect("running cctl conform");
+    println!("{}", String::from_utf8_lossy(&o.stdout));
+    eprintln!("{}", String::from_utf8_lossy(&o.stderr));
+    o
+}
+
+fn lines(o: &Output) -> Vec<serde_json::Value> {
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not a JSON line ({e}): {l}")))
+        .collect()
+}
+
+fn script_names() -> BTreeSet<String> {
+    cctl_bench::conform::script::builtin()
+        .into_iter()
+        .map(|s| s.name)
+        .collect()
+}
+
+/// The report's files: conform.json, conform.md, and per case a CSV and a PNG + SVG plot.
+fn check_report(root: &Path, cases: usize) {
+    let dirs: Vec<PathBuf> = std::fs::read_dir(root)
+        .expect("results root")
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(dirs.len(), 1, "one timestamped directory: {dirs:?}");
+    let d = &dirs[0];
+    for f in ["conform.json", "conform.md", "lines.jsonl"] {
+        assert!(d.join(f).is_file(), "{f} missing in {}", d.display());
+    }
+    let count = |ext: &str| {
+        std::fs::read_dir(d)
+            .unwrap()
+            .filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .path()
+                    .extension()
+                    .is_some_and(|x| x == ext)
+            })
+            .count()
+    };
+    assert_eq!(
+        (count("csv"), count("png"), count("svg")),
+        (cases, cases, cases)
+    );
+}
+
+/// Every port of the catalogue, on every shipped script's short variant, in the guest:
+/// the ten with a module match it (exactly for reno, scalable, highspeed and bic; within
+/// the module's own spread, or a tolerance declared in the port's header, for the rest),
+/// and FAST, Compound and Africa match their f64 models. Every run is valid (no TUN drop,
+/// ACKs on time) and the module gives the same trajectory twice.
+#[test]
+fn every_port_matches_its_module_or_model_ack_by_ack_in_the_guest() {
+    let _k = KERNEL.lock().unwrap_or_else(|e| e.into_inner());
+    require_root();
+    let root = out_root("conform-guest");
+    let _ = std::fs::remove_dir_all(&root);
+    let before = leftovers();
+    let o = conform(&["all", "--short", "--vm", "always", "--json"], &root);
+    let got = lines(&o);
+    let scripts = script_names();
+    assert_eq!(
+        got.len(),
+        ALGORITHMS.len() * scripts.len(),
+        "one line per (algorithm, script)"
+    );
+    let mut failed = Vec::new();
+    for l in &got {
+        let algo = l["algo"].as_str().unwrap();
+        let key = algo.split('@').next().unwrap();
+        let a = cctl_loader::algos::find(key).unwrap();
+        let expected = if a.native.is_some() {
+            "module"
+        } else {
+            "model"
+        };
+        assert_eq!(
+            l["reference"], expected,
+            "{algo}: reference from the catalogue"
+        );
+        assert!(
+            l["steps"].as_u64().unwrap() >= 10,
+            "{algo} {}: steps",
+            l["script"]
+        );
+        if l["verdict"] != "match" {
+            failed.push(format!(
+                "{algo} {}: {} (first divergence {})",
+                l["script"], l["verdict"], l["first_divergence"]
+            ));
+        }
+    }
+    check_report(&root, got.len());
+    assert_eq!(leftovers(), before, "namespaces or algorithms left behind");
+    assert!(
+        o.status.success() || !failed.is_empty(),
+        "cctl conform failed: {:?}",
+        o.status
+    );
+    assert!(
+        failed.is_empty(),
+        "cases that do not match:\n{}",
+        failed.join("\n")
+    );
+}
+
+/// The host smoke run: reno and cubic (built into the host kernel) against their modules
+/// on every script's short variant. Reno's rules do not read the clock: identical at
+/// every step. A run that shows the host kernel's garbage ssthresh (README, Known
+/// problems) is reported and not judged.
+#[test]
+fn reno_and_cubic_match_on_the_host() {
+    let _k = KERNEL.lock().unwrap_or_else(|e| e.into_inner());
+    require_root();
+    let root = out_root("conform-host");
+    let _ = std::fs::remove_dir_all(&root);
+    let before = leftovers();
+    let o = conform(&["reno,cubic", "--short", "--vm", "never", "--json"], &root);
+    let got = lines(&o);
+    assert_eq!(got.len(), 2 * script_names().len());
+    let report = std::fs::read_dir(&root)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(report.join("conform.json")).unwrap())
+            .unwrap();
+    let mut failed = Vec::new();
+    for (l, full) in got.iter().zip(json["outcomes"].as_array().unwrap()) {
+        if full["kernel_ssthresh_fault"] == true {
+            println!(
+                "{} {}: the host kernel's ssthresh fault: not judged",
+                l["algo"], l["script"]
+            );
+            continue;
+        }
+        if l["verdict"] != "match" {
+            failed.push(format!(
+                "{} {}: {} ({})",
+                l["algo"], l["script"], l["verdict"], full["why"]
+            ));
+        }
+    }
+    assert_eq!(leftovers(), before, "namespaces or algorithms left behind");
+    assert!(
+        failed.is_empty(),
+        "cases that do not match:\n{}",
+        failed.join("\n")
+    );
+}
+
+/// Bad input is refused with exit 2, naming what was wrong and what is allowed, before
+/// anything is created.
+#[test]
+fn bad_input_is_refused_and_leaves_nothing_behind() {
+    let _k = KERNEL.lock().unwrap_or_else(|e| e.into_inner());
+    require_root();
+    let root = out_root("conform-bad");
+    let before = leftovers();
+    let bad_script = root.join("bad.toml");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::write(
+        &bad_script,
+        "name = \"bad\"\ndoc = \"\"\nrtt_ms = [10]\nduration_rtts = 10\n[[rtt]]\nat_rtts = 5\nfactor = 0\n",
+    )
+    .unwrap();
+    let bad = bad_script.display().to_string();
+    for (args, needle) in [
+        (vec!["nosuch"], "unknown algorithm"),
+        (vec!["cubic@fast"], "has no profile"),
+        (
+            vec!["reno", "--script", "nosuch"],
+            "unknown conformance script",
+        ),
+        (vec!["reno", "--script", bad.as_str()], "rtt[0].factor"),
+        (vec!["reno", "--runs", "0"], "--runs"),
+    ] {
+        let o = conform(&args, &root);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: '{needle}' not in: {err}");
+        if args[0] == "reno" && args.len() > 2 && args[2] == bad {
+            assert!(err.contains("bad.toml"), "the file is named: {err}");
+        }
+    }
+    assert_eq!(leftovers(), before, "namespaces or algorithms left behind");
+}
+
+/// Every algorithm in every profile passes the 6.12 guest kernel's verifier and registers
+/// (the conformance run loads only the profile it compares).
+#[test]
+fn every_algorithm_and_profile_loads_in_the_guest() {
+    let _k = KERNEL.lock().unwrap_or_else(|e| e.into_inner());
+    require_root();
+    cctl_tests::in_netem_kernel(
+        "every_algorithm_and_profile_loads_in_the_guest",
+        &out_root("conform-load"),
+        std::time::Duration::from_secs(600),
+        || {
+            for a in ALGORITHMS {
+                let mut profiles: Vec<Option<&str>> = vec![None];
+                profiles.extend(a.profiles.iter().map(|p| Some(p.name)));
+                for p in profiles {
+                    let rec = registry::load(
+                        a.key,
+                        &registry::LoadOptions {
+                            profile: p.map(str::to_string),
+                            owned: true,
+                            ..Default::default()
+                        },
+                    )
+                    .unwrap_or_else(|e| {
+                        panic!("{} {p:?} does not load on this kernel: {e:#}", a.key)
+                    });
+                    println!("loaded {} on {}", rec.name, rec.kernel);
+                    registry::LoadGuard::new(rec.name).unload().expect("unload");
+                }
+            }
+        },
+    );
+}
