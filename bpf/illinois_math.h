@@ -30,6 +30,7 @@ struct cctl_illinois_ca {
 	__u32 alpha;        /* α: increase per RTT, packets << 7 */
 	__u32 da_us;        /* d_a: average queueing delay of the last RTT, usec */
 	__u32 dm_us;        /* d_m: maximum queueing delay, usec */
+	__u32 pkts_acked;   /* packets the last pkts_acked saw (linux_ai), then 1 */
 	__u16 beta;         /* β: decrease fraction, << 6 */
 	__u8 rtt_above;     /* 1 once d_a has been above d1 (α left α_max) */
 	__u8 rtt_low;       /* consecutive RTTs with d_a <= d1 since then */

@@ -123,8 +123,11 @@ pub fn late_bound_us(rtt_ms: f64) -> u64 {
     (2000.0f64).max(rtt_ms * 1000.0 * 0.20) as u64
 }
 
-/// Largest share of ACKs a valid run may write later than [`late_bound_us`].
-pub const LATE_SHARE_MAX: f64 = 0.01;
+/// Largest share of ACKs a valid run may write later than [`late_bound_us`]: 5 %. The
+/// ACKs of segments a sender emitted back to back fall due together and one driver writes
+/// them one after the other (~100 usec a step in the guest), so slow start's doubling
+/// bursts make 1-2 % of a slow-start script's ACKs 2-2.5 ms late at 10 ms RTTs.
+pub const LATE_SHARE_MAX: f64 = 0.05;
 
 /// One lockstep run.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
@@ -521,14 +524,17 @@ pub fn run_here(
     })
 }
 
-/// `tx_dropped` of the TUN device in the calling thread's namespace.
+/// `tx_dropped` of the TUN device in the calling thread's namespace, from
+/// `/proc/thread-self/net/dev` (the thread's namespace; no `ip` process, which costs half
+/// a second under TCG). Unreadable counts as 0 dropped.
 fn tun_tx_dropped() -> u64 {
-    let out = std::process::Command::new("ip")
-        .args(["-s", "-j", "link", "show", "dev", TUN_NAME])
-        .output();
-    let Ok(out) = out else { return 0 };
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
-    v[0]["stats64"]["tx"]["dropped"].as_u64().unwrap_or(0)
+    let text = std::fs::read_to_string("/proc/thread-self/net/dev").unwrap_or_default();
+    text.lines()
+        .find_map(|l| {
+            let (name, rest) = l.split_once(':')?;
+            (name.trim() == TUN_NAME).then(|| rest.split_whitespace().nth(11)?.parse().ok())?
+        })
+        .unwrap_or(0)
 }
 
 /// How long a run of `script` at `rtt_ms` lasts, without setup.

@@ -154,6 +154,8 @@ pub struct Outcome {
     pub runs: Vec<RunResult>,
     /// The kernel's ssthresh fault (README, Known problems) was seen in the port's run.
     pub kernel_ssthresh_fault: bool,
+    /// For model checks: what was checked per ACK, with which bounds and from which test.
+    pub model_bounds: Option<String>,
 }
 
 /// Options of [`run`].
@@ -378,7 +380,10 @@ fn run_case(
         .map(|r| verdict::compare(&r.sides[0], &r.sides[1]))
         .collect();
     // The module in run 1 against the module in run 2: the same script twice.
-    let across_runs = Some(verdict::compare(&runs[0].sides[1], &runs[1].sides[1]));
+    let across_runs = Some(verdict::compare_across_runs(
+        &runs[0].sides[1],
+        &runs[1].sides[1],
+    ));
     let rule = if s.algo.clocked {
         Rule::Baseline {
             module_first_divergence: baseline
@@ -431,6 +436,7 @@ fn run_case(
         why,
         runs,
         kernel_ssthresh_fault: fault,
+        model_bounds: None,
     })
 }
 
@@ -459,7 +465,7 @@ fn run_model_case(
         .iter()
         .map(|p| (p.key, port.params.get(p.key).copied().unwrap_or(p.default)))
         .collect();
-    let (comparison, verdict, why) =
+    let (comparison, verdict, why, bounds) =
         match model::check(s.algo.key, &params, &samples, r.t0_us * 1000) {
             Ok(m) => {
                 let first = m.first_divergence.as_ref().map(|d| verdict::Divergence {
@@ -487,13 +493,19 @@ fn run_model_case(
                     } else {
                         "diverges"
                     },
-                    r.validity.invalid.clone().or(Some(m.bounds)),
+                    r.validity.invalid.clone().or_else(|| {
+                        m.first_divergence
+                            .as_ref()
+                            .map(|d| format!("step {}: {}", d.step, d.detail))
+                    }),
+                    Some(m.bounds),
                 )
             }
             Err(e) => (
                 verdict::compare(&r.sides[0], &r.sides[0]),
                 "invalid",
                 Some(format!("the model check could not run: {e:#}")),
+                None,
             ),
         };
     Ok(Outcome {
@@ -510,6 +522,7 @@ fn run_model_case(
         verdict: verdict.into(),
         why,
         kernel_ssthresh_fault: r.sides[0].steps.iter().any(|st| st.ssthresh > 0x7fff_ffff),
+        model_bounds: bounds,
         runs: vec![r],
     })
 }

@@ -165,9 +165,10 @@ fn fmt_ssthresh(s: u32) -> String {
     }
 }
 
-/// Writes `conform.json`, `conform.md`, and each outcome's plot and CSV into `dir`.
+/// Writes `conform.json`, `conform.md`, `lines.jsonl` (the `--json` lines) and each
+/// outcome's CSV into `dir`; [`render_plots`] draws the plots from them.
 ///
-/// Errors: a file that cannot be written, a plot that cannot be drawn (no font).
+/// Errors: a file that cannot be written.
 pub fn write_all(dir: &Path, outcomes: &[Outcome], kernel: &str) -> Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let json = serde_json::json!({
@@ -216,38 +217,70 @@ pub fn write_all(dir: &Path, outcomes: &[Outcome], kernel: &str) -> Result<()> {
         }
         let p = dir.join(format!("{}.csv", o.stem()));
         std::fs::write(&p, csv).with_context(|| format!("writing {}", p.display()))?;
-        let line = |side: &super::lockstep::SideRun| {
-            side.steps
-                .iter()
-                .map(|s| (s.t_us as f64 / 1e6, f64::from(s.cwnd)))
-                .collect::<Vec<_>>()
-        };
-        let mut notes = vec![format!("verdict: {}", o.verdict)];
-        if let Some(d) = &o.comparison.first_divergence {
+    }
+    let mut lines = String::new();
+    for o in outcomes {
+        lines.push_str(&serde_json::to_string(&o.json_line())?);
+        lines.push('\n');
+    }
+    let p = dir.join("lines.jsonl");
+    std::fs::write(&p, lines).with_context(|| format!("writing {}", p.display()))?;
+    Ok(())
+}
+
+/// Draws each outcome's cwnd overlay (`<stem>.png`, `<stem>.svg`) from `conform.json` and
+/// the CSVs [`write_all`] wrote into `dir`. Kept apart so that a run in the TCG guest can
+/// leave the drawing (~1.5 s a chart there) to the host.
+///
+/// Errors: a missing or unreadable file, a plot that cannot be drawn (no font).
+pub fn render_plots(dir: &Path) -> Result<()> {
+    let p = dir.join("conform.json");
+    let json: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(&p).with_context(|| format!("reading {}", p.display()))?,
+    )
+    .with_context(|| format!("parsing {}", p.display()))?;
+    for o in json["outcomes"].as_array().into_iter().flatten() {
+        let text = |k: &str| o[k].as_str().unwrap_or("?").to_string();
+        let (algo, script) = (text("algo"), text("script"));
+        let rtt_ms = o["rtt_ms"].as_f64().unwrap_or(0.0);
+        let stem = format!("{}_{}_{}ms", algo.replace('@', "-"), script, rtt_ms);
+        let csv = dir.join(format!("{stem}.csv"));
+        let rows =
+            std::fs::read_to_string(&csv).with_context(|| format!("reading {}", csv.display()))?;
+        let (mut port, mut reference) = (Vec::new(), Vec::new());
+        for row in rows.lines().skip(1) {
+            let f: Vec<&str> = row.split(',').collect();
+            let t_s = f.get(1).and_then(|x| x.parse::<f64>().ok()).unwrap_or(0.0) / 1000.0;
+            if let Some(c) = f.get(2).and_then(|x| x.parse::<f64>().ok()) {
+                port.push((t_s, c));
+            }
+            if let Some(c) = f.get(5).and_then(|x| x.parse::<f64>().ok()) {
+                reference.push((t_s, c));
+            }
+        }
+        let port_cc = text("port_cc");
+        let module_cc = o["module_cc"].as_str();
+        let mut notes = vec![format!("verdict: {}", text("verdict"))];
+        if let Some(d) = o["comparison"]["first_divergence"].as_object() {
             notes.push(format!(
                 "first divergence: step {} at {:.1} ms",
-                d.step, d.t_ms
+                d["step"],
+                d["t_ms"].as_f64().unwrap_or(0.0)
             ));
+        }
+        let mut series = vec![(format!("{port_cc} (port)"), port)];
+        if let Some(m) = module_cc {
+            series.push((format!("{m} (module)"), reference));
         }
         let chart = plot::cwnd_history(
             &format!(
-                "{} vs {}: {} at {} ms",
-                o.port_cc,
-                o.module_cc.as_deref().unwrap_or("model"),
-                o.script,
-                o.rtt_ms
+                "{port_cc} vs {}: {script} at {rtt_ms} ms",
+                module_cc.unwrap_or("its model")
             ),
-            &if run.sides.len() > 1 {
-                vec![
-                    (format!("{} (port)", o.port_cc), line(port)),
-                    (format!("{} (module)", module.cc), line(module)),
-                ]
-            } else {
-                vec![(format!("{} (port)", o.port_cc), line(port))]
-            },
+            &series,
             &notes,
         );
-        plot::render(&chart, &dir.join(o.stem()))?;
+        plot::render(&chart, &dir.join(&stem))?;
     }
     Ok(())
 }

@@ -85,13 +85,28 @@ pub const PARAMS: &[ParamSpec] = &[
         "θ: low-delay RTTs needed before α returns to α_max",
     ),
     ACK_COUNTING,
+    p(
+        "linux_ai",
+        0,
+        0,
+        1,
+        "bool",
+        "count the increase as tcp_illinois.c: packets pkts_acked saw, whole segments once cnt·α/w >= 1, remainder dropped",
+    ),
 ];
 
-/// No `linux` profile: the defaults are the Linux module's constants, and the
-/// fixed point (α << 7, β << 6) turns them into the very same integers.
-pub const PROFILES: &[Profile] = &[];
+/// The defaults are the Linux module's constants (the fixed point, α << 7 and β << 6,
+/// turns them into the very same integers); the `linux` profile also counts the
+/// increase the way tcp_illinois.c does (`linux_ai`), found by `cctl conform`.
+pub const PROFILES: &[Profile] = &[Profile {
+    name: "linux",
+    tag: "l",
+    doc: "tcp_illinois: snd_cwnd_cnt counts the packets pkts_acked saw, remainder dropped",
+    values: &[("linux_ai", 1)],
+}];
 
-/// Forbidden combinations: α_min > α_max, β_min > β_max, d1 > d2 or d2 >= d3.
+/// Forbidden combinations: α_min > α_max, β_min > β_max, d1 > d2 or d2 >= d3, linux_ai with
+/// ack_counting=1.
 pub fn check(v: &Params) -> std::result::Result<(), String> {
     if v["alpha_min_pm"] > v["alpha_max_pm"] {
         return Err(format!(
@@ -104,6 +119,13 @@ pub fn check(v: &Params) -> std::result::Result<(), String> {
             "beta_min_pm ({} per-mille) must not exceed beta_max_pm ({} per-mille)",
             v["beta_min_pm"], v["beta_max_pm"]
         ));
+    }
+    if v["linux_ai"] == 1 && v["ack_counting"] == 1 {
+        return Err(
+            "linux_ai=1 counts packets as tcp_illinois.c does; ack_counting=1 (ACK events) \
+             does not apply with it (use one or the other)"
+                .into(),
+        );
     }
     if v["d1_pm"] > v["d2_pm"] || v["d2_pm"] >= v["d3_pm"] {
         return Err(format!(
@@ -132,6 +154,7 @@ pub fn load(name: &str, params: &Params) -> Result<crate::algo::Registered> {
             win_thresh,
             theta,
             ack_counting,
+            linux_ai,
         ]
     )
 }
