@@ -536,8 +536,3 @@ fn tun_tx_dropped() -> u64 {
         })
         .unwrap_or(0)
 }
-
-/// How long a run of `script` at `rtt_ms` lasts, without setup.
-pub fn nominal(script: &Script, rtt_ms: f64) -> Duration {
-    Duration::from_secs_f64(script.duration_rtts * rtt_ms / 1000.0)
-}
