@@ -9,13 +9,17 @@
 
 pub mod compare;
 pub mod conform;
+pub mod feed;
 pub mod flows;
+pub mod lock;
+pub mod merge;
 pub mod metrics;
 pub mod perf;
 pub mod plot;
 pub mod report;
 pub mod runner;
 pub mod scenario;
+pub mod sweep;
 pub mod testbed;
 pub mod vm;
 pub mod web;

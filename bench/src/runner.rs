@@ -17,15 +17,18 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
-use cctl_loader::collector::{Trace, TraceConfig};
 use cctl_loader::registry::{self, LoadGuard, LoadOptions};
 use cctl_loader::sample::Sample;
 use cctl_loader::{algos, kernel};
 use serde::{Deserialize, Serialize};
 
+use crate::feed::SampleFeed;
 use crate::flows::{run_bulk_flows, FlowResult, FlowSpec};
 use crate::metrics::{BackoffEvent, FlowPoint, FlowSeries, QueuePoint};
 use crate::scenario::{CcRef, Profile, RunPoint, Scenario};
+use crate::sweep::{
+    check_compatible, completed_runs, point_indices, run_list, Mismatch, RunId, Shard,
+};
 use crate::testbed::{remove_leftovers, AccessSpec, PathSpec, QdiscSampler, Testbed};
 
 /// Prefix of every namespace a bench run creates (removed at exit and at the next start).
@@ -57,6 +60,29 @@ pub struct RunOptions {
     /// (`None`: every point). Results keep the original indices, so runs of the same point
     /// from separate invocations pool in one report.
     pub points: Option<Vec<usize>>,
+    /// Runs at once, each on its own dumbbell (slot), 1..=[`MAX_JOBS`].
+    pub jobs: u32,
+    /// Only this shard of the run list (`--shard K/N`).
+    pub shard: Option<Shard>,
+    /// Write into this results directory instead of a new `<out>/<scenario>/<timestamp>/`,
+    /// skipping the runs it holds completed (`--resume`); created if missing.
+    pub resume: Option<PathBuf>,
+}
+
+/// Most runs one sweep runs at once (`--jobs`): slot `s` numbers its subnets
+/// `10.a.s.b`, and each slot holds up to [`crate::testbed::MAX_SENDERS`] senders.
+pub const MAX_JOBS: u32 = 64;
+
+/// One of the dumbbells of a sweep: slot `s` builds namespaces `cctl-b<s>-*` with subnets
+/// `10.a.s.b`, so the runs of different slots never share a name or an address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Slot(pub u8);
+
+impl Slot {
+    /// Name prefix of the slot's namespaces and devices, `cctl-b<s>`.
+    pub fn prefix(&self) -> String {
+        format!("{PREFIX}{}", self.0)
+    }
 }
 
 /// The points of `points` (a scenario's expansion) whose indices are in `only`, in
@@ -96,15 +122,25 @@ pub struct ResolvedCc {
     pub params: BTreeMap<String, u32>,
 }
 
-/// Registrations the runner made, undone on drop.
+/// Registrations the runner made (by requested name), undone on drop.
 pub struct Loaded {
-    guards: Vec<LoadGuard>,
+    guards: Vec<(String, LoadGuard)>,
 }
 
 impl Loaded {
     /// Unloads what the runner loaded.
     pub fn unload(self) -> Result<()> {
-        for g in self.guards {
+        for (_, g) in self.guards {
+            g.unload()?;
+        }
+        Ok(())
+    }
+
+    /// Unloads the algorithm requested as `requested` if the runner loaded it (its last
+    /// run has ended); a no-op for names it did not load.
+    pub fn release(&mut self, requested: &str) -> Result<()> {
+        if let Some(i) = self.guards.iter().position(|(n, _)| n == requested) {
+            let (_, g) = self.guards.remove(i);
             g.unload()?;
         }
         Ok(())
@@ -174,7 +210,9 @@ pub fn resolve_algorithms(names: &[String]) -> Result<(Vec<ResolvedCc>, Loaded)>
                         },
                     )
                     .with_context(|| format!("loading {}", a.key))?;
-                    loaded.guards.push(LoadGuard::new(rec.name.clone()));
+                    loaded
+                        .guards
+                        .push((name.clone(), LoadGuard::new(rec.name.clone())));
                     rec
                 }
             };
@@ -245,6 +283,17 @@ pub struct RunRecord {
     /// Share of the machine's CPU time that was busy during the run (all CPUs), 0..1.
     #[serde(default)]
     pub cpu_busy: f64,
+    /// CPUs of the machine (for the CPU a run needs: `cpu_busy × cpus`, with one slot).
+    #[serde(default)]
+    pub cpus: u32,
+    /// The run went to its end (false: cut short by an interrupt; `--resume` redoes it).
+    /// Files written before this field existed were written only at a run's end.
+    #[serde(default = "yes")]
+    pub completed: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// Busy and total jiffies of all CPUs, from /proc/stat (busy share = Δbusy / Δtotal).
@@ -279,9 +328,16 @@ fn flow_cc(f: &crate::scenario::FlowPlan, algo: &ResolvedCc, all: &[ResolvedCc])
     }
 }
 
-/// Builds the testbed of one point: one sender per flow with its RTT, the scenario's loss.
+/// Builds the testbed of one point in slot 0: one sender per flow with its RTT, the
+/// scenario's loss.
 pub fn path_for(point: &RunPoint) -> PathSpec {
-    let mut spec = PathSpec::new(PREFIX, point.rate_mbit, point.buffer_pkts.max(1));
+    path_in_slot(point, Slot(0))
+}
+
+/// [`path_for`] in slot `slot`: its names and subnets.
+pub fn path_in_slot(point: &RunPoint, slot: Slot) -> PathSpec {
+    let mut spec = PathSpec::new(slot.prefix(), point.rate_mbit, point.buffer_pkts.max(1));
+    spec.subnet_octet = slot.0;
     spec.reverse_rate_mbit = point.reverse_rate_mbit;
     spec.senders = point
         .flows
@@ -303,7 +359,9 @@ pub fn path_for(point: &RunPoint) -> PathSpec {
     spec
 }
 
-/// Runs one point once with one algorithm; writes `dir/{samples.csv,queue.csv,run.json}`.
+/// Runs one point once with one algorithm on slot `slot`'s dumbbell, its samples from
+/// `feed`; writes `dir/{samples.csv,queue.csv,run.json}` (`run.json` last, by rename, so
+/// a run with a `run.json` is whole).
 #[allow(clippy::too_many_arguments)]
 pub fn run_once(
     point: &RunPoint,
@@ -313,15 +371,13 @@ pub fn run_once(
     opts: &RunOptions,
     dir: &Path,
     stop: &Arc<AtomicBool>,
+    slot: Slot,
+    feed: &SampleFeed,
 ) -> Result<RunRecord> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let bed = Testbed::create(&path_for(point)).context("building the dumbbell")?;
-    let mut trace = Trace::start(TraceConfig {
-        interval: opts.interval,
-        port: Some(PORT),
-        cc: None,
-    })
-    .context("starting the collector")?;
+    let bed = Testbed::create(&path_in_slot(point, slot)).context("building the dumbbell")?;
+    feed.subscribe(slot.0);
+    let counters0 = feed.counters();
 
     let flows: Vec<FlowSpec> = point
         .flows
@@ -384,15 +440,17 @@ pub fn run_once(
         })
     };
 
-    let mut samples: Vec<Sample> = Vec::new();
     let results = std::thread::scope(|scope| {
         let flows_stop = stop.clone();
         let handle = scope.spawn(|| run_bulk_flows(&bed, PORT, &flows, flows_stop));
-        trace.collect_while(&mut samples, |_| !handle.is_finished());
+        while !handle.is_finished() {
+            feed.pump(Duration::from_millis(100));
+        }
         handle
             .join()
             .map_err(|_| anyhow!("the flow runner panicked"))?
     })?;
+    let completed = !stop.load(Ordering::SeqCst);
     done.store(true, Ordering::Relaxed);
     let _ = sampler.join();
     let web = web.map(crate::web::WebTraffic::finish);
@@ -401,8 +459,8 @@ pub fn run_once(
         (Some((b0, t0)), Some((b1, t1))) if t1 > t0 => (b1 - b0) as f64 / (t1 - t0) as f64,
         _ => f64::NAN,
     };
-    samples.extend(trace.drain());
-    let stats = trace.finish()?;
+    let samples = feed.take(slot.0);
+    let dropped = feed.counters().dropped.saturating_sub(counters0.dropped);
     let random_drops: u64 = (0..bed.senders())
         .map(|i| bed.random_drops(i).unwrap_or(0))
         .sum();
@@ -432,13 +490,17 @@ pub fn run_once(
         series,
         queue,
         random_drops,
-        samples: stats.samples,
-        sample_drops: stats.dropped,
+        samples: samples.len() as u64,
+        sample_drops: dropped,
         wall_s,
         web,
         cpu_busy,
+        cpus: std::thread::available_parallelism().map_or(0, |n| n.get() as u32),
+        completed,
     };
-    std::fs::write(dir.join("run.json"), serde_json::to_vec_pretty(&record)?)?;
+    let tmp = dir.join("run.json.part");
+    std::fs::write(&tmp, serde_json::to_vec_pretty(&record)?)?;
+    std::fs::rename(&tmp, dir.join("run.json"))?;
     Ok(record)
 }
 
@@ -557,6 +619,26 @@ pub struct Metadata {
     /// Where the runs differ from the scenario, and why (threats to validity).
     #[serde(default)]
     pub deviations: Vec<String>,
+    /// Algorithms under test, as requested (`--algo`); [`Metadata::algorithms`] also holds
+    /// those the scenario's flows name.
+    #[serde(default)]
+    pub under_test: Vec<String>,
+    /// The points selected with `--points` (`None`: all).
+    #[serde(default)]
+    pub points: Option<Vec<usize>>,
+    /// The shard of the run list this directory holds (`None`: all of it).
+    #[serde(default)]
+    pub shard: Option<Shard>,
+    /// Runs run at once (`--jobs`).
+    #[serde(default = "one")]
+    pub jobs: u32,
+    /// Directories merged into this one by `cctl bench merge`.
+    #[serde(default)]
+    pub merged_from: Vec<String>,
+}
+
+fn one() -> u32 {
+    1
 }
 
 /// Scenario settings the runner records as deviations instead of applying.
@@ -579,9 +661,16 @@ pub fn deviations(points: &[RunPoint]) -> Vec<String> {
     out
 }
 
-/// Runs every point × algorithm × repetition of `sc`; returns the results directory and
-/// the records of the completed runs. Cleans up leftovers first and everything it made at
-/// the end, also when interrupted through `stop` (then it returns what was completed).
+/// Runs every point × algorithm × repetition of `sc` (or `opts.shard`'s part of them),
+/// `opts.jobs` at a time; returns the results directory and the records of the completed
+/// runs (with `opts.resume`, also those completed before). Takes the kernel's bench lock
+/// ([`crate::lock`]), cleans up leftovers first and everything it made at the end, also
+/// when interrupted through `stop` (then it returns what was completed). An algorithm is
+/// unloaded when the last run that uses it has ended.
+///
+/// Errors: another `cctl bench` holds the lock ([`crate::lock::LockError::Held`]); the
+/// resumed directory describes another sweep ([`Mismatch`]); privileges, kernel features,
+/// loading, and the first run that fails (the runs under way finish first).
 pub fn run_scenario(
     sc: &Scenario,
     opts: &RunOptions,
@@ -592,6 +681,9 @@ pub fn run_scenario(
         .repeat
         .unwrap_or_else(|| sc.repeat(opts.profile))
         .max(1);
+    if opts.jobs == 0 || opts.jobs > MAX_JOBS {
+        bail!("--jobs {}: give 1 to {MAX_JOBS} runs at once", opts.jobs);
+    }
     // Each repetition draws its own random start times from seed + rep.
     let per_rep: Vec<Vec<RunPoint>> = (0..repeat)
         .map(|r| {
@@ -606,10 +698,50 @@ pub fn run_scenario(
     kernel::require_privileges("running a benchmark")?;
     kernel::require_struct_ops_links()?;
     kernel::ensure_bpffs()?;
+    let _lock = crate::lock::acquire()?;
     remove_leftovers(PREFIX)?;
     let _ = registry::remove_orphans();
 
-    // Every algorithm, under test or named by a flow, is resolved before anything runs.
+    let mut list = run_list(&point_indices(&points), &opts.algos, repeat);
+    if let Some(shard) = opts.shard {
+        list = shard.select(list);
+    }
+    let runs_planned = list.len();
+    let dir = match &opts.resume {
+        Some(d) => d.clone(),
+        None => opts.out.join(&sc.name).join(timestamp()),
+    };
+    let previous = match std::fs::read(dir.join("metadata.json")) {
+        Ok(bytes) => Some(
+            serde_json::from_slice::<Metadata>(&bytes)
+                .with_context(|| format!("parsing {}/metadata.json", dir.display()))?,
+        ),
+        Err(_) => None,
+    };
+    let done = completed_runs(&dir);
+    let todo: Vec<RunId> = list.into_iter().filter(|r| !done.contains_key(r)).collect();
+
+    // Every algorithm, under test or named by a flow, is resolved before anything runs;
+    // each is counted by the runs still to do that use it.
+    let uses = |id: &RunId| -> Vec<String> {
+        let mut v = vec![id.algo.clone()];
+        if let Some(p) = per_rep[id.rep as usize]
+            .iter()
+            .find(|p| p.index == id.point)
+        {
+            for f in &p.flows {
+                if let CcRef::Named(n) = &f.cc {
+                    v.push(n.clone());
+                }
+            }
+            if p.web_sessions > 0 {
+                v.push(p.web_cc.clone());
+            }
+        }
+        v.sort();
+        v.dedup();
+        v
+    };
     let mut names = opts.algos.clone();
     for p in &points {
         for f in &p.flows {
@@ -628,9 +760,6 @@ pub fn run_scenario(
         .filter_map(|a| resolved.iter().find(|r| &r.requested == a).cloned())
         .collect();
 
-    let stamp = timestamp();
-    let dir = opts.out.join(&sc.name).join(stamp);
-    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let mut meta = Metadata {
         scenario: sc.name.clone(),
         id: sc.id.clone(),
@@ -647,19 +776,53 @@ pub fn run_scenario(
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_secs())
             .unwrap_or(0),
-        runs_done: 0,
-        runs_planned: points.len() * under_test.len() * repeat as usize,
+        runs_done: done.len(),
+        runs_planned,
         interrupted: false,
         deviations: deviations(&points),
+        under_test: opts.algos.clone(),
+        points: opts.points.clone(),
+        shard: opts.shard,
+        jobs: opts.jobs,
+        merged_from: Vec::new(),
     };
+    if let Some(old) = &previous {
+        let what = format!("cannot resume into {}", dir.display());
+        check_compatible(old, &meta, &what, "resumed")?;
+        if old.shard != meta.shard {
+            return Err(Mismatch {
+                what,
+                field: "shard",
+                left: format!("{:?}", old.shard.map(|s| s.to_string())),
+                right: format!("{:?}", meta.shard.map(|s| s.to_string())),
+                verb: "resumed",
+            }
+            .into());
+        }
+        meta.started_unix = old.started_unix;
+    }
+    if !done.is_empty() {
+        eprintln!(
+            "cctl bench: resuming {}: {} of {} runs completed, {} to do",
+            dir.display(),
+            done.len(),
+            runs_planned,
+            todo.len()
+        );
+    }
     for d in &meta.deviations {
         eprintln!("cctl bench: deviation: {d}");
     }
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     std::fs::write(dir.join("metadata.json"), serde_json::to_vec_pretty(&meta)?)?;
 
-    let total_s: f64 = points.iter().map(|p| p.duration_s).sum::<f64>()
-        * (under_test.len() as f64)
-        * f64::from(repeat);
+    let point_of = |id: &RunId| -> &RunPoint {
+        per_rep[id.rep as usize]
+            .iter()
+            .find(|p| p.index == id.point)
+            .expect("run list built from these points")
+    };
+    let total_s: f64 = todo.iter().map(|id| point_of(id).duration_s).sum();
     let bar = if opts.progress && std::io::IsTerminal::is_terminal(&std::io::stderr()) {
         indicatif::ProgressBar::new(total_s.ceil() as u64)
     } else {
@@ -671,61 +834,189 @@ pub fn run_scenario(
         )
         .expect("valid template"),
     );
+    let jobs = (opts.jobs as usize).min(todo.len()).max(1);
+    if opts.progress {
+        if let Some(w) = cpu_warning(&todo.iter().map(point_of).collect::<Vec<_>>(), jobs) {
+            eprintln!("cctl bench: warning: {w}");
+        }
+    }
 
-    let mut records = Vec::new();
-    let mut failure = None;
-    'outer: for rep in 0..repeat {
-        for point in &per_rep[rep as usize] {
-            for algo in &under_test {
-                if stop.load(Ordering::SeqCst) {
-                    break 'outer;
-                }
+    let mut remaining: BTreeMap<String, usize> = BTreeMap::new();
+    for id in &todo {
+        for n in uses(id) {
+            *remaining.entry(n).or_default() += 1;
+        }
+    }
+    // Algorithms no run still to do uses (a resumed sweep's finished part) go now.
+    let mut loaded = loaded;
+    for r in &resolved {
+        if !remaining.contains_key(&r.requested) {
+            loaded.release(&r.requested)?;
+        }
+    }
+
+    struct Shared {
+        queue: std::collections::VecDeque<RunId>,
+        records: Vec<RunRecord>,
+        failure: Option<anyhow::Error>,
+        remaining: BTreeMap<String, usize>,
+        loaded: Loaded,
+        started: usize,
+    }
+    let shared = Mutex::new(Shared {
+        queue: todo.iter().cloned().collect(),
+        records: Vec::new(),
+        failure: None,
+        remaining,
+        loaded,
+        started: done.len(),
+    });
+    let feed = if todo.is_empty() {
+        None
+    } else {
+        Some(SampleFeed::start(PORT, opts.interval)?)
+    };
+    std::thread::scope(|scope| {
+        for s in 0..jobs {
+            let (shared, feed, bar, stop) = (&shared, feed.as_ref(), &bar, &stop);
+            let (under_test, resolved, dir, meta) = (&under_test, &resolved, &dir, &meta);
+            let (point_of, uses) = (&point_of, &uses);
+            scope.spawn(move || loop {
+                let (id, nth) = {
+                    let mut sh = shared.lock().expect("sweep lock");
+                    if stop.load(Ordering::SeqCst) || sh.failure.is_some() {
+                        return;
+                    }
+                    let Some(id) = sh.queue.pop_front() else {
+                        return;
+                    };
+                    sh.started += 1;
+                    (id, sh.started)
+                };
+                let point = point_of(&id);
+                let algo = under_test
+                    .iter()
+                    .find(|r| r.requested == id.algo)
+                    .expect("algorithm resolved");
                 bar.set_message(format!(
                     "{} p{} {} r{}",
-                    sc.name, point.index, algo.requested, rep
+                    meta.scenario, id.point, id.algo, id.rep
                 ));
                 if opts.progress && bar.is_hidden() {
                     // No terminal (e.g. inside the VM): one line per run instead of a bar.
                     eprintln!(
-                        "cctl bench: run {}/{}: point {} ({}) with {}, repetition {}, {:.0} s",
-                        records.len() + 1,
+                        "cctl bench: run {nth}/{}: point {} ({}) with {}, repetition {}, {:.0} s{}",
                         meta.runs_planned,
                         point.index,
                         point.label(),
                         algo.requested,
-                        rep,
-                        point.duration_s
+                        id.rep,
+                        point.duration_s,
+                        if jobs > 1 {
+                            format!(" (slot {s})")
+                        } else {
+                            String::new()
+                        }
                     );
                 }
-                let run_dir = dir
-                    .join("runs")
-                    .join(&algo.requested)
-                    .join(format!("p{}-r{rep}", point.index));
-                match run_once(point, algo, &resolved, rep, opts, &run_dir, &stop) {
-                    Ok(r) => records.push(r),
+                let run_dir = id.dir(dir);
+                let _ = std::fs::remove_dir_all(&run_dir);
+                let feed = feed.expect("a collector runs while there are runs to do");
+                let res = run_once(
+                    point,
+                    algo,
+                    resolved,
+                    id.rep,
+                    opts,
+                    &run_dir,
+                    stop,
+                    Slot(s as u8),
+                    feed,
+                );
+                bar.inc(point.duration_s.ceil() as u64);
+                let mut sh = shared.lock().expect("sweep lock");
+                match res {
+                    Ok(r) => sh.records.push(r),
                     Err(e) => {
-                        failure = Some(e.context(format!(
-                            "point {} with {} (rep {rep})",
-                            point.index, algo.requested
-                        )));
-                        break 'outer;
+                        let e = e.context(format!(
+                            "point {} with {} (rep {})",
+                            id.point, id.algo, id.rep
+                        ));
+                        sh.failure.get_or_insert(e);
                     }
                 }
-                bar.inc(point.duration_s.ceil() as u64);
-            }
+                for n in uses(&id) {
+                    let left = sh.remaining.get_mut(&n).map(|c| {
+                        *c -= 1;
+                        *c
+                    });
+                    if left == Some(0) {
+                        if let Err(e) = sh.loaded.release(&n) {
+                            sh.failure
+                                .get_or_insert(e.context(format!("unloading {n}")));
+                        }
+                    }
+                }
+            });
         }
-    }
+    });
     bar.finish_and_clear();
+    if let Some(feed) = feed {
+        let _ = feed.finish();
+    }
     let _ = remove_leftovers(PREFIX);
-    let unloaded = loaded.unload();
-    meta.runs_done = records.len();
+    let sh = shared.into_inner().expect("sweep lock");
+    let unloaded = sh.loaded.unload();
+    let mut records: Vec<RunRecord> = done.into_values().chain(sh.records).collect();
+    records.sort_by(|a, b| (a.point, &a.algo, a.rep).cmp(&(b.point, &b.algo, b.rep)));
+    meta.runs_done = records.iter().filter(|r| r.completed).count();
     meta.interrupted = stop.load(Ordering::SeqCst);
     std::fs::write(dir.join("metadata.json"), serde_json::to_vec_pretty(&meta)?)?;
-    if let Some(e) = failure {
+    if let Some(e) = sh.failure {
         return Err(e);
     }
     unloaded?;
     Ok((dir, records))
+}
+
+/// CPUs one run needs, estimated from its bottleneck rate: a fixed part (collector, queue
+/// sampler, flow threads) and a part per Mbit/s that the kernel spends forwarding through
+/// the dumbbell's veths and qdiscs. The figures are `make bench-jobs`'s (README): the CPU
+/// of runs at one slot against their rate, on this project's 2-vCPU machines, on the host
+/// kernel and in the TCG guest, whose emulated CPU costs ~50x more per packet.
+pub fn cpus_per_run(point: &RunPoint) -> f64 {
+    let (fixed, per_mbit) = if crate::vm::emulated_cpu() {
+        (TCG_CPUS_FIXED, TCG_CPUS_PER_MBIT)
+    } else {
+        (HOST_CPUS_FIXED, HOST_CPUS_PER_MBIT)
+    };
+    fixed + per_mbit * point.rate_mbit
+}
+
+/// Measured CPU per run on the host kernel: fixed part, CPUs.
+const HOST_CPUS_FIXED: f64 = 0.05;
+/// Measured CPU per run on the host kernel: per Mbit/s of bottleneck, CPUs.
+const HOST_CPUS_PER_MBIT: f64 = 0.0012;
+/// Measured CPU per run in the TCG guest: fixed part, CPUs.
+const TCG_CPUS_FIXED: f64 = 0.05;
+/// Measured CPU per run in the TCG guest: per Mbit/s of bottleneck, CPUs.
+const TCG_CPUS_PER_MBIT: f64 = 0.04;
+
+/// A warning when `jobs` of the costliest of `points` at once would need more CPUs than
+/// the machine has ([`cpus_per_run`]), naming the need and the `--jobs` that fits.
+pub fn cpu_warning(points: &[&RunPoint], jobs: usize) -> Option<String> {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+    let worst = points
+        .iter()
+        .map(|p| cpus_per_run(p))
+        .fold(0.0_f64, f64::max);
+    let need = worst * jobs as f64;
+    (jobs > 1 && need > cpus).then(|| {
+        format!(
+            "{jobs} runs at once need about {need:.1} CPUs (up to {worst:.2} each) and this              machine has {cpus:.0}: runs would compete for CPU and measure less than the              link carries; --jobs {} fits",
+            ((cpus / worst).floor() as usize).max(1)
+        )
+    })
 }
 
 /// Refuses, before anything is created, scenario features this runner does not implement

@@ -342,7 +342,9 @@ pub struct RunPoint {
     /// Bandwidth-delay product in 1500-byte packets, unrounded.
     pub bdp_pkts: f64,
     /// Buffer as a fraction of BDP: the configured `buffer_bdp`, or the effective fraction
-    /// when the buffer was given in packets or milliseconds.
+    /// when the buffer was given in packets or milliseconds (infinite at `rtt_ms = 0`,
+    /// written `null` in JSON).
+    #[serde(deserialize_with = "null_as_infinity")]
     pub buffer_bdp: f64,
     /// Drop-tail queue limit at the bottleneck, in packets (rounded, floored).
     pub buffer_pkts: u32,
@@ -364,6 +366,12 @@ pub struct RunPoint {
     pub duration_s: f64,
     /// The flows, in `[[flows]]` order (copies and on-periods in time order).
     pub flows: Vec<FlowPlan>,
+}
+
+/// Reads a number that JSON wrote as `null` because it was infinite (serde_json writes
+/// non-finite numbers as `null`).
+fn null_as_infinity<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::INFINITY))
 }
 
 impl RunPoint {
@@ -1401,7 +1409,21 @@ impl Scenario {
             }
             None => None,
         };
-        let rtt = positive(required("rtt_ms")?, "the RTT (ms)")?;
+        // 0 adds no delay: the path's own RTT (tens of usec) on tbf alone, no netem.
+        let rtt = {
+            let s = required("rtt_ms")?;
+            if s.value.is_finite() && s.value >= 0.0 {
+                s.value
+            } else {
+                return Err(bad(
+                    &s.field,
+                    format!(
+                        "{} is not allowed: the RTT (ms) must be ≥ 0 (0: no added delay) {ctx}",
+                        s.value
+                    ),
+                ));
+            }
+        };
         let duration = positive(required("duration_s")?, "the duration (s)")?;
         let loss = match env.get("loss") {
             Some(s) if !(0.0..1.0).contains(&s.value) => {
@@ -1548,11 +1570,11 @@ impl Scenario {
                 None => None,
             };
             let (rtt_lo, _) = range(&f.rtt_ms, env, &at("rtt_ms"))?;
-            if rtt_lo <= 0.0 {
+            if rtt_lo.is_nan() || rtt_lo < 0.0 {
                 return Err(bad(
                     at("rtt_ms"),
                     format!(
-                        "{rtt_lo} ms is not allowed: an RTT must be > 0{} {ctx}",
+                        "{rtt_lo} ms is not allowed: an RTT must be ≥ 0 (0: no added delay){} {ctx}",
                         origins(f.rtt_ms.exprs(), env)
                     ),
                 ));

@@ -301,6 +301,92 @@ pub struct VmSpec {
     /// program that must act at exact times (the `cctl conform` driver) is never late,
     /// and timing no longer depends on how busy the host is. Ignored under KVM.
     pub virtual_clock: bool,
+    /// Write the VM's process group id (vng, virtme-run and QEMU) to this file while it
+    /// runs (removed once the group is gone), so that a later `cctl bench run --resume`
+    /// can end a VM whose `cctl` was killed ([`end_recorded_vm`]).
+    pub pgid_file: Option<PathBuf>,
+}
+
+/// Name of the file, in a results directory, that holds the process group of the VM
+/// writing into it (see [`VmSpec::pgid_file`]).
+pub const PGID_FILE: &str = "vm.pgid";
+
+/// Ends the VM process group recorded in `dir`'s [`PGID_FILE`], if it still runs (SIGTERM,
+/// then SIGKILL after 5 s), and removes the file. A group whose processes are not vng,
+/// virtme or QEMU (the id was reused) is left alone. Returns what was done, `None` when
+/// there was nothing to end.
+///
+/// Errors: the group survives SIGKILL for 5 s.
+pub fn end_recorded_vm(dir: &Path) -> Result<Option<String>, VmError> {
+    let path = dir.join(PGID_FILE);
+    let Some(pgid) = fs::read_to_string(&path)
+        .ok()
+        .and_then(|s| s.trim().parse::<i32>().ok())
+    else {
+        return Ok(None);
+    };
+    let members = group_members(pgid);
+    let ours = members
+        .iter()
+        .any(|c| c.contains("qemu") || c.contains("vng") || c.contains("virtme"));
+    let msg = if members.is_empty() || !ours {
+        None
+    } else {
+        let pg = nix::unistd::Pid::from_raw(pgid);
+        let _ = nix::sys::signal::killpg(pg, nix::sys::signal::Signal::SIGTERM);
+        let gone = |secs| {
+            let end = Instant::now() + Duration::from_secs(secs);
+            while Instant::now() < end {
+                if group_members(pgid).is_empty() {
+                    return true;
+                }
+                thread::sleep(Duration::from_millis(100));
+            }
+            false
+        };
+        if !gone(5) {
+            let _ = nix::sys::signal::killpg(pg, nix::sys::signal::Signal::SIGKILL);
+            if !gone(5) {
+                return Err(VmError::Io {
+                    what: format!(
+                        "ending the VM process group {pgid} recorded in {}",
+                        path.display()
+                    ),
+                    source: io::Error::other("still running 5 s after SIGKILL"),
+                });
+            }
+        }
+        Some(format!(
+            "ended the VM left running by an earlier cctl (process group {pgid}: {})",
+            members.join(", ")
+        ))
+    };
+    let _ = fs::remove_file(&path);
+    Ok(msg)
+}
+
+/// Command names of the processes in process group `pgid` (from /proc/<pid>/stat).
+fn group_members(pgid: i32) -> Vec<String> {
+    let Ok(procs) = fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    procs
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .bytes()
+                .all(|b| b.is_ascii_digit())
+        })
+        .filter_map(|e| {
+            let stat = fs::read_to_string(e.path().join("stat")).ok()?;
+            let (head, tail) = stat.rsplit_once(')')?;
+            let comm = head.split_once('(')?.1.to_string();
+            // After the command: state, ppid, pgrp.
+            let pgrp: i32 = tail.split_whitespace().nth(2)?.parse().ok()?;
+            (pgrp == pgid).then_some(comm)
+        })
+        .collect()
 }
 
 impl VmSpec {
@@ -318,6 +404,7 @@ impl VmSpec {
             echo: false,
             cancel: None,
             virtual_clock: false,
+            pgid_file: None,
         })
     }
 
@@ -413,6 +500,17 @@ fn quiet(cmd: &mut Command) -> bool {
         .stderr(Stdio::null())
         .status()
         .is_ok_and(|s| s.success())
+}
+
+/// Whether this machine's CPUs are emulated by QEMU's TCG (as in the guest [`run_in_vm`]
+/// boots without KVM), whose CPU model names itself `QEMU`: every packet costs tens of
+/// times more CPU there than on hardware.
+pub fn emulated_cpu() -> bool {
+    fs::read_to_string("/proc/cpuinfo").is_ok_and(|c| {
+        c.lines()
+            .filter(|l| l.starts_with("model name"))
+            .any(|l| l.contains("QEMU") || l.contains("TCG"))
+    })
 }
 
 /// The guest kernel image: `$CCTL_VM_KERNEL` if set, else the newest
@@ -534,6 +632,7 @@ fn probe_kvm() -> Option<Accel> {
         echo: false,
         cancel: None,
         virtual_clock: false,
+        pgid_file: None,
     };
     match run_in_vm(&spec, "true") {
         Ok(out) if out.success() => Some(Accel::Kvm),
@@ -652,6 +751,16 @@ pub fn run_in_vm(spec: &VmSpec, script: &str) -> Result<VmOutput, VmError> {
         .process_group(0)
         .spawn()
         .map_err(io_err(format!("starting {}", vng.display())))?;
+    if let Some(f) = &spec.pgid_file {
+        if let Err(e) = fs::write(f, format!("{}\n", child.id())) {
+            kill_group(&child);
+            let _ = child.wait();
+            return Err(io_err(format!("writing {}", f.display()))(e));
+        }
+    }
+    // Removed on every return below, each after the group is killed; not after a SIGKILL
+    // of this process, which is when it is needed.
+    let _pgid_file = RemoveOnDrop(spec.pgid_file.clone());
     let stdout = drain(child.stdout.take(), spec.echo.then_some(Echo::Stdout));
     let stderr = drain(child.stderr.take(), spec.echo.then_some(Echo::Stderr));
 
@@ -783,6 +892,17 @@ fn exited_unreaped(child: &Child) -> io::Result<bool> {
 }
 
 /// SIGKILL to the process group led by `child` (gone already: nothing happens).
+/// Removes a file when dropped.
+struct RemoveOnDrop(Option<PathBuf>);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        if let Some(p) = &self.0 {
+            let _ = fs::remove_file(p);
+        }
+    }
+}
+
 fn kill_group(child: &Child) {
     let pgid = nix::unistd::Pid::from_raw(child.id() as i32);
     let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
@@ -858,6 +978,7 @@ mod tests {
             echo: false,
             cancel: None,
             virtual_clock: false,
+            pgid_file: None,
         }
     }
 

@@ -12,7 +12,8 @@ pub const USAGE: i32 = 2;
 pub const NOT_PRIVILEGED: i32 = 3;
 /// The running kernel lacks a feature cctl needs.
 pub const MISSING_FEATURE: i32 = 4;
-/// A name conflict: already registered, or not cctl's to unload.
+/// A name conflict: already registered, or not cctl's to unload; or another `cctl bench`
+/// holds the kernel.
 pub const CONFLICT: i32 = 5;
 /// Established sockets still use the algorithm (`cctl unload` refused, or a migration left
 /// some behind).
@@ -45,8 +46,15 @@ pub(crate) use usage;
 /// The exit code for an error chain: the first loader error in it decides.
 pub fn code_for(err: &anyhow::Error) -> i32 {
     for cause in err.chain() {
-        if cause.downcast_ref::<Usage>().is_some() {
+        if cause.downcast_ref::<Usage>().is_some()
+            || cause
+                .downcast_ref::<cctl_bench::sweep::Mismatch>()
+                .is_some()
+        {
             return USAGE;
+        }
+        if let Some(cctl_bench::lock::LockError::Held { .. }) = cause.downcast_ref() {
+            return CONFLICT;
         }
         if let Some(e) = cause.downcast_ref::<Error>() {
             return match e {

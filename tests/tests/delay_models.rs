@@ -39,6 +39,9 @@ fn one_flow(algo: &str, secs: u32) -> (RunRecord, Vec<HashMap<String, f64>>) {
         queue_interval: Duration::from_millis(50),
         progress: false,
         points: None,
+        jobs: 1,
+        shard: None,
+        resume: None,
     };
     let (dir, mut records) = runner::run_scenario(&sc, &opts, Arc::new(AtomicBool::new(false)))
         .unwrap_or_else(|e| panic!("{algo}: {e:#}"));

@@ -28,6 +28,9 @@ fn run(sc: &Scenario, algos: &[&str]) -> Summary {
         queue_interval: Duration::from_millis(100),
         progress: false,
         points: None,
+        jobs: 1,
+        shard: None,
+        resume: None,
     };
     let (dir, records) = runner::run_scenario(sc, &opts, Arc::new(AtomicBool::new(false)))
         .unwrap_or_else(|e| panic!("{}: {e:#}", sc.name));

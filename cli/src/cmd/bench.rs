@@ -10,7 +10,9 @@ use anyhow::{Context, Result};
 use cctl_bench::report;
 use cctl_bench::runner::{self, RunOptions};
 use cctl_bench::scenario::{self, Profile};
+use cctl_bench::sweep::{point_indices, run_list, Shard};
 use cctl_bench::testbed::netem_available;
+use cctl_bench::vm;
 
 use crate::exit::{self, usage};
 
@@ -29,6 +31,8 @@ enum Cmd {
     Run(RunArgs),
     /// Rebuild summary.json, summary.md and the plots of a results directory.
     Report(ReportArgs),
+    /// Combine results directories of one sweep (shards, resumed parts) into one report.
+    Merge(MergeArgs),
     /// cctl's own costs next to their references: BPF ports vs native modules per ACK,
     /// the collector vs `ss -ti`, migration, the testbed's ceiling.
     Perf(super::perf::PerfArgs),
@@ -95,6 +99,36 @@ struct RunArgs {
     /// Check the scenario and print the planned runs without running anything.
     #[arg(long)]
     dry_run: bool,
+    /// Runs at once, each on its own dumbbell (namespaces cctl-b<slot>-*, subnets
+    /// 10.a.<slot>.b), sharing one collector and the loaded algorithms; 1 to 64.
+    #[arg(long, default_value_t = 1)]
+    jobs: u32,
+    /// Only shard K of N of the run list (point x algorithm x repetition), K 1-based: N
+    /// machines each run one shard with the same seed; `cctl bench merge` combines them.
+    #[arg(long, value_name = "K/N")]
+    shard: Option<String>,
+    /// Run into DIR, skipping the runs it holds completed and redoing any cut short (a new
+    /// DIR starts the sweep there); ends a VM left running by a killed earlier run.
+    #[arg(long, value_name = "DIR")]
+    resume: Option<PathBuf>,
+}
+
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Example: cctl bench merge results/shard-1 results/shard-2 results/shard-3 --out results/merged\n\
+The inputs must be parts of one sweep (same scenario, profile, seed, repeat, points, algorithms \
+with their parameters, cctl version and kernel). Runs no input completed are listed as missing."
+)]
+struct MergeArgs {
+    /// Results directories to combine.
+    #[arg(required = true)]
+    dirs: Vec<PathBuf>,
+    /// The merged directory (new, or empty).
+    #[arg(long)]
+    out: PathBuf,
+    /// Print the summary as JSON lines instead of a table.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -109,6 +143,7 @@ pub fn run(args: Args) -> Result<i32> {
         Cmd::List(a) => list(a),
         Cmd::Run(a) => run_bench(a),
         Cmd::Perf(a) => super::perf::run(a),
+        Cmd::Merge(a) => merge(a),
         Cmd::Report(a) => {
             let s = report::rebuild(&a.dir)?;
             let sc = scenario::find(&s.metadata.scenario)?;
@@ -145,11 +180,68 @@ fn list(a: ListArgs) -> Result<i32> {
     Ok(exit::OK)
 }
 
+fn merge(a: MergeArgs) -> Result<i32> {
+    for d in &a.dirs {
+        if !d.join("metadata.json").is_file() {
+            usage!(
+                "{} is not a results directory: it has no metadata.json (give directories \
+                 written by `cctl bench run`, e.g. results/<scenario>/<timestamp> or a \
+                 --resume directory)",
+                d.display()
+            );
+        }
+    }
+    let m = cctl_bench::merge::merge(&a.dirs, &a.out)?;
+    let sc = scenario::find(&m.summary.metadata.scenario_path)
+        .or_else(|_| scenario::find(&m.summary.metadata.scenario))?;
+    if a.json {
+        for r in &m.summary.rows {
+            println!("{}", serde_json::to_string(r)?);
+        }
+    } else {
+        print!("{}", report::terminal_table(&m.summary, &sc.metrics));
+    }
+    for id in &m.missing {
+        println!("missing: {id}");
+    }
+    for (id, dirs) in &m.duplicates {
+        let dirs: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
+        println!("duplicate: {id} in {}", dirs.join(", "));
+    }
+    println!(
+        "merged {} directories: {} runs of {} planned, {} missing, {} duplicated",
+        a.dirs.len(),
+        m.runs,
+        m.runs + m.missing.len(),
+        m.missing.len(),
+        m.duplicates.len()
+    );
+    println!("results: {}", m.dir.display());
+    Ok(exit::OK)
+}
+
 fn run_bench(a: RunArgs) -> Result<i32> {
     let profile: Profile = match a.profile.parse() {
         Ok(p) => p,
         Err(e) => usage!("--profile: {e}"),
     };
+    if a.jobs == 0 || a.jobs > runner::MAX_JOBS {
+        usage!(
+            "--jobs {}: give 1 to {} runs at once",
+            a.jobs,
+            runner::MAX_JOBS
+        );
+    }
+    let shard: Option<Shard> = match a.shard.as_deref().map(str::parse) {
+        None => None,
+        Some(Ok(s)) => Some(s),
+        Some(Err(e)) => usage!("--shard {e}"),
+    };
+    if let Some(dir) = &a.resume {
+        if dir.exists() && !dir.is_dir() {
+            usage!("--resume {}: not a directory", dir.display());
+        }
+    }
     if a.interval_ms == 0 || a.queue_interval_ms == 0 {
         usage!("--interval-ms and --queue-interval-ms must be at least 1 ms");
     }
@@ -164,6 +256,13 @@ fn run_bench(a: RunArgs) -> Result<i32> {
     };
     if a.dry_run {
         let repeat = a.repeat.unwrap_or_else(|| sc.repeat(profile));
+        if let Some(shard) = shard {
+            let list = shard.select(run_list(&point_indices(&points), &a.algo, repeat));
+            for id in &list {
+                println!("shard {shard}: {id}");
+            }
+            println!("shard {shard}: {} runs", list.len());
+        }
         for p in &points {
             println!(
                 "point {:>2}: {} ({} flows, {:.0} s)",
@@ -197,6 +296,11 @@ fn run_bench(a: RunArgs) -> Result<i32> {
         VmMode::Never => false,
         VmMode::Auto => needs_netem && !netem_available(),
     };
+    if let Some(dir) = &a.resume {
+        if let Some(ended) = vm::end_recorded_vm(dir)? {
+            eprintln!("cctl bench: {ended}");
+        }
+    }
     if in_vm {
         return run_in_vm(&a, &sc, needs_netem);
     }
@@ -223,6 +327,9 @@ fn run_bench(a: RunArgs) -> Result<i32> {
         queue_interval: Duration::from_millis(a.queue_interval_ms),
         progress: true,
         points: a.points.clone(),
+        jobs: a.jobs,
+        shard,
+        resume: a.resume.clone(),
     };
     eprintln!(
         "cctl bench: {} ({}) profile {profile}, algorithms {}, about {:.0} s of traffic",
@@ -254,7 +361,6 @@ fn run_bench(a: RunArgs) -> Result<i32> {
 }
 
 fn run_in_vm(a: &RunArgs, sc: &scenario::Scenario, needs_netem: bool) -> Result<i32> {
-    use cctl_bench::vm;
     if needs_netem {
         eprintln!(
             "cctl bench: the running kernel ({}) has no sch_netem; running {} in a VM",
@@ -262,8 +368,14 @@ fn run_in_vm(a: &RunArgs, sc: &scenario::Scenario, needs_netem: bool) -> Result<
             sc.name
         );
     }
-    std::fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
-    let out = a.out.canonicalize()?;
+    // The host picks the results directory, so that it can record the VM's process group
+    // there (`--resume` ends a VM a killed cctl left behind); the guest resumes into it.
+    let dir = match &a.resume {
+        Some(d) => d.clone(),
+        None => a.out.join(&sc.name).join(runner::timestamp()),
+    };
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let out = dir.canonicalize()?;
     let exe = std::env::current_exe()?;
     // Built-in scenarios go by name; a file by its absolute path (the guest sees the
     // host's file system read-only at the same paths).
@@ -273,7 +385,7 @@ fn run_in_vm(a: &RunArgs, sc: &scenario::Scenario, needs_netem: bool) -> Result<
         sc.path.canonicalize()?.display().to_string()
     };
     let mut cmd = format!(
-        "{} bench run {} --algo {} --profile {} --out {} --interval-ms {} --queue-interval-ms {} --vm never",
+        "{} bench run {} --algo {} --profile {} --resume {} --interval-ms {} --queue-interval-ms {} --vm never --jobs {}",
         shell_quote(&exe.display().to_string()),
         shell_quote(&scenario_arg),
         shell_quote(&a.algo.join(",")),
@@ -281,7 +393,11 @@ fn run_in_vm(a: &RunArgs, sc: &scenario::Scenario, needs_netem: bool) -> Result<
         shell_quote(&out.display().to_string()),
         a.interval_ms,
         a.queue_interval_ms,
+        a.jobs,
     );
+    if let Some(s) = &a.shard {
+        cmd += &format!(" --shard {}", shell_quote(s));
+    }
     if let Some(r) = a.repeat {
         cmd += &format!(" --repeat {r}");
     }
@@ -302,8 +418,14 @@ fn run_in_vm(a: &RunArgs, sc: &scenario::Scenario, needs_netem: bool) -> Result<
     let traffic_s = sc.total_duration_s(profile).unwrap_or(600.0) * a.algo.len() as f64 * reps;
     let mut spec = vm::VmSpec::detect()?;
     spec.rwdirs.push(out.clone());
+    spec.pgid_file = Some(out.join(vm::PGID_FILE));
+    // A vCPU per slot besides the base two (a TCG vCPU is a host thread: more than the
+    // host's CPUs cannot help), and 256 MiB per slot beyond the first.
+    let host_cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
+    spec.cpus = spec.cpus.max((a.jobs + 1).min(host_cpus.max(spec.cpus)));
+    spec.memory_mb += 256 * (a.jobs - 1);
     // Emulated (TCG) guests run the traffic in real time but everything else slowly.
-    spec.timeout = Duration::from_secs_f64(traffic_s * 2.0 + 600.0);
+    spec.timeout = Duration::from_secs_f64(traffic_s * 2.0 / f64::from(a.jobs) + 600.0);
     spec.echo = true;
     // Ctrl-C kills the VM (its namespaces and algorithms go with it); finished runs stay on disk.
     let cancel = Arc::new(AtomicBool::new(false));
