@@ -380,8 +380,17 @@ pub fn unload(arg: &str) -> Result<LoadedCc> {
     Ok(record)
 }
 
+/// Whether process `pid` runs: it has a /proc entry and is not a zombie (a killed owner
+/// whose parent has not reaped it yet is gone for our purposes).
 fn process_alive(pid: u32) -> bool {
-    Path::new("/proc").join(pid.to_string()).exists()
+    match std::fs::read_to_string(Path::new("/proc").join(pid.to_string()).join("stat")) {
+        Ok(stat) => !matches!(
+            stat.rsplit_once(')')
+                .and_then(|(_, tail)| tail.split_whitespace().next()),
+            Some("Z" | "X")
+        ),
+        Err(_) => false,
+    }
 }
 
 impl LoadedCc {

@@ -1,0 +1,409 @@
+//! Sweeps at scale on the running kernel, through the `cctl` binary, on a short tbf-only
+//! scenario (tests/scenarios/host-sweep.toml: 3 points x 2 algorithms, 4 s each):
+//! shards merged back into the unsplit sweep, `--resume` after a SIGKILL, `--jobs 2` with
+//! two dumbbells at once (and Ctrl-C), and bad input refused before anything is made.
+
+use std::collections::BTreeSet;
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use cctl_bench::sweep::{completed_runs, RunId};
+use cctl_tests::{available, cctl_bin, clean_slate, require_root, KERNEL};
+
+const SCENARIO: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/host-sweep.toml");
+const ALGOS: &str = "reno,cubic";
+/// What the sweep registers (cctl's reno and cubic).
+const REGISTERED: [&str; 2] = ["bpf_reno", "bpf_cubic"];
+
+fn root(test: &str) -> PathBuf {
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("sweep")
+        .join(test);
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn setup() -> std::sync::MutexGuard<'static, ()> {
+    require_root();
+    let g = KERNEL.lock().unwrap_or_else(|e| e.into_inner());
+    clean_slate("cctl-b", &REGISTERED);
+    g
+}
+
+fn cctl(args: &[&str]) -> Output {
+    Command::new(cctl_bin())
+        .args(args)
+        .output()
+        .expect("running cctl")
+}
+
+fn spawn(args: &[&str]) -> Child {
+    Command::new(cctl_bin())
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("starting cctl")
+}
+
+fn bench(dir: &Path, extra: &[&str]) -> Vec<String> {
+    let mut v: Vec<String> = ["bench", "run", SCENARIO, "--algo", ALGOS, "--resume"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    v.push(dir.display().to_string());
+    v.extend(extra.iter().map(|s| s.to_string()));
+    v
+}
+
+fn strs(v: &[String]) -> Vec<&str> {
+    v.iter().map(String::as_str).collect()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn assert_ok(what: &str, o: &Output) {
+    assert!(o.status.success(), "{what}: {:?}\n{}", o.status, stderr(o));
+}
+
+fn runs(dir: &Path) -> BTreeSet<RunId> {
+    completed_runs(dir).into_keys().collect()
+}
+
+fn namespaces() -> Vec<String> {
+    let out = Command::new("ip").args(["netns", "list"]).output().unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|n| n.starts_with("cctl-b"))
+        .map(str::to_string)
+        .collect()
+}
+
+/// No namespace (and so no veth or qdisc of a dumbbell), no registered algorithm, no
+/// registry record is left.
+fn assert_nothing_left(when: &str) {
+    assert!(
+        namespaces().is_empty(),
+        "{when}: namespaces left: {:?}",
+        namespaces()
+    );
+    let links = Command::new("ip").args(["-o", "link"]).output().unwrap();
+    let links = String::from_utf8_lossy(&links.stdout).into_owned();
+    assert!(
+        !links.contains("cctl-b"),
+        "{when}: devices left in the host namespace: {links}"
+    );
+    let ccs = available();
+    for n in REGISTERED {
+        assert!(
+            !ccs.iter().any(|c| c == n),
+            "{when}: {n} still registered: {ccs:?}"
+        );
+        assert!(
+            !Path::new("/run/cctl").join(format!("{n}.json")).exists(),
+            "{when}: {n} record left"
+        );
+    }
+}
+
+fn wait_for(what: &str, timeout: Duration, mut cond: impl FnMut() -> bool) {
+    let end = Instant::now() + timeout;
+    while !cond() {
+        assert!(Instant::now() < end, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn shards_merge_into_exactly_the_runs_of_the_unsplit_sweep() {
+    let _g = setup();
+    let d = root("shards");
+    let unsplit = d.join("unsplit");
+    assert_ok("unsplit sweep", &cctl(&strs(&bench(&unsplit, &[]))));
+    let all = runs(&unsplit);
+    assert_eq!(all.len(), 6, "3 points x 2 algorithms: {all:?}");
+
+    let mut shards = Vec::new();
+    let mut seen = BTreeSet::new();
+    for k in 1..=3 {
+        let dir = d.join(format!("shard-{k}"));
+        let shard = format!("{k}/3");
+        assert_ok(&shard, &cctl(&strs(&bench(&dir, &["--shard", &shard]))));
+        let mine = runs(&dir);
+        assert_eq!(mine.len(), 2, "shard {shard}: {mine:?}");
+        assert!(
+            mine.is_disjoint(&seen),
+            "shard {shard} repeats a run: {mine:?}"
+        );
+        seen.extend(mine);
+        shards.push(dir);
+    }
+    assert_nothing_left("after the shards");
+
+    let merged = d.join("merged");
+    let mut args = vec!["bench".to_string(), "merge".into()];
+    args.extend(shards.iter().map(|p| p.display().to_string()));
+    args.extend(["--out".into(), merged.display().to_string()]);
+    let o = cctl(&strs(&args));
+    assert_ok("merge", &o);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("6 runs of 6 planned, 0 missing, 0 duplicated"),
+        "{out}"
+    );
+    assert_eq!(
+        runs(&merged),
+        all,
+        "the merged runs are the unsplit sweep's"
+    );
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(merged.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(
+        summary["rows"].as_array().map(Vec::len),
+        Some(6),
+        "{summary}"
+    );
+    let meta: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(merged.join("metadata.json")).unwrap()).unwrap();
+    assert_eq!(meta["runs_done"], 6);
+    assert!(meta["shard"].is_null(), "{meta}");
+
+    // Two shards only: the third's runs are reported missing.
+    let partial = d.join("partial");
+    let o = cctl(&[
+        "bench",
+        "merge",
+        &shards[0].display().to_string(),
+        &shards[1].display().to_string(),
+        "--out",
+        &partial.display().to_string(),
+    ]);
+    assert_ok("partial merge", &o);
+    let out = String::from_utf8_lossy(&o.stdout);
+    for id in runs(&shards[2]) {
+        assert!(
+            out.contains(&format!("missing: {id}")),
+            "{id} not reported missing:\n{out}"
+        );
+    }
+
+    // A shard of another seed is refused, naming the field, and nothing is written.
+    let other = d.join("other-seed");
+    assert_ok(
+        "other seed",
+        &cctl(&strs(&bench(&other, &["--shard", "1/3", "--seed", "99"]))),
+    );
+    let refused = d.join("refused");
+    let o = cctl(&[
+        "bench",
+        "merge",
+        &shards[1].display().to_string(),
+        &other.display().to_string(),
+        "--out",
+        &refused.display().to_string(),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("seed differs"), "{}", stderr(&o));
+    assert!(
+        !refused.exists(),
+        "a refused merge wrote {}",
+        refused.display()
+    );
+    assert_nothing_left("at the end");
+}
+
+#[test]
+fn resume_after_sigkill_skips_finished_runs_and_redoes_the_cut_one() {
+    let _g = setup();
+    let d = root("resume");
+    let dir = d.join("sweep");
+    let mut child = spawn(&strs(&bench(&dir, &[])));
+    // Kill it 1.5 s into its third run: two runs are whole, one is half-written.
+    let third = dir.join("runs/reno/p1-r0");
+    wait_for("the third run", Duration::from_secs(60), || third.exists());
+    std::thread::sleep(Duration::from_millis(1500));
+    child.kill().unwrap();
+    let st = child.wait().unwrap();
+    assert_eq!(st.signal(), Some(9));
+    let before = completed_runs(&dir);
+    assert_eq!(
+        before.len(),
+        2,
+        "two runs finished before the kill: {:?}",
+        before.keys()
+    );
+    assert!(
+        !third.join("run.json").exists(),
+        "the cut run has no run.json"
+    );
+    assert!(
+        !namespaces().is_empty(),
+        "a SIGKILL leaves the dumbbell (what resume cleans)"
+    );
+    let kept: Vec<(PathBuf, Vec<u8>)> = before
+        .keys()
+        .map(|id| {
+            let p = id.dir(&dir).join("run.json");
+            let bytes = std::fs::read(&p).unwrap();
+            (p, bytes)
+        })
+        .collect();
+
+    let o = cctl(&strs(&bench(&dir, &[])));
+    assert_ok("resume", &o);
+    assert!(
+        stderr(&o).contains("2 of 6 runs completed, 4 to do"),
+        "{}",
+        stderr(&o)
+    );
+    for (p, bytes) in kept {
+        assert_eq!(
+            std::fs::read(&p).unwrap(),
+            bytes,
+            "{} was redone",
+            p.display()
+        );
+    }
+    let after = completed_runs(&dir);
+    assert_eq!(after.len(), 6, "{:?}", after.keys());
+    assert!(third.join("run.json").exists(), "the cut run was redone");
+    assert!(dir.join("summary.json").exists());
+    assert_nothing_left("after the resume");
+
+    // Resuming a finished sweep runs nothing; resuming with other parameters is refused.
+    let o = cctl(&strs(&bench(&dir, &[])));
+    assert_ok("second resume", &o);
+    assert!(
+        stderr(&o).contains("6 of 6 runs completed, 0 to do"),
+        "{}",
+        stderr(&o)
+    );
+    let o = cctl(&strs(&bench(&dir, &["--repeat", "2"])));
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("repeat differs"), "{}", stderr(&o));
+    assert_nothing_left("after the refused resume");
+}
+
+#[test]
+fn two_jobs_run_two_dumbbells_at_once_and_leave_nothing() {
+    let _g = setup();
+    let d = root("jobs");
+    let dir = d.join("sweep");
+    let mut child = spawn(&strs(&bench(&dir, &["--jobs", "2"])));
+    let mut both = false;
+    let end = Instant::now() + Duration::from_secs(60);
+    while child.try_wait().unwrap().is_none() && Instant::now() < end {
+        let ns = namespaces();
+        both |= ns.iter().any(|n| n == "cctl-b0-rtr") && ns.iter().any(|n| n == "cctl-b1-rtr");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let st = child.wait().unwrap();
+    assert!(st.success(), "{st:?}");
+    assert!(
+        both,
+        "slots 0 and 1 never had their dumbbells up at the same time"
+    );
+    let done = completed_runs(&dir);
+    assert_eq!(done.len(), 6);
+    // Each run's flows come from its slot's subnet, and both slots ran.
+    let mut slots = BTreeSet::new();
+    for rec in done.values() {
+        let ip = rec.flows[0].local_ip;
+        assert!(
+            rec.series[0].points.len() > 10,
+            "{}: samples reached its slot",
+            rec.algo
+        );
+        slots.insert(ip.octets()[2]);
+    }
+    assert_eq!(slots, BTreeSet::from([0, 1]), "{slots:?}");
+    assert_nothing_left("after --jobs 2");
+
+    // Ctrl-C while both slots run: exit 130, everything removed.
+    let dir = d.join("interrupted");
+    let mut child = spawn(&strs(&bench(&dir, &["--jobs", "2"])));
+    wait_for("both slots", Duration::from_secs(60), || {
+        let ns = namespaces();
+        ns.iter().any(|n| n == "cctl-b0-rtr") && ns.iter().any(|n| n == "cctl-b1-rtr")
+    });
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let st = child.wait().unwrap();
+    assert_eq!(st.code(), Some(130), "{st:?}");
+    assert_nothing_left("after Ctrl-C");
+    let meta: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("metadata.json")).unwrap()).unwrap();
+    assert_eq!(meta["interrupted"], true);
+}
+
+#[test]
+fn bad_input_is_refused_before_anything_is_made() {
+    let _g = setup();
+    let d = root("bad");
+    let dir = d.join("never");
+    for (args, says) in [
+        (vec!["--shard", "4/3"], "K must be between 1 and N (3)"),
+        (vec!["--shard", "0/3"], "K is 1-based"),
+        (vec!["--shard", "x"], "not K/N"),
+        (vec!["--jobs", "0"], "give 1 to 64"),
+    ] {
+        let o = cctl(&strs(&bench(&dir, &args)));
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(says), "{args:?}: {}", stderr(&o));
+        assert!(!dir.exists(), "{args:?} created {}", dir.display());
+        assert!(namespaces().is_empty(), "{args:?} made namespaces");
+    }
+    let empty = d.join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let out = d.join("merged");
+    let o = cctl(&[
+        "bench",
+        "merge",
+        &empty.display().to_string(),
+        "--out",
+        &out.display().to_string(),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("is not a results directory"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!out.exists());
+
+    // A second cctl bench on the same kernel is refused, naming the first one's PID.
+    let first_dir = d.join("first");
+    let mut first = spawn(&strs(&bench(&first_dir, &[])));
+    wait_for(
+        "the first sweep's dumbbell",
+        Duration::from_secs(60),
+        || !namespaces().is_empty(),
+    );
+    let o = cctl(&strs(&bench(&dir, &[])));
+    assert_eq!(o.status.code(), Some(5), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(&format!(
+            "another cctl bench (PID {}) is running",
+            first.id()
+        )),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!dir.exists(), "the refused sweep created {}", dir.display());
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(first.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    assert_eq!(first.wait().unwrap().code(), Some(130));
+    assert_nothing_left("after the refusals");
+}
