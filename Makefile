@@ -9,6 +9,7 @@ CCTL := target/release/cctl
 .PHONY: bench-top
 .PHONY: bench
 .PHONY: conform
+.PHONY: bench-jobs slurm-bench k8s-validate
 
 all: build
 
@@ -89,6 +90,28 @@ bench-migrate: deps
 bench-top: deps
 	$(CARGO) build --release -p cctl
 	$(CARGO) run --release -p cctl-tests --example top_cpu -- $(BENCH_ARGS)
+
+# What --jobs buys and costs: the same sweep (T0.1's 10 Mbit/s points, reno and htcp, 3
+# repetitions) at --jobs 1, 2 and 4 in the 6.12 guest: speedups, CPU per run against its
+# rate, and fidelity (--jobs 4 vs 1, metrics with their run-to-run spread). ~20 min under TCG.
+# BENCH_JOBS_ARGS="SCENARIO=... ALGOS=... REPEAT=... JOBS='1 2 4'" (environment, see the script).
+bench-jobs: deps vm-deps-if-needed
+	$(CARGO) build --release -p cctl
+	env $(BENCH_JOBS_ARGS) bash scripts/bench-jobs.sh
+
+# A sweep as a real Slurm job array on a one-node cluster brought up here (slurm-wlm, munge;
+# scripts/slurm-local.sh), 3 tasks one at a time plus the afterany merge job, compared with
+# the same sweep run unsplit by `cctl bench run`. Outside `make test`: ~25 min with the
+# defaults below (in the guest). SLURM_ARGS="SCENARIO=... ALGOS=... REPEAT=... CCTL_ARGS=..."
+SLURM_ARGS ?= SCENARIO=fairness-same-rtt ALGOS=reno,htcp REPEAT=3 CCTL_ARGS="--points 0,1 --jobs 2"
+slurm-bench: deps vm-deps-if-needed
+	$(CARGO) build --release -p cctl
+	env $(SLURM_ARGS) bash scripts/slurm-bench.sh
+
+# Strict offline decoding of deploy/k8s/bench-job.yaml into k8s.io/api types (Go, modules
+# from the Go module proxy); no cluster needed.
+k8s-validate:
+	bash deploy/k8s/validate.sh
 
 lint:
 	$(CARGO) fmt --all -- --check

@@ -407,3 +407,50 @@ fn bad_input_is_refused_before_anything_is_made() {
     assert_eq!(first.wait().unwrap().code(), Some(130));
     assert_nothing_left("after the refusals");
 }
+
+/// Processes in process group `pgid`.
+fn group_alive(pgid: i32) -> bool {
+    Command::new("pgrep")
+        .args(["-g", &pgid.to_string()])
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+#[test]
+fn resume_ends_the_vm_a_killed_cctl_left_running() {
+    let _g = setup();
+    let d = root("vm");
+    let dir = d.join("sweep");
+    let args = bench(&dir, &["--vm", "always", "--shard", "1/3"]);
+    let mut child = spawn(&strs(&args));
+    let pgid_file = dir.join("vm.pgid");
+    wait_for("the guest's first run", Duration::from_secs(300), || {
+        dir.join("runs").exists() && pgid_file.exists()
+    });
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let pgid: i32 = std::fs::read_to_string(&pgid_file)
+        .expect("the VM's process group is recorded")
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(
+        group_alive(pgid),
+        "QEMU outlives a killed cctl (what resume must end)"
+    );
+
+    let o = cctl(&strs(&args));
+    assert_ok("resume in the VM", &o);
+    assert!(
+        stderr(&o).contains(&format!(
+            "ended the VM left running by an earlier cctl (process group {pgid}"
+        )),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!group_alive(pgid), "the old VM is gone");
+    assert!(!pgid_file.exists(), "vm.pgid removed once the VM ended");
+    assert_eq!(completed_runs(&dir).len(), 2, "shard 1/3 of 6 runs");
+    assert_nothing_left("after the VM resume");
+}
