@@ -283,6 +283,10 @@ fn run_bench(a: RunArgs) -> Result<i32> {
             a.algo.len(),
             secs
         );
+        let refs: Vec<&scenario::RunPoint> = points.iter().collect();
+        if let Some(w) = runner::cpu_warning(&refs, a.jobs as usize) {
+            println!("warning (on this machine): {w}");
+        }
         return match runner::check_supported(&sc, &points) {
             Ok(()) => Ok(exit::OK),
             Err(e) => Err(e),
