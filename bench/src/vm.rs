@@ -308,7 +308,7 @@ pub struct VmSpec {
 }
 
 /// Name of the file, in a results directory, that holds the process group of the VM
-/// writing into it (see [`VmSpec::pgid_file`]).
+/// writing into it and the host's boot id (see [`VmSpec::pgid_file`]).
 pub const PGID_FILE: &str = "vm.pgid";
 
 /// Ends the VM process group recorded in `dir`'s [`PGID_FILE`], if it still runs (SIGTERM,
@@ -319,12 +319,18 @@ pub const PGID_FILE: &str = "vm.pgid";
 /// Errors: the group survives SIGKILL for 5 s.
 pub fn end_recorded_vm(dir: &Path) -> Result<Option<String>, VmError> {
     let path = dir.join(PGID_FILE);
-    let Some(pgid) = fs::read_to_string(&path)
-        .ok()
-        .and_then(|s| s.trim().parse::<i32>().ok())
-    else {
+    let Ok(content) = fs::read_to_string(&path) else {
         return Ok(None);
     };
+    let mut words = content.split_whitespace();
+    let Some(pgid) = words.next().and_then(|w| w.parse::<i32>().ok()) else {
+        return Ok(None);
+    };
+    // Written on another boot or machine (e.g. read by the guest the VM runs): not ours to
+    // judge, and the file stays for the host.
+    if words.next().is_some_and(|b| b != boot_id()) {
+        return Ok(None);
+    }
     let members = group_members(pgid);
     let ours = members
         .iter()
@@ -363,6 +369,13 @@ pub fn end_recorded_vm(dir: &Path) -> Result<Option<String>, VmError> {
     };
     let _ = fs::remove_file(&path);
     Ok(msg)
+}
+
+/// This boot's id (`/proc/sys/kernel/random/boot_id`), empty if unreadable.
+fn boot_id() -> String {
+    fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default()
 }
 
 /// Command names of the processes in process group `pgid` (from /proc/<pid>/stat).
@@ -587,9 +600,7 @@ fn detect_accel() -> Accel {
     if !kvm_opens {
         return Accel::Tcg;
     }
-    let boot_id = fs::read_to_string("/proc/sys/kernel/random/boot_id")
-        .map(|s| s.trim().to_string())
-        .unwrap_or_default();
+    let boot_id = boot_id();
     if let Some(a) = fs::read_to_string(ACCEL_CACHE)
         .ok()
         .and_then(|c| parse_accel_cache(&c, &boot_id))
@@ -752,7 +763,7 @@ pub fn run_in_vm(spec: &VmSpec, script: &str) -> Result<VmOutput, VmError> {
         .spawn()
         .map_err(io_err(format!("starting {}", vng.display())))?;
     if let Some(f) = &spec.pgid_file {
-        if let Err(e) = fs::write(f, format!("{}\n", child.id())) {
+        if let Err(e) = fs::write(f, format!("{} {}\n", child.id(), boot_id())) {
             kill_group(&child);
             let _ = child.wait();
             return Err(io_err(format!("writing {}", f.display()))(e));

@@ -44,7 +44,7 @@ fn spawn(args: &[&str]) -> Child {
     Command::new(cctl_bin())
         .args(args)
         .stdout(Stdio::null())
-        .stderr(Stdio::piped())
+        .stderr(Stdio::null())
         .spawn()
         .expect("starting cctl")
 }
@@ -432,9 +432,10 @@ fn resume_ends_the_vm_a_killed_cctl_left_running() {
     child.wait().unwrap();
     let pgid: i32 = std::fs::read_to_string(&pgid_file)
         .expect("the VM's process group is recorded")
-        .trim()
-        .parse()
-        .unwrap();
+        .split_whitespace()
+        .next()
+        .and_then(|w| w.parse().ok())
+        .expect("vm.pgid starts with the group id");
     assert!(
         group_alive(pgid),
         "QEMU outlives a killed cctl (what resume must end)"
