@@ -101,9 +101,9 @@ bench-jobs: deps vm-deps-if-needed
 
 # A sweep as a real Slurm job array on a one-node cluster brought up here (slurm-wlm, munge;
 # scripts/slurm-local.sh), 3 tasks one at a time plus the afterany merge job, compared with
-# the same sweep run unsplit by `cctl bench run`. Outside `make test`: ~25 min with the
+# the same sweep run unsplit by `cctl bench run`. Outside `make test`: ~20 min with the
 # defaults below (in the guest). SLURM_ARGS="SCENARIO=... ALGOS=... REPEAT=... CCTL_ARGS=..."
-SLURM_ARGS ?= SCENARIO=fairness-same-rtt ALGOS=reno,htcp REPEAT=3 CCTL_ARGS="--points 0,1 --jobs 2"
+SLURM_ARGS ?= SCENARIO=fairness-same-rtt ALGOS=reno,htcp REPEAT=3 CCTL_ARGS="--points 0,1"
 slurm-bench: deps vm-deps-if-needed
 	$(CARGO) build --release -p cctl
 	env $(SLURM_ARGS) bash scripts/slurm-bench.sh
