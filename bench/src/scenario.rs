@@ -2493,6 +2493,28 @@ duration_s = 40
     }
 
     #[test]
+    fn a_zero_rtt_adds_no_delay_and_needs_no_netem() {
+        let text = GOOD.replacen(
+            "sweep = { rtt_ms = [22, 42, 82] }",
+            "sweep = { rtt_ms = [0, 42] }",
+            1,
+        );
+        let sc = Scenario::parse(&text, Path::new("/tmp/cases/zero.toml")).unwrap();
+        let points = sc.expand(Profile::Ci, 1).unwrap();
+        let zero = points
+            .iter()
+            .find(|p| p.rtt_ms == 0.0)
+            .expect("a 0-ms point");
+        assert!(zero.flows.iter().all(|f| f.rtt_ms == 0.0));
+        assert!(!crate::runner::path_for(zero).needs_netem());
+        let other = points
+            .iter()
+            .find(|p| p.rtt_ms == 42.0)
+            .expect("a 42-ms point");
+        assert!(crate::runner::path_for(other).needs_netem());
+    }
+
+    #[test]
     fn negative_delays_rates_and_durations_are_rejected() {
         rejects(
             "rate_mbit = 10\n",
@@ -2504,7 +2526,7 @@ duration_s = 40
             "sweep = { rtt_ms = [22, 42, 82] }",
             "sweep = { rtt_ms = [22, -42, 82] }",
             "profiles.ci.sweep.rtt_ms[1]",
-            &["> 0"],
+            &["≥ 0", "0: no added delay"],
         );
         rejects(
             "duration_s = 40",
@@ -2516,7 +2538,7 @@ duration_s = 40
             "cc = \"{algo}\"\n",
             "cc = \"{algo}\"\nrtt_ms = -5\n",
             "flows[0].rtt_ms",
-            &["> 0"],
+            &["≥ 0", "0: no added delay"],
         );
         rejects("start_s = 5", "start_s = -5", "flows[1].start_s", &["≥ 0"]);
     }

@@ -1139,8 +1139,10 @@ mod tests {
         let spec = guest_test_spec("crashes its guest's kernel");
         let script = "\
             echo cctl-marker-before-crash >/dev/kmsg
-            # `dmesg -w` starts beside the script; under TCG its start can take seconds.
-            sleep 5
+            # `dmesg -w` starts beside the script; under TCG its start can take seconds
+            # (more on a busy host): wait for it, then give it time to write the marker.
+            for i in $(seq 150); do pgrep -x dmesg >/dev/null && break; sleep 0.2; done
+            sleep 3
             echo c >/proc/sysrq-trigger
             echo still-alive
         ";
