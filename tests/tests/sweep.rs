@@ -112,6 +112,15 @@ fn assert_nothing_left(when: &str) {
     }
 }
 
+/// Sends SIGINT (Ctrl-C) to a running cctl.
+fn interrupt(child: &Child) {
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+}
+
 fn wait_for(what: &str, timeout: Duration, mut cond: impl FnMut() -> bool) {
     let end = Instant::now() + timeout;
     while !cond() {
@@ -332,11 +341,7 @@ fn two_jobs_run_two_dumbbells_at_once_and_leave_nothing() {
         let ns = namespaces();
         ns.iter().any(|n| n == "cctl-b0-rtr") && ns.iter().any(|n| n == "cctl-b1-rtr")
     });
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(child.id() as i32),
-        nix::sys::signal::Signal::SIGINT,
-    )
-    .unwrap();
+    interrupt(&child);
     let st = child.wait().unwrap();
     assert_eq!(st.code(), Some(130), "{st:?}");
     assert_nothing_left("after Ctrl-C");
@@ -399,11 +404,7 @@ fn bad_input_is_refused_before_anything_is_made() {
         stderr(&o)
     );
     assert!(!dir.exists(), "the refused sweep created {}", dir.display());
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(first.id() as i32),
-        nix::sys::signal::Signal::SIGINT,
-    )
-    .unwrap();
+    interrupt(&first);
     assert_eq!(first.wait().unwrap().code(), Some(130));
     assert_nothing_left("after the refusals");
 }
