@@ -26,6 +26,12 @@
  *     rtt, and slow start doubles every RTT, not every other one (spec §9);
  *   - otherwise the same: RTT samples + 1 us, baseRTT forgotten on idle restart,
  *     sampling restarted on entering Open, tcp_current_ssthresh after an update.
+ *   - conform tolerance: 1 segments: diff is measured from usec RTT samples. In a
+ *     lockstep run the second sender's ACK is written after the first sender has
+ *     processed its own, so its samples lag by the first sender's per-ACK time,
+ *     which differs by microseconds between port and module; with diff within
+ *     ~2 us of α or β (CI: diff 1.97 against α = 2 at cwnd 144, step 4,072 of
+ *     `avoidance`) one once-per-RTT decision flips by one segment.
  */
 #include "cc_common.bpf.h"
 #include "vegas_math.h"
