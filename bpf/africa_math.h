@@ -30,16 +30,12 @@ struct cctl_africa_ca {
 #define AFRICA_MODE_SLOW 0 /* Δ̂ >= α: Reno, w += 1/w per acked packet */
 #define AFRICA_MODE_FAST 1 /* Δ̂ <  α: HSTCP, w += a(w)/w per acked packet */
 
-#ifndef AFRICA_INLINE
-#define AFRICA_INLINE static inline __attribute__((always_inline))
-#endif
-
 /*
  * Δ̂ = w (RTT - baseRTT) / RTT, the Vegas-style estimate of this flow's packets in the
  * bottleneck queue (spec §11), << 10. cwnd in segments, times in usec; 0 when
  * RTT <= baseRTT. Saturates at 2^32 - 1.
  */
-AFRICA_INLINE __u32 africa_delta_q10(__u32 cwnd, __u32 rtt_us, __u32 base_us)
+CCTL_MATH __u32 africa_delta_q10(__u32 cwnd, __u32 rtt_us, __u32 base_us)
 {
 	__u64 d;
 
@@ -50,14 +46,14 @@ AFRICA_INLINE __u32 africa_delta_q10(__u32 cwnd, __u32 rtt_us, __u32 base_us)
 }
 
 /* Fast while Δ̂ < α (α in 1/100 packet). */
-AFRICA_INLINE __u8 africa_mode_for(__u32 delta_q10, __u32 alpha_cpkt)
+CCTL_MATH __u8 africa_mode_for(__u32 delta_q10, __u32 alpha_cpkt)
 {
 	return (__u64)delta_q10 * 100 < ((__u64)alpha_cpkt << 10) ? AFRICA_MODE_FAST
 								   : AFRICA_MODE_SLOW;
 }
 
 /* One RTT sample (usec) for the current round's minimum. */
-AFRICA_INLINE void africa_rtt_sample(struct cctl_africa_ca *ca, __u32 rtt_us)
+CCTL_MATH void africa_rtt_sample(struct cctl_africa_ca *ca, __u32 rtt_us)
 {
 	if (!rtt_us)
 		rtt_us = 1;
@@ -67,7 +63,7 @@ AFRICA_INLINE void africa_rtt_sample(struct cctl_africa_ca *ca, __u32 rtt_us)
 }
 
 /* Whether the ACK of sequence `ack` ends the round that began at beg_snd_nxt. */
-AFRICA_INLINE int africa_round_over(__u32 ack, __u32 beg_snd_nxt)
+CCTL_MATH int africa_round_over(__u32 ack, __u32 beg_snd_nxt)
 {
 	return (__s32)(ack - beg_snd_nxt) > 0;
 }
@@ -78,7 +74,7 @@ AFRICA_INLINE int africa_round_over(__u32 ack, __u32 beg_snd_nxt)
  * without RTT samples, or before any baseRTT, keeps Δ̂ and the mode. Starts the
  * next round.
  */
-AFRICA_INLINE void africa_round_end(struct cctl_africa_ca *ca, __u32 cwnd, __u32 base_us,
+CCTL_MATH void africa_round_end(struct cctl_africa_ca *ca, __u32 cwnd, __u32 base_us,
 				    __u32 alpha_cpkt)
 {
 	__u8 mode;

@@ -23,10 +23,6 @@ struct cctl_bic_ca {
 	__u32 delayed_ack;  /* EWMA (gain 1/16) of packets per ACK, << BIC_ACK_RATIO_SHIFT */
 };
 
-#ifndef BIC_INLINE
-#define BIC_INLINE static inline __attribute__((always_inline))
-#endif
-
 #define BIC_ACK_RATIO_SHIFT 4   /* delayed_ack is packets per ACK << 4 */
 #define BIC_FP_MAX 0xffffffffull
 
@@ -43,7 +39,7 @@ struct cctl_bic_ca {
  * whole_delta: δ = ⌊(w_1 - w)/B⌋ in whole segments, as Linux's `dist` (so "δ <= 1"
  * covers w_1 - w < 2B, and f = δ takes whole values); else δ is kept in 1/1024.
  */
-BIC_INLINE __u32 bic_inc_fp(__u32 w, __u32 w_1, __u32 b, __u32 smax, __u32 smooth,
+CCTL_MATH __u32 bic_inc_fp(__u32 w, __u32 w_1, __u32 b, __u32 smax, __u32 smooth,
 			    __u32 whole_delta)
 {
 	__u64 smax_fp = (__u64)smax << CCTL_FP_SHIFT;
@@ -86,7 +82,7 @@ BIC_INLINE __u32 bic_inc_fp(__u32 w, __u32 w_1, __u32 b, __u32 smax, __u32 smoot
  * 1 per RTT; while no loss has happened (w_1 == 0) it is at least
  * w / boost_max_cnt per RTT (boost_max_cnt = 20: 5 % per RTT; 0 = off).
  */
-BIC_INLINE __u32 bic_effective_inc_fp(__u32 w, __u32 w_1, __u32 low_window, __u32 b,
+CCTL_MATH __u32 bic_effective_inc_fp(__u32 w, __u32 w_1, __u32 low_window, __u32 b,
 				      __u32 smax, __u32 smooth, __u32 boost_max_cnt,
 				      __u32 whole_delta)
 {
@@ -111,7 +107,7 @@ BIC_INLINE __u32 bic_effective_inc_fp(__u32 w, __u32 w_1, __u32 low_window, __u3
  * cnt = w / f (at least 1). With rescale (Linux's packets-per-ACK estimate,
  * delayed_ack = packets per ACK << 4, > 0) cnt is divided by that ratio.
  */
-BIC_INLINE __u32 bic_cnt(__u32 w, __u32 inc_fp, __u32 rescale, __u32 delayed_ack)
+CCTL_MATH __u32 bic_cnt(__u32 w, __u32 inc_fp, __u32 rescale, __u32 delayed_ack)
 {
 	__u64 cnt = ((__u64)w << CCTL_FP_SHIFT) / (inc_fp ? inc_fp : 1);
 
@@ -124,7 +120,7 @@ BIC_INLINE __u32 bic_cnt(__u32 w, __u32 inc_fp, __u32 rescale, __u32 delayed_ack
 
 /* w_1 after a loss at window w (spec §6 "Loss"): (1 + β)/2 · w with fast
  * convergence when w fell short of the previous target, else w. β << 10. */
-BIC_INLINE __u32 bic_new_w_max(__u32 w, __u32 w_1, __u32 beta_fp, __u32 fast_convergence)
+CCTL_MATH __u32 bic_new_w_max(__u32 w, __u32 w_1, __u32 beta_fp, __u32 fast_convergence)
 {
 	if (fast_convergence && w < w_1)
 		return (__u32)(((__u64)w * (CCTL_FP_ONE + beta_fp)) >> (CCTL_FP_SHIFT + 1));
@@ -132,7 +128,7 @@ BIC_INLINE __u32 bic_new_w_max(__u32 w, __u32 w_1, __u32 beta_fp, __u32 fast_con
 }
 
 /* ssthresh after a loss: Reno's max(w/2, 2) at or below low_window, else max(β w, 2). */
-BIC_INLINE __u32 bic_ssthresh_of(__u32 w, __u32 beta_fp, __u32 low_window)
+CCTL_MATH __u32 bic_ssthresh_of(__u32 w, __u32 beta_fp, __u32 low_window)
 {
 	__u32 s;
 
@@ -144,7 +140,7 @@ BIC_INLINE __u32 bic_ssthresh_of(__u32 w, __u32 beta_fp, __u32 low_window)
 }
 
 /* One step of the packets-per-ACK EWMA (gain 1/16), as Linux keeps it. */
-BIC_INLINE __u32 bic_delayed_ack(__u32 delayed_ack, __u32 pkts_acked)
+CCTL_MATH __u32 bic_delayed_ack(__u32 delayed_ack, __u32 pkts_acked)
 {
 	__u32 d = delayed_ack - (delayed_ack >> BIC_ACK_RATIO_SHIFT) + pkts_acked;
 

@@ -19,6 +19,13 @@
 #define CCTL_FP_SHIFT 10
 #define CCTL_FP_ONE (1u << CCTL_FP_SHIFT)
 
+/* Linkage of the fixed-point rules of bpf/<algo>_math.h: inlined into the BPF
+ * programs; loader/build.rs compiles each header for the host with CCTL_MATH
+ * empty, so that unit tests call the very same functions. */
+#ifndef CCTL_MATH
+#define CCTL_MATH static inline __attribute__((always_inline))
+#endif
+
 /* Algorithm identifiers stored in cctl_meas.magic bits 8..15. */
 enum cctl_algo_id {
 	CCTL_ALGO_NONE = 0,

@@ -31,10 +31,6 @@ struct cctl_compound_ca {
 	__u32 undo_dwnd_fp;    /* dwnd before the current reduction, << 10 */
 };
 
-#ifndef COMPOUND_INLINE
-#define COMPOUND_INLINE static inline __attribute__((always_inline))
-#endif
-
 #define COMPOUND_FP_MAX 0xffffffffull
 
 /* 2^(2^-j) << 30, j = 1..16, rounded to nearest. */
@@ -45,7 +41,7 @@ static const __u32 compound_exp2_tab[16] = {
 };
 
 /* log2(x) << 16 for x >= 1 (0 for x <= 1), fractional bits by repeated squaring. */
-COMPOUND_INLINE __u32 compound_log2_q16(__u64 x)
+CCTL_MATH __u32 compound_log2_q16(__u64 x)
 {
 	__u32 n = 0, frac = 0, i;
 	__u64 t = x, m;
@@ -89,7 +85,7 @@ COMPOUND_INLINE __u32 compound_log2_q16(__u64 x)
 }
 
 /* 2^(y / 2^16) << 10, saturating at 2^64 - 1. */
-COMPOUND_INLINE __u64 compound_exp2_fp(__u64 y)
+CCTL_MATH __u64 compound_exp2_fp(__u64 y)
 {
 	__u64 e = y >> 16, r = 1ull << 30;
 	__u32 f = (__u32)(y & 0xffff), j;
@@ -110,7 +106,7 @@ COMPOUND_INLINE __u64 compound_exp2_fp(__u64 y)
 }
 
 /* win^k << 10 (k = k_pm / 1000), for win in packets. */
-COMPOUND_INLINE __u64 compound_pow_fp(__u32 win, __u32 k_pm)
+CCTL_MATH __u64 compound_pow_fp(__u32 win, __u32 k_pm)
 {
 	if (!win)
 		return 0;
@@ -122,7 +118,7 @@ COMPOUND_INLINE __u64 compound_pow_fp(__u32 win, __u32 k_pm)
  *      = win · (RTT - baseRTT) / RTT: the packets this flow keeps queued (spec §12).
  * << 10; 0 when RTT <= baseRTT.
  */
-COMPOUND_INLINE __u32 compound_diff_fp(__u32 win, __u32 base_us, __u32 rtt_us)
+CCTL_MATH __u32 compound_diff_fp(__u32 win, __u32 base_us, __u32 rtt_us)
 {
 	__u64 d;
 
@@ -138,7 +134,7 @@ COMPOUND_INLINE __u32 compound_diff_fp(__u32 win, __u32 base_us, __u32 rtt_us)
  *   diff >= γ:  dwnd  = max(dwnd - ζ · diff, 0)  (retreat as the queue builds)
  * win in packets; α, k, ζ per-mille; γ in packets. Saturates at 2^32 - 1.
  */
-COMPOUND_INLINE __u32 compound_dwnd_update(__u32 win, __u32 dwnd_fp, __u32 diff_fp,
+CCTL_MATH __u32 compound_dwnd_update(__u32 win, __u32 dwnd_fp, __u32 diff_fp,
 					   __u32 alpha_pm, __u32 k_pm, __u32 zeta_pm,
 					   __u32 gamma_pkts)
 {
@@ -165,7 +161,7 @@ COMPOUND_INLINE __u32 compound_dwnd_update(__u32 win, __u32 dwnd_fp, __u32 diff_
  * win = cwnd + ⌊dwnd⌋ before the loss, packets; β per-mille.
  * Returns the new dwnd << 10; *cwnd_reno is halved in place.
  */
-COMPOUND_INLINE __u32 compound_loss(__u32 win, __u32 *cwnd_reno, __u32 beta_pm)
+CCTL_MATH __u32 compound_loss(__u32 win, __u32 *cwnd_reno, __u32 beta_pm)
 {
 	__u64 keep = ((__u64)win << CCTL_FP_SHIFT) * (beta_pm < 1000 ? 1000 - beta_pm : 0) / 1000;
 	__u64 half = (__u64)*cwnd_reno << (CCTL_FP_SHIFT - 1);
@@ -179,7 +175,7 @@ COMPOUND_INLINE __u32 compound_loss(__u32 win, __u32 *cwnd_reno, __u32 beta_pm)
  * Reno part, per ACK: cwnd += 1/win per acked packet, paced by the total window
  * (spec §12): one packet per win acked packets, remainder kept in *cnt.
  */
-COMPOUND_INLINE void compound_reno_ai(__u32 *cwnd_reno, __u32 *cnt, __u32 win, __u32 acked)
+CCTL_MATH void compound_reno_ai(__u32 *cwnd_reno, __u32 *cnt, __u32 win, __u32 acked)
 {
 	if (!win)
 		win = 1;
@@ -198,7 +194,7 @@ COMPOUND_INLINE void compound_reno_ai(__u32 *cwnd_reno, __u32 *cnt, __u32 win, _
  * dwnd is kept and the Reno part takes the difference; if snd_cwnd is below
  * ⌊dwnd⌋ + 1, dwnd shrinks to leave the Reno part one packet.
  */
-COMPOUND_INLINE void compound_sync(__u32 snd_cwnd, __u32 *cwnd_reno, __u32 *dwnd_fp)
+CCTL_MATH void compound_sync(__u32 snd_cwnd, __u32 *cwnd_reno, __u32 *dwnd_fp)
 {
 	__u32 dw = *dwnd_fp >> CCTL_FP_SHIFT;
 

@@ -54,10 +54,6 @@ struct cubic_hystart_params {
 	__u32 min_samples;      /* RTT samples per round before the delay test */
 };
 
-#ifndef CUBIC_INLINE
-#define CUBIC_INLINE static inline __attribute__((always_inline))
-#endif
-
 #define CUBIC_TIME_SHIFT 10            /* t and K in 1/1024 s */
 #define CUBIC_OFFS_MAX (1ull << 20)    /* |t - K| is capped at 1024 s */
 #define CUBIC_U32_MAX 0xffffffffull
@@ -78,7 +74,7 @@ struct cubic_hystart_params {
 
 /* 1 if a >= b, else 0, without a branch: the borrow out of a - b, from the
  * top bits (a branch per bit would make the verifier walk 2^22 paths). */
-CUBIC_INLINE __u64 cubic_ge(__u64 a, __u64 b)
+CCTL_MATH __u64 cubic_ge(__u64 a, __u64 b)
 {
 	__u64 borrow = ((~a & b) | (~(a ^ b) & (a - b))) >> 63;
 
@@ -92,7 +88,7 @@ CUBIC_INLINE __u64 cubic_ge(__u64 a, __u64 b)
  * (12 y^2 + 6 y + 1), so the remainder (x minus the cube so far, at the
  * current bit position) accepts the bit when it is >= 3·(2y)(2y + 1) + 1.
  */
-CUBIC_INLINE __u32 cubic_cbrt(__u64 x)
+CCTL_MATH __u32 cubic_cbrt(__u64 x)
 {
 	__u64 y = 0;
 	int s;
@@ -115,7 +111,7 @@ CUBIC_UNROLL
  * function", [LINUX] form): K = cbrt(diff / C) s = cbrt(diff · 2^40 / c_1024).
  * The quotient saturates at 2^64 - 1 (K <= 2642245/1024 s, beyond any flow).
  */
-CUBIC_INLINE __u32 cubic_k_1024(__u32 diff, __u32 c_1024)
+CCTL_MATH __u32 cubic_k_1024(__u32 diff, __u32 c_1024)
 {
 	__u64 q;
 
@@ -132,7 +128,7 @@ CUBIC_INLINE __u32 cubic_k_1024(__u32 diff, __u32 c_1024)
 }
 
 /* usec -> 1/1024 s, rounded down. */
-CUBIC_INLINE __u64 cubic_us_to_1024(__u64 us)
+CCTL_MATH __u64 cubic_us_to_1024(__u64 us)
 {
 	return (us << CUBIC_TIME_SHIFT) / 1000000ull;
 }
@@ -143,7 +139,7 @@ CUBIC_INLINE __u64 cubic_us_to_1024(__u64 us)
  * 1024 s (C·1024^3 ≈ 4.3e8 segments at C = 0.4, so the cap only saturates).
  * c_1024 <= 2^14 (the loader's limit) keeps c·(offs^3 >> 10) below 2^64.
  */
-CUBIC_INLINE __u32 cubic_w_target(__u64 t_1024, __u32 k_1024, __u32 origin, __u32 c_1024)
+CCTL_MATH __u32 cubic_w_target(__u64 t_1024, __u32 k_1024, __u32 origin, __u32 c_1024)
 {
 	__u64 offs = t_1024 < k_1024 ? k_1024 - t_1024 : t_1024 - k_1024;
 	__u64 delta;
@@ -160,7 +156,7 @@ CUBIC_INLINE __u32 cubic_w_target(__u64 t_1024, __u32 k_1024, __u32 origin, __u3
 /* Acked packets per W_tcp segment: W_tcp grows by 3(1-β)/(1+β) per window of
  * acked packets (spec §7 "TCP-friendly region"), i.e. +1 per
  * cwnd (1+β) / (3 (1-β)) packets; at least 1. */
-CUBIC_INLINE __u32 cubic_reno_acks_per_segment(__u32 cwnd, __u32 beta_fp)
+CCTL_MATH __u32 cubic_reno_acks_per_segment(__u32 cwnd, __u32 beta_fp)
 {
 	__u64 den = 3ull * (1024 - (beta_fp < 1024 ? beta_fp : 1023));
 	__u64 d = ((__u64)cwnd * (1024 + beta_fp)) / den;
@@ -176,7 +172,7 @@ CUBIC_INLINE __u32 cubic_reno_acks_per_segment(__u32 cwnd, __u32 beta_fp)
  * loss-free floor, the TCP-friendly window and the +50 %/RTT ceiling.
  * now_us: low 32 bits of the clock; acked: packets (or 1 per ACK event).
  */
-CUBIC_INLINE void cubic_update(struct cctl_cubic_ca *ca, const struct cubic_params *p,
+CCTL_MATH void cubic_update(struct cctl_cubic_ca *ca, const struct cubic_params *p,
 			       __u32 cwnd, __u32 acked, __u32 now_us)
 {
 	__u64 t, cnt;
@@ -230,7 +226,7 @@ CUBIC_INLINE void cubic_update(struct cctl_cubic_ca *ca, const struct cubic_para
 
 /* W_max after a reduction at window w (spec §7 "Loss"): w (1 + β)/2 with fast
  * convergence when w fell short of the previous W_max, else w. */
-CUBIC_INLINE __u32 cubic_new_w_max(__u32 w, __u32 w_max, __u32 beta_fp, __u32 fast_convergence)
+CCTL_MATH __u32 cubic_new_w_max(__u32 w, __u32 w_max, __u32 beta_fp, __u32 fast_convergence)
 {
 	if (fast_convergence && w < w_max)
 		return (__u32)(((__u64)w * (1024 + beta_fp)) >> 11);
@@ -238,7 +234,7 @@ CUBIC_INLINE __u32 cubic_new_w_max(__u32 w, __u32 w_max, __u32 beta_fp, __u32 fa
 }
 
 /* ssthresh = max(β w, 2) segments. */
-CUBIC_INLINE __u32 cubic_ssthresh_of(__u32 w, __u32 beta_fp)
+CCTL_MATH __u32 cubic_ssthresh_of(__u32 w, __u32 beta_fp)
 {
 	__u32 s = (__u32)(((__u64)w * beta_fp) >> 10);
 
@@ -246,7 +242,7 @@ CUBIC_INLINE __u32 cubic_ssthresh_of(__u32 w, __u32 beta_fp)
 }
 
 /* A reduction: the epoch ends, W_max is set; returns ssthresh. */
-CUBIC_INLINE __u32 cubic_on_reduction(struct cctl_cubic_ca *ca, const struct cubic_params *p,
+CCTL_MATH __u32 cubic_on_reduction(struct cctl_cubic_ca *ca, const struct cubic_params *p,
 				      __u32 w)
 {
 	ca->epoch_start_us = 0;
@@ -255,7 +251,7 @@ CUBIC_INLINE __u32 cubic_on_reduction(struct cctl_cubic_ca *ca, const struct cub
 }
 
 /* Everything but the shared measurement layer back to zero (init, RTO). */
-CUBIC_INLINE void cubic_reset(struct cctl_cubic_ca *ca)
+CCTL_MATH void cubic_reset(struct cctl_cubic_ca *ca)
 {
 	ca->cnt = 0;
 	ca->w_max = 0;
@@ -269,7 +265,7 @@ CUBIC_INLINE void cubic_reset(struct cctl_cubic_ca *ca)
 }
 
 /* HyStart: a new round starts (at init, RTO, and when snd_una passes end_seq). */
-CUBIC_INLINE void cubic_hystart_round(struct cctl_cubic_ca *ca, __u32 now_us, __u32 snd_nxt)
+CCTL_MATH void cubic_hystart_round(struct cctl_cubic_ca *ca, __u32 now_us, __u32 snd_nxt)
 {
 	ca->round_start_us = now_us;
 	ca->last_ack_us = now_us;
@@ -279,7 +275,7 @@ CUBIC_INLINE void cubic_hystart_round(struct cctl_cubic_ca *ca, __u32 now_us, __
 }
 
 /* The delay-increase threshold: clamp(RTT_min / 8, lo, hi), usec. */
-CUBIC_INLINE __u32 cubic_hystart_delay_thresh(__u32 delay_min_us, __u32 lo, __u32 hi)
+CCTL_MATH __u32 cubic_hystart_delay_thresh(__u32 delay_min_us, __u32 lo, __u32 hi)
 {
 	__u32 t = delay_min_us >> 3;
 
@@ -301,7 +297,7 @@ CUBIC_INLINE __u32 cubic_hystart_delay_thresh(__u32 delay_min_us, __u32 lo, __u3
  *     exceeds RTT_min + clamp(RTT_min/8, delay_min_us, delay_max_us).
  * snd_una and snd_nxt are sequence numbers; times in usec (low 32 bits).
  */
-CUBIC_INLINE int cubic_hystart_update(struct cctl_cubic_ca *ca,
+CCTL_MATH int cubic_hystart_update(struct cctl_cubic_ca *ca,
 				      const struct cubic_hystart_params *h, __u32 cwnd,
 				      __u32 delay_us, __u32 now_us, __u32 snd_una, __u32 snd_nxt,
 				      __u32 ack_delay_us, int paced)

@@ -36,10 +36,6 @@ struct cctl_fast_ca {
 #define FAST_PHASE_FREEZE 2     /* freeze RTT: the window is held */
 #define FAST_PHASE_RECOVERY 3   /* loss recovery: no delay-based adjustments */
 
-#ifndef FAST_INLINE
-#define FAST_INLINE static inline __attribute__((always_inline))
-#endif
-
 #define FAST_ACK_RATIO_ONE 256u            /* 1 packet per ACK, << 8 */
 #define FAST_ACK_RATIO_MAX (64u << 8)      /* packets per ACK are clamped to [1, 64] */
 #define FAST_U32_MAX 0xffffffffull
@@ -48,7 +44,7 @@ struct cctl_fast_ca {
  * η = min(eta_num · r / w, eta_max) << 16 ([P1] §IV-A: min(3/w, 1/4); with
  * use_ack_ratio the spec's [CHOICE] r = packets per ACK, else r = 1).
  */
-FAST_INLINE __u32 fast_eta_fp16(__u32 cwnd, __u32 ack_ratio_fp8, __u32 eta_num, __u32 eta_max_pct,
+CCTL_MATH __u32 fast_eta_fp16(__u32 cwnd, __u32 ack_ratio_fp8, __u32 eta_num, __u32 eta_max_pct,
 				__u32 use_ack_ratio)
 {
 	__u64 r = use_ack_ratio ? ack_ratio_fp8 : FAST_ACK_RATIO_ONE;
@@ -59,7 +55,7 @@ FAST_INLINE __u32 fast_eta_fp16(__u32 cwnd, __u32 ack_ratio_fp8, __u32 eta_num, 
 }
 
 /* T̄ ← (1 − η) T̄ + η T: one RTT sample (usec) into the average (usec << 10). */
-FAST_INLINE __u64 fast_avg_rtt(__u64 avg_fp, __u32 rtt_us, __u32 eta_fp16)
+CCTL_MATH __u64 fast_avg_rtt(__u64 avg_fp, __u32 rtt_us, __u32 eta_fp16)
 {
 	__u64 t = (__u64)rtt_us << 10;
 
@@ -71,7 +67,7 @@ FAST_INLINE __u64 fast_avg_rtt(__u64 avg_fp, __u32 rtt_us, __u32 eta_fp16)
 }
 
 /* Packets per ACK: EWMA with gain 1/8 of pkts_acked per ACK, << 8, in [1, 64]. */
-FAST_INLINE __u32 fast_ack_ratio(__u32 ratio_fp8, __u32 pkts_acked)
+CCTL_MATH __u32 fast_ack_ratio(__u32 ratio_fp8, __u32 pkts_acked)
 {
 	__u64 p = (__u64)(pkts_acked > 64 ? 64 : pkts_acked) << 8;
 	__u64 r = ratio_fp8 ? ratio_fp8 : FAST_ACK_RATIO_ONE;
@@ -92,7 +88,7 @@ FAST_INLINE __u32 fast_ack_ratio(__u32 ratio_fp8, __u32 pkts_acked)
  * >= 2^43 packet·usec, e.g. beyond 10^6 packets at 8.8 s).
  * Without a baseRTT or T̄ the window is kept.
  */
-FAST_INLINE __u32 fast_window(__u32 cwnd, __u32 base_us, __u64 avg_fp, __u32 alpha,
+CCTL_MATH __u32 fast_window(__u32 cwnd, __u32 base_us, __u64 avg_fp, __u32 alpha,
 			      __u32 gamma_fp)
 {
 	__u64 wb, ratio, inner, t;
@@ -126,7 +122,7 @@ FAST_INLINE __u32 fast_window(__u32 cwnd, __u32 base_us, __u64 avg_fp, __u32 alp
  * [P0]'s adaptive α level, read as hysteresis (spec §8): level 0 → 1 above m0u,
  * 1 → 0 below m1l, 1 → 2 above m1u, 2 → 1 below m2l (throughput in kB/s).
  */
-FAST_INLINE __u32 fast_alpha_level(__u32 level, __u32 tput_kBps, __u32 m0u, __u32 m1l, __u32 m1u,
+CCTL_MATH __u32 fast_alpha_level(__u32 level, __u32 tput_kBps, __u32 m0u, __u32 m1l, __u32 m1u,
 				   __u32 m2l)
 {
 	switch (level) {
@@ -142,7 +138,7 @@ FAST_INLINE __u32 fast_alpha_level(__u32 level, __u32 tput_kBps, __u32 m0u, __u3
 }
 
 /* Throughput of an RTT, kB/s: segments × mss bytes over elapsed usec (0 if no time passed). */
-FAST_INLINE __u32 fast_tput_kBps(__u32 segments, __u32 mss, __u32 elapsed_us)
+CCTL_MATH __u32 fast_tput_kBps(__u32 segments, __u32 mss, __u32 elapsed_us)
 {
 	__u64 b;
 
@@ -159,7 +155,7 @@ FAST_INLINE __u32 fast_tput_kBps(__u32 segments, __u32 mss, __u32 elapsed_us)
  * Mode 0 compares exact integers; mode 1 compares 2 w ⌊2^20 q̂/T̄⌋ with α 2^20
  * (q̂/T̄ truncated to 2^-20, so it may decide late by less than w 2^-19 packets).
  */
-FAST_INLINE int fast_ss_exit(__u32 cwnd, __u32 base_us, __u64 avg_fp, __u32 alpha, __u32 mode,
+CCTL_MATH int fast_ss_exit(__u32 cwnd, __u32 base_us, __u64 avg_fp, __u32 alpha, __u32 mode,
 			     __u32 qdelay_pct)
 {
 	__u64 base_fp = (__u64)base_us << 10, q_fp, ratio;
@@ -181,7 +177,7 @@ FAST_INLINE int fast_ss_exit(__u32 cwnd, __u32 base_us, __u64 avg_fp, __u32 alph
  * (target − ref) / ref, so that it reaches the target after about one window
  * of ACKs; the carry stays in *cnt. Never above target.
  */
-FAST_INLINE __u32 fast_spread(__u32 cwnd, __u32 target, __u32 ref, __u32 *cnt, __u32 acked)
+CCTL_MATH __u32 fast_spread(__u32 cwnd, __u32 target, __u32 ref, __u32 *cnt, __u32 acked)
 {
 	__u64 c, inc;
 
@@ -199,7 +195,7 @@ FAST_INLINE __u32 fast_spread(__u32 cwnd, __u32 target, __u32 ref, __u32 *cnt, _
  * ssthresh at a loss (spec §8 "Loss"): halve ([P1], [P0]); a window above
  * min_win keeps at least min_win packets ([P1] footnote 5); never below 2.
  */
-FAST_INLINE __u32 fast_loss_ssthresh(__u32 cwnd, __u32 min_win)
+CCTL_MATH __u32 fast_loss_ssthresh(__u32 cwnd, __u32 min_win)
 {
 	__u32 half = cwnd >> 1;
 

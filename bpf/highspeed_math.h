@@ -34,10 +34,6 @@ struct cctl_highspeed_ca {
 #define HSTCP_LOG2_1E9_Q16 1959353         /* log2(10^9) << 16: P_H is given per 10^9 */
 #define HSTCP_TABLE_ROWS 72
 
-#ifndef HSTCP_INLINE
-#define HSTCP_INLINE static inline __attribute__((always_inline))
-#endif
-
 /*
  * RFC 3649 Appendix B (72 rows): upper cwnd bound of each row (segments) and its decrease
  * fraction b << 8. Row i has a(w) = i + 1. (Also what Linux's tcp_highspeed uses.)
@@ -70,7 +66,7 @@ _Static_assert(sizeof(hstcp_rows_cwnd) == HSTCP_TABLE_ROWS * sizeof(__u32) &&
  * rows[idx - 1] < cwnd <= rows[idx]; that condition has this single solution, so
  * a binary search (7 probes) gives the same row from any starting point.
  */
-HSTCP_INLINE __u32 hstcp_table_index(__u32 cwnd)
+CCTL_MATH __u32 hstcp_table_index(__u32 cwnd)
 {
 	__u32 lo = 0, hi = HSTCP_TABLE_ROWS - 1, mid, k;
 
@@ -90,7 +86,7 @@ HSTCP_INLINE __u32 hstcp_table_index(__u32 cwnd)
 }
 
 /* Table mode: a = idx + 1, b = md / 256. */
-HSTCP_INLINE void hstcp_table_ab(__u32 idx, __u32 *a_q16, __u32 *b_q16)
+CCTL_MATH void hstcp_table_ab(__u32 idx, __u32 *a_q16, __u32 *b_q16)
 {
 	HSTCP_OPAQUE(idx);
 	if (idx >= HSTCP_TABLE_ROWS)
@@ -116,7 +112,7 @@ HSTCP_INLINE void hstcp_table_ab(__u32 idx, __u32 *a_q16, __u32 *b_q16)
  * (held in [1, 2) << 31). Truncates: the result is at most ~2 units below.
  * Branch-free loops: the verifier's cost does not grow with the input.
  */
-HSTCP_INLINE __u32 hstcp_log2_q16(__u64 x)
+CCTL_MATH __u32 hstcp_log2_q16(__u64 x)
 {
 	__u32 n = 0, frac = 0, i;
 	__u64 m = x, bit;
@@ -153,7 +149,7 @@ static const __u32 hstcp_exp2_steps[HSTCP_Q16] = {
  * 2^x for x << 16 (signed), result << 16, saturating at 2^32 - 1: 2^frac as a
  * product of the 2^(2^-k) of its set bits (<< 30), then shifted by the integer part.
  */
-HSTCP_INLINE __u32 hstcp_exp2_q16(__s64 x_q16)
+CCTL_MATH __u32 hstcp_exp2_q16(__s64 x_q16)
 {
 	__s64 n = x_q16 >> HSTCP_Q16; /* floor */
 	__u32 frac = (__u32)(x_q16 & (HSTCP_ONE_Q16 - 1)); /* x - floor(x), two's complement */
@@ -188,7 +184,7 @@ HSTCP_INLINE __u32 hstcp_exp2_q16(__s64 x_q16)
  * For w <= W_L: a = 1, b = 0.5 (Reno). Windows in segments, P_H per 10^9,
  * b_H per mille; results << 16. Needs W_H > W_L >= 1 (the loader checks).
  */
-HSTCP_INLINE void hstcp_formula_ab(__u32 w, __u32 low_window, __u32 high_window,
+CCTL_MATH void hstcp_formula_ab(__u32 w, __u32 low_window, __u32 high_window,
 				   __u32 high_p_ppb, __u32 high_decrease_per_mille, __u32 *a_q16,
 				   __u32 *b_q16)
 {
@@ -232,7 +228,7 @@ HSTCP_INLINE void hstcp_formula_ab(__u32 w, __u32 low_window, __u32 high_window,
  * In Linux's event mode (n = 1, table a = idx + 1) this is tcp_highspeed's
  * `cnt += ai + 1; if (cnt >= cwnd) { cnt -= cwnd; cwnd++; }` scaled by 1024.
  */
-HSTCP_INLINE void hstcp_ai_step(__u32 *cwnd, __u32 *cnt, __u32 n, __u32 a_q16, __u32 clamp)
+CCTL_MATH void hstcp_ai_step(__u32 *cwnd, __u32 *cnt, __u32 n, __u32 a_q16, __u32 clamp)
 {
 	__u64 thr, c;
 	__u32 d;
@@ -258,7 +254,7 @@ HSTCP_INLINE void hstcp_ai_step(__u32 *cwnd, __u32 *cnt, __u32 n, __u32 a_q16, _
  * packet with K = ⌊w / (max_ssthresh / 2)⌋, i.e. at most max_ssthresh/2 segments
  * per RTT. As an a for hstcp_ai_step (w += a/w): a = w / K, << 16.
  */
-HSTCP_INLINE __u32 hstcp_limited_ss_a_q16(__u32 cwnd, __u32 max_ssthresh)
+CCTL_MATH __u32 hstcp_limited_ss_a_q16(__u32 cwnd, __u32 max_ssthresh)
 {
 	__u32 k = max_ssthresh >= 2 ? cwnd / (max_ssthresh / 2) : cwnd;
 	__u64 a;
@@ -270,7 +266,7 @@ HSTCP_INLINE __u32 hstcp_limited_ss_a_q16(__u32 cwnd, __u32 max_ssthresh)
 }
 
 /* ssthresh = max(w - ⌊w b⌋, 2) segments: Linux's cwnd - ((cwnd * md) >> 8) in table mode. */
-HSTCP_INLINE __u32 hstcp_ssthresh_segs(__u32 cwnd, __u32 b_q16)
+CCTL_MATH __u32 hstcp_ssthresh_segs(__u32 cwnd, __u32 b_q16)
 {
 	__u32 s = cwnd - (__u32)(((__u64)cwnd * b_q16) >> HSTCP_Q16);
 

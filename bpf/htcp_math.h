@@ -30,10 +30,6 @@ struct cctl_htcp_ca {
 	__u32 _pad2;
 };
 
-#ifndef HTCP_INLINE
-#define HTCP_INLINE static inline __attribute__((always_inline))
-#endif
-
 #define HTCP_DELTA_CAP_US 1000000000ull /* Δ - Δ_L is capped at 1000 s: f̄ <= 260001 */
 /* With S <= 10 (the loader's limit) f_α << 10 stays below 2^32; saturate anyway. */
 #define HTCP_FP_MAX 0xffffffffull
@@ -45,7 +41,7 @@ struct cctl_htcp_ca {
  *   f = max(f̄ · S, 1),  S = clamp(Tmin / T_ref, s_lo, s_hi) when RTT scaling is on.
  * delta_us, delta_l_us, tmin_us, rtt_ref_us in usec; s_lo, s_hi and the result << 10.
  */
-HTCP_INLINE __u32 htcp_factor_fp(__u64 delta_us, __u64 delta_l_us, __u32 tmin_us,
+CCTL_MATH __u32 htcp_factor_fp(__u64 delta_us, __u64 delta_l_us, __u32 tmin_us,
 				 __u32 use_rtt_scaling, __u32 rtt_ref_us, __u32 s_lo, __u32 s_hi)
 {
 	__u64 f = CCTL_FP_ONE;
@@ -78,7 +74,7 @@ HTCP_INLINE __u32 htcp_factor_fp(__u64 delta_us, __u64 delta_l_us, __u32 tmin_us
 
 /* α = 2 (1 - β) f_α: the increase per RTT in packets, << 10 (never 0,
  * saturating at 2^32 - 1, i.e. ~4.2 million packets per RTT). */
-HTCP_INLINE __u32 htcp_alpha_fp(__u32 factor_fp, __u32 beta_fp)
+CCTL_MATH __u32 htcp_alpha_fp(__u32 factor_fp, __u32 beta_fp)
 {
 	__u64 a = 2ull * (CCTL_FP_ONE - beta_fp) * factor_fp >> CCTL_FP_SHIFT;
 
@@ -98,7 +94,7 @@ HTCP_INLINE __u32 htcp_alpha_fp(__u32 factor_fp, __u32 beta_fp)
  *     mode starts (*modeswitch = 1).
  * Throughputs in packets/s, times in usec, β << 10.
  */
-HTCP_INLINE __u32 htcp_beta_fp(__u32 maxb, __u32 old_maxb, __u32 use_bandwidth_switch,
+CCTL_MATH __u32 htcp_beta_fp(__u32 maxb, __u32 old_maxb, __u32 use_bandwidth_switch,
 			       __u32 delta_b_pct, __u8 *modeswitch, __u32 tmin_us, __u32 tmax_us,
 			       __u32 tmin_adaptive_us, __u32 beta_lo, __u32 beta_hi,
 			       __u32 fixed_beta_fp)
@@ -133,7 +129,7 @@ HTCP_INLINE __u32 htcp_beta_fp(__u32 maxb, __u32 old_maxb, __u32 use_bandwidth_s
 }
 
 /* Tmax fading at a congestion event: Tmax <- Tmin + 0.95 (Tmax - Tmin). */
-HTCP_INLINE __u32 htcp_fade_tmax(__u32 tmin_us, __u32 tmax_us)
+CCTL_MATH __u32 htcp_fade_tmax(__u32 tmin_us, __u32 tmax_us)
 {
 	if (!tmin_us || tmax_us <= tmin_us)
 		return tmax_us;
@@ -141,7 +137,7 @@ HTCP_INLINE __u32 htcp_fade_tmax(__u32 tmin_us, __u32 tmax_us)
 }
 
 /* ssthresh = max(β w, 2) segments. */
-HTCP_INLINE __u32 htcp_fp_ssthresh(__u32 cwnd, __u32 beta_fp)
+CCTL_MATH __u32 htcp_fp_ssthresh(__u32 cwnd, __u32 beta_fp)
 {
 	__u32 s = (__u32)(((__u64)cwnd * beta_fp) >> CCTL_FP_SHIFT);
 
@@ -153,7 +149,7 @@ HTCP_INLINE __u32 htcp_fp_ssthresh(__u32 cwnd, __u32 beta_fp)
  * segment per w/α acked packets (rounded down, at least 1): the "w" argument
  * of the kfunc tcp_cong_avoid_ai, which keeps the remainder in snd_cwnd_cnt.
  */
-HTCP_INLINE __u32 htcp_ai_divisor(__u32 cwnd, __u32 alpha_fp)
+CCTL_MATH __u32 htcp_ai_divisor(__u32 cwnd, __u32 alpha_fp)
 {
 	__u64 w = ((__u64)cwnd << CCTL_FP_SHIFT) / (alpha_fp ? alpha_fp : 1);
 

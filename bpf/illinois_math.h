@@ -36,12 +36,8 @@ struct cctl_illinois_ca {
 	__u8 rtt_low;       /* consecutive RTTs with d_a <= d1 since then */
 };
 
-#ifndef ILLINOIS_INLINE
-#define ILLINOIS_INLINE static inline __attribute__((always_inline))
-#endif
-
 /* d1, d2, d3 are per-mille fractions of d_m (spec §13 table), rounded down to a usec. */
-ILLINOIS_INLINE __u32 illinois_frac(__u32 dm, __u32 pm)
+CCTL_MATH __u32 illinois_frac(__u32 dm, __u32 pm)
 {
 	return (__u32)(((__u64)dm * pm) / 1000);
 }
@@ -55,7 +51,7 @@ ILLINOIS_INLINE __u32 illinois_frac(__u32 dm, __u32 pm)
  * rtt_above / rtt_low are the θ bookkeeping (updated in place); theta in RTTs.
  * amin must be > 0 and <= amax (the loader checks).
  */
-ILLINOIS_INLINE __u32 illinois_alpha_fp(__u32 da, __u32 dm, __u32 cur_alpha, __u8 *rtt_above,
+CCTL_MATH __u32 illinois_alpha_fp(__u32 da, __u32 dm, __u32 cur_alpha, __u8 *rtt_above,
 					__u8 *rtt_low, __u32 theta, __u32 d1_pm, __u32 amin,
 					__u32 amax)
 {
@@ -89,7 +85,7 @@ ILLINOIS_INLINE __u32 illinois_alpha_fp(__u32 da, __u32 dm, __u32 cur_alpha, __u
  * β(d_a) (spec §13 "Rules"), << 6: β_min up to d2, β_max from d3 on, linear in
  * between (β_max also when d3 <= d2, i.e. d_m too small to tell).
  */
-ILLINOIS_INLINE __u32 illinois_beta_fp(__u32 da, __u32 dm, __u32 d2_pm, __u32 d3_pm, __u32 bmin,
+CCTL_MATH __u32 illinois_beta_fp(__u32 da, __u32 dm, __u32 d2_pm, __u32 d3_pm, __u32 bmin,
 				       __u32 bmax)
 {
 	__u32 d2 = illinois_frac(dm, d2_pm), d3;
@@ -103,7 +99,7 @@ ILLINOIS_INLINE __u32 illinois_beta_fp(__u32 da, __u32 dm, __u32 d2_pm, __u32 d3
 }
 
 /* d_a = average RTT of the last RTT - base RTT; 0 when no sample or below base. */
-ILLINOIS_INLINE __u32 illinois_avg_delay(__u64 sum_us, __u32 cnt, __u32 base_us)
+CCTL_MATH __u32 illinois_avg_delay(__u64 sum_us, __u32 cnt, __u32 base_us)
 {
 	__u64 avg;
 
@@ -114,7 +110,7 @@ ILLINOIS_INLINE __u32 illinois_avg_delay(__u64 sum_us, __u32 cnt, __u32 base_us)
 }
 
 /* ssthresh = max(w - β w, 2) segments, β w rounded down (as Linux). */
-ILLINOIS_INLINE __u32 illinois_fp_ssthresh(__u32 cwnd, __u32 beta_fp)
+CCTL_MATH __u32 illinois_fp_ssthresh(__u32 cwnd, __u32 beta_fp)
 {
 	__u64 dec = ((__u64)cwnd * beta_fp) >> ILLINOIS_BETA_SHIFT;
 	__u32 s = dec >= cwnd ? 0 : cwnd - (__u32)dec;
@@ -126,7 +122,7 @@ ILLINOIS_INLINE __u32 illinois_fp_ssthresh(__u32 cwnd, __u32 beta_fp)
  * w += α/w per acked packet, done as one segment per w/α acked packets: the "w"
  * argument of tcp_cong_avoid_ai (which keeps the remainder in snd_cwnd_cnt).
  */
-ILLINOIS_INLINE __u32 illinois_ai_divisor(__u32 cwnd, __u32 alpha_fp)
+CCTL_MATH __u32 illinois_ai_divisor(__u32 cwnd, __u32 alpha_fp)
 {
 	__u64 w = ((__u64)cwnd << ILLINOIS_ALPHA_SHIFT) / (alpha_fp ? alpha_fp : 1);
 

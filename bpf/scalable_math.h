@@ -24,12 +24,8 @@ struct cctl_scalable_ca {
 #define SCALABLE_A_ONE 10000u  /* a == 1.0 packet per acked packet */
 #define SCALABLE_BETA_ONE 1000u /* β == 1.0 */
 
-#ifndef SCALABLE_INLINE
-#define SCALABLE_INLINE static inline __attribute__((always_inline))
-#endif
-
 /* Which rule applies at this cwnd (segments): legacy while w <= Low_Window. */
-SCALABLE_INLINE __u8 scalable_mode(__u32 cwnd, __u32 low_window)
+CCTL_MATH __u8 scalable_mode(__u32 cwnd, __u32 low_window)
 {
 	return cwnd > low_window ? SCALABLE_MODE_SCALABLE : SCALABLE_MODE_LEGACY;
 }
@@ -39,7 +35,7 @@ SCALABLE_INLINE __u8 scalable_mode(__u32 cwnd, __u32 low_window)
  * in scalable mode too: true when 1/a is an integer (a = 0.01 -> 100 packets per
  * segment, as Linux's AI_CNT), false when it must count in 1/10000 packets.
  */
-SCALABLE_INLINE int scalable_counts_packets(__u32 a_per_10k)
+CCTL_MATH int scalable_counts_packets(__u32 a_per_10k)
 {
 	return a_per_10k && SCALABLE_A_ONE % a_per_10k == 0;
 }
@@ -55,7 +51,7 @@ SCALABLE_INLINE int scalable_counts_packets(__u32 a_per_10k)
  *                                                    exact for every a = k/10000.
  * acked is capped at 65535 so that acked * a·10⁴ stays below 2^30.
  */
-SCALABLE_INLINE void scalable_ai_args(__u8 mode, __u32 cwnd, __u32 acked, __u32 a_per_10k,
+CCTL_MATH void scalable_ai_args(__u8 mode, __u32 cwnd, __u32 acked, __u32 a_per_10k,
 				      __u32 *w, __u32 *n)
 {
 	if (mode == SCALABLE_MODE_LEGACY) {
@@ -82,7 +78,7 @@ SCALABLE_INLINE void scalable_ai_args(__u8 mode, __u32 cwnd, __u32 acked, __u32 
 }
 
 /* The increase per acked packet in this mode, 1e-6 packets (for the trace). */
-SCALABLE_INLINE __u32 scalable_incr_ppm(__u8 mode, __u32 cwnd, __u32 a_per_10k)
+CCTL_MATH __u32 scalable_incr_ppm(__u8 mode, __u32 cwnd, __u32 a_per_10k)
 {
 	if (mode == SCALABLE_MODE_LEGACY)
 		return 1000000u / (cwnd ? cwnd : 1);
@@ -93,7 +89,7 @@ SCALABLE_INLINE __u32 scalable_incr_ppm(__u8 mode, __u32 cwnd, __u32 a_per_10k)
  * ssthresh = max(w - ⌊w·(1 - β)⌋, 2): the decrease fraction b = 1 - β is rounded
  * down, so that β = 0.875 gives Linux's cwnd - (cwnd >> 3) exactly.
  */
-SCALABLE_INLINE __u32 scalable_ssthresh_segs(__u32 cwnd, __u32 beta_per_mille)
+CCTL_MATH __u32 scalable_ssthresh_segs(__u32 cwnd, __u32 beta_per_mille)
 {
 	__u32 b = beta_per_mille < SCALABLE_BETA_ONE ? SCALABLE_BETA_ONE - beta_per_mille : 0;
 	__u32 s = cwnd - (__u32)(((__u64)cwnd * b) / SCALABLE_BETA_ONE);

@@ -25,10 +25,6 @@ struct cctl_vegas_ca {
 	__u8 _pad[3];
 };
 
-#ifndef VEGAS_INLINE
-#define VEGAS_INLINE static inline __attribute__((always_inline))
-#endif
-
 #define VEGAS_U32_MAX 0xffffffffull
 
 /* Actions of vegas_update (the bits of *what). */
@@ -41,7 +37,7 @@ struct cctl_vegas_ca {
  * rounded down and saturated (spec §9; Linux's denominator, not the original
  * Vegas's rtt). 0 when rtt <= baseRTT or there is no baseRTT.
  */
-VEGAS_INLINE __u32 vegas_diff_fp(__u32 cwnd, __u32 rtt_us, __u32 base_us)
+CCTL_MATH __u32 vegas_diff_fp(__u32 cwnd, __u32 rtt_us, __u32 base_us)
 {
 	__u64 d;
 
@@ -52,7 +48,7 @@ VEGAS_INLINE __u32 vegas_diff_fp(__u32 cwnd, __u32 rtt_us, __u32 base_us)
 }
 
 /* target_cwnd = w · baseRTT / rtt, segments, rounded down. */
-VEGAS_INLINE __u32 vegas_target_cwnd(__u32 cwnd, __u32 rtt_us, __u32 base_us)
+CCTL_MATH __u32 vegas_target_cwnd(__u32 cwnd, __u32 rtt_us, __u32 base_us)
 {
 	if (!rtt_us)
 		return cwnd;
@@ -64,7 +60,7 @@ VEGAS_INLINE __u32 vegas_target_cwnd(__u32 cwnd, __u32 rtt_us, __u32 base_us)
  * compares a diff already truncated to whole packets, ⌊diff⌋ > thr, i.e.
  * diff >= thr + 1 (integer_diff = 1). Exact: w (rtt − base) vs thr · base.
  */
-VEGAS_INLINE int vegas_diff_above(__u32 cwnd, __u32 rtt_us, __u32 base_us, __u32 thr,
+CCTL_MATH int vegas_diff_above(__u32 cwnd, __u32 rtt_us, __u32 base_us, __u32 thr,
 				  __u32 integer_diff)
 {
 	__u64 lhs;
@@ -78,7 +74,7 @@ VEGAS_INLINE int vegas_diff_above(__u32 cwnd, __u32 rtt_us, __u32 base_us, __u32
 }
 
 /* Whether diff < thr; ⌊diff⌋ < thr is the same test for an integer thr. */
-VEGAS_INLINE int vegas_diff_below(__u32 cwnd, __u32 rtt_us, __u32 base_us, __u32 thr)
+CCTL_MATH int vegas_diff_below(__u32 cwnd, __u32 rtt_us, __u32 base_us, __u32 thr)
 {
 	if (!base_us || rtt_us <= base_us)
 		return thr > 0;
@@ -94,7 +90,7 @@ VEGAS_INLINE int vegas_diff_below(__u32 cwnd, __u32 rtt_us, __u32 base_us, __u32
  *   w >= 2 in every case.
  * Returns the new window; *what gets VEGAS_* bits saying what happened.
  */
-VEGAS_INLINE __u32 vegas_update(__u32 cwnd, __u32 rtt_us, __u32 base_us, __u32 in_slow_start,
+CCTL_MATH __u32 vegas_update(__u32 cwnd, __u32 rtt_us, __u32 base_us, __u32 in_slow_start,
 				__u32 alpha, __u32 beta, __u32 gamma, __u32 integer_diff,
 				__u32 *what)
 {

@@ -30,10 +30,6 @@ struct cctl_westwood_ca {
 	__u32 _pad2;
 };
 
-#ifndef WESTWOOD_INLINE
-#define WESTWOOD_INLINE static inline __attribute__((always_inline))
-#endif
-
 #define WESTWOOD_USEC_PER_SEC 1000000ull
 
 /*
@@ -42,7 +38,7 @@ struct cctl_westwood_ca {
  * shift = 3): bw_ns = ((2^s - 1) bw_ns + sample) / 2^s, bw = ((2^s - 1) bw + bw_ns) / 2^s.
  * An empty filter (both stages 0) is filled with the first sample (as Linux).
  */
-WESTWOOD_INLINE void westwood_filter(struct cctl_westwood_ca *ca, __u32 bk, __u32 delta_us,
+CCTL_MATH void westwood_filter(struct cctl_westwood_ca *ca, __u32 bk, __u32 delta_us,
 				     __u32 shift)
 {
 	__u64 sample = delta_us ? (__u64)bk * WESTWOOD_USEC_PER_SEC / delta_us : 0;
@@ -67,7 +63,7 @@ WESTWOOD_INLINE void westwood_filter(struct cctl_westwood_ca *ca, __u32 bk, __u3
  * network) and remembered in *accounted; a later cumulative ACK covering more
  * than one MSS is reduced by what was already credited (Linux's slow path).
  */
-WESTWOOD_INLINE __u32 westwood_acked_count(__u32 cumul, __u32 mss, __u32 *accounted)
+CCTL_MATH __u32 westwood_acked_count(__u32 cumul, __u32 mss, __u32 *accounted)
 {
 	if (!cumul) {
 		*accounted += mss;
@@ -92,7 +88,7 @@ WESTWOOD_INLINE __u32 westwood_acked_count(__u32 cumul, __u32 mss, __u32 *accoun
  * slowpath = 0 for the kernel's fast-path ACKs (pure in-order advance: no dupACK
  * accounting needed).
  */
-WESTWOOD_INLINE void westwood_ack(struct cctl_westwood_ca *ca, __u32 now_us, __u32 snd_una,
+CCTL_MATH void westwood_ack(struct cctl_westwood_ca *ca, __u32 now_us, __u32 snd_una,
 				  __u32 mss, __u32 slowpath, __u32 win_min_us, __u32 shift)
 {
 	__u32 delta, win;
@@ -131,7 +127,7 @@ WESTWOOD_INLINE void westwood_ack(struct cctl_westwood_ca *ca, __u32 now_us, __u
  * BWE · RTT_min / 10^6 is split as q·RTT_min + r·RTT_min / 10^6 (BWE = q·10^6 + r)
  * so that nothing overflows 64 bits below BWE = 2^32·10^6 bytes/s.
  */
-WESTWOOD_INLINE __u32 westwood_bw_rttmin(__u64 bw_Bps, __u32 rtt_min_us, __u32 mss)
+CCTL_MATH __u32 westwood_bw_rttmin(__u64 bw_Bps, __u32 rtt_min_us, __u32 mss)
 {
 	__u64 q = bw_Bps / WESTWOOD_USEC_PER_SEC, r = bw_Bps % WESTWOOD_USEC_PER_SEC;
 	__u64 bytes, pkts;

@@ -42,31 +42,27 @@ struct yeah_params {
 	__u32 linux_rules;   /* bool: Linux's integer tests and count_reno sentinel */
 };
 
-#ifndef YEAH_INLINE
-#define YEAH_INLINE static inline __attribute__((always_inline))
-#endif
-
 #define YEAH_SENTINEL 2u           /* count_reno's floor (and Linux's "unset" value), segments */
 #define YEAH_DOING_RENO_MAX 0xffffffu
 
-YEAH_INLINE __u32 yeah_max(__u32 a, __u32 b)
+CCTL_MATH __u32 yeah_max(__u32 a, __u32 b)
 {
 	return a > b ? a : b;
 }
 
-YEAH_INLINE __u32 yeah_min(__u32 a, __u32 b)
+CCTL_MATH __u32 yeah_min(__u32 a, __u32 b)
 {
 	return a < b ? a : b;
 }
 
 /* count_reno at start-up: [P3] cwnd/2; Linux the sentinel (set at the first Slow RTT). */
-YEAH_INLINE __u32 yeah_initial_reno_count(__u32 cwnd, const struct yeah_params *p)
+CCTL_MATH __u32 yeah_initial_reno_count(__u32 cwnd, const struct yeah_params *p)
 {
 	return p->linux_rules ? YEAH_SENTINEL : yeah_max(cwnd >> 1, YEAH_SENTINEL);
 }
 
 /* Q = cwnd · (RTT_min − RTT_base) / RTT_min: packets this flow keeps queued, rounded down. */
-YEAH_INLINE __u32 yeah_queue(__u32 cwnd, __u32 rtt_us, __u32 base_us)
+CCTL_MATH __u32 yeah_queue(__u32 cwnd, __u32 rtt_us, __u32 base_us)
 {
 	__u64 q;
 
@@ -77,7 +73,7 @@ YEAH_INLINE __u32 yeah_queue(__u32 cwnd, __u32 rtt_us, __u32 base_us)
 }
 
 /* L = (RTT_min − RTT_base) / RTT_base, << 10, rounded down and saturated. */
-YEAH_INLINE __u32 yeah_level_fp(__u32 rtt_us, __u32 base_us)
+CCTL_MATH __u32 yeah_level_fp(__u32 rtt_us, __u32 base_us)
 {
 	__u64 l;
 
@@ -88,7 +84,7 @@ YEAH_INLINE __u32 yeah_level_fp(__u32 rtt_us, __u32 base_us)
 }
 
 /* Whether the RTT is a Slow-mode one (spec §10 "Mode"). */
-YEAH_INLINE int yeah_is_slow(__u32 cwnd, __u32 rtt_us, __u32 base_us, const struct yeah_params *p)
+CCTL_MATH int yeah_is_slow(__u32 cwnd, __u32 rtt_us, __u32 base_us, const struct yeah_params *p)
 {
 	__u64 rq = rtt_us > base_us ? rtt_us - base_us : 0;
 
@@ -100,7 +96,7 @@ YEAH_INLINE int yeah_is_slow(__u32 cwnd, __u32 rtt_us, __u32 base_us, const stru
 }
 
 /* Whether Q > Q_max (decongestion is due). */
-YEAH_INLINE int yeah_queue_over(__u32 cwnd, __u32 rtt_us, __u32 base_us,
+CCTL_MATH int yeah_queue_over(__u32 cwnd, __u32 rtt_us, __u32 base_us,
 				const struct yeah_params *p)
 {
 	__u64 rq = rtt_us > base_us ? rtt_us - base_us : 0;
@@ -121,7 +117,7 @@ YEAH_INLINE int yeah_queue_over(__u32 cwnd, __u32 rtt_us, __u32 base_us,
  *   Fast mode: count_fast + 1; above ζ: count_reno reset ([P3] cwnd/2, Linux the
  *              sentinel) and count_fast = 0; consecutive Slow RTTs = 0.
  */
-YEAH_INLINE __u32 yeah_per_rtt(struct cctl_yeah_ca *ca, __u32 cwnd, __u32 *ssthresh,
+CCTL_MATH __u32 yeah_per_rtt(struct cctl_yeah_ca *ca, __u32 cwnd, __u32 *ssthresh,
 			       __u32 rtt_us, __u32 base_us, const struct yeah_params *p)
 {
 	__u32 q = yeah_queue(cwnd, rtt_us, base_us);
@@ -160,7 +156,7 @@ YEAH_INLINE __u32 yeah_per_rtt(struct cctl_yeah_ca *ca, __u32 cwnd, __u32 *ssthr
  * consecutive Slow RTTs) remove lastQ, at least cwnd >> δ and at most cwnd/2;
  * with it, halve. Never below 2. count_fast = 0, count_reno halved (>= 2).
  */
-YEAH_INLINE __u32 yeah_loss_ssthresh(struct cctl_yeah_ca *ca, __u32 cwnd, const struct yeah_params *p)
+CCTL_MATH __u32 yeah_loss_ssthresh(struct cctl_yeah_ca *ca, __u32 cwnd, const struct yeah_params *p)
 {
 	__u32 half = yeah_max(cwnd >> 1, 2), red;
 
