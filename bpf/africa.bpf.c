@@ -79,7 +79,7 @@ void BPF_PROG(africa_init, struct sock *sk)
 	struct tcp_sock *tp = cc_tcp_sk(sk);
 
 	__builtin_memset(ca, 0, sizeof(*ca));
-	cc_meas_init(&ca->m, tp, CCTL_ALGO_AFRICA);
+	cc_meas_init(&ca->m, tp);
 	ca->mode = AFRICA_MODE_FAST;
 	ca->a_q16 = HSTCP_ONE_Q16;
 	ca->beg_snd_nxt = tp->snd_nxt;

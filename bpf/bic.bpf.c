@@ -90,7 +90,7 @@ void BPF_PROG(bic_init, struct sock *sk)
 	struct tcp_sock *tp = cc_tcp_sk(sk);
 
 	__builtin_memset(ca, 0, sizeof(*ca));
-	cc_meas_init(&ca->m, tp, CCTL_ALGO_BIC);
+	cc_meas_init(&ca->m, tp);
 	bic_reset(ca);
 	if (initial_ssthresh)
 		tp->snd_ssthresh = initial_ssthresh;

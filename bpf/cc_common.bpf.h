@@ -92,11 +92,14 @@ static __always_inline __u32 cc_slow_start_then(struct sock *sk, __u32 acked, __
 
 /* --- the measurement layer ------------------------------------------------- */
 
-static __always_inline void cc_meas_init(struct cctl_meas *m, const struct tcp_sock *tp,
-					 __u8 algo)
+/* The algorithm's stable id (stored in every sample's cctl_meas.magic), set by the
+ * loader from the algorithm's declaration (loader/src/algo/<key>/mod.rs). */
+const volatile __u32 cctl_algo_id = 0;
+
+static __always_inline void cc_meas_init(struct cctl_meas *m, const struct tcp_sock *tp)
 {
 	__builtin_memset(m, 0, sizeof(*m));
-	m->magic = (CCTL_CA_MAGIC << 16) | ((__u32)algo << 8) | CCTL_MEAS_VERSION;
+	m->magic = (CCTL_CA_MAGIC << 16) | ((cctl_algo_id & 0xff) << 8) | CCTL_MEAS_VERSION;
 	m->cong_us = tp->tcp_mstamp;
 	m->epoch_bytes0 = tp->bytes_acked;
 	m->last_beta = CCTL_FP_ONE;

@@ -26,23 +26,6 @@
 #define CCTL_MATH static inline __attribute__((always_inline))
 #endif
 
-/* Algorithm identifiers stored in cctl_meas.magic bits 8..15. */
-enum cctl_algo_id {
-	CCTL_ALGO_NONE = 0,
-	CCTL_ALGO_RENO = 1,
-	CCTL_ALGO_HTCP = 2,
-	CCTL_ALGO_SCALABLE = 3,
-	CCTL_ALGO_HIGHSPEED = 4,
-	CCTL_ALGO_BIC = 5,
-	CCTL_ALGO_CUBIC = 6,
-	CCTL_ALGO_FAST = 7,
-	CCTL_ALGO_VEGAS = 8,
-	CCTL_ALGO_YEAH = 9,
-	CCTL_ALGO_AFRICA = 10,
-	CCTL_ALGO_COMPOUND = 11,
-	CCTL_ALGO_ILLINOIS = 12,
-	CCTL_ALGO_WESTWOOD = 13,
-};
 
 /*
  * Each algorithm's private state (struct cctl_<algo>_ca, starting with a

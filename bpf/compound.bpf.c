@@ -91,7 +91,7 @@ void BPF_PROG(compound_init, struct sock *sk)
 	struct tcp_sock *tp = cc_tcp_sk(sk);
 
 	__builtin_memset(ca, 0, sizeof(*ca));
-	cc_meas_init(&ca->m, tp, CCTL_ALGO_COMPOUND);
+	cc_meas_init(&ca->m, tp);
 	ca->cwnd_reno = tp->snd_cwnd;
 	compound_round_reset(ca, tp);
 }

@@ -100,7 +100,7 @@ void BPF_PROG(cubic_init, struct sock *sk)
 	struct tcp_sock *tp = cc_tcp_sk(sk);
 
 	__builtin_memset(ca, 0, sizeof(*ca));
-	cc_meas_init(&ca->m, tp, CCTL_ALGO_CUBIC);
+	cc_meas_init(&ca->m, tp);
 	cubic_reset(ca);
 	if (hystart)
 		cubic_hystart_round(ca, cubic_now_us(tp), tp->snd_nxt);

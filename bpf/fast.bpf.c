@@ -104,7 +104,7 @@ void BPF_PROG(fast_init, struct sock *sk)
 	struct tcp_sock *tp = cc_tcp_sk(sk);
 
 	__builtin_memset(ca, 0, sizeof(*ca));
-	cc_meas_init(&ca->m, tp, CCTL_ALGO_FAST);
+	cc_meas_init(&ca->m, tp);
 	ca->alpha_pkts = fast_level_alpha(0);
 	ca->ack_ratio_fp = FAST_ACK_RATIO_ONE;
 	ca->phase = FAST_PHASE_SLOW_START;

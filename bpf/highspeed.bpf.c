@@ -89,7 +89,7 @@ void BPF_PROG(hstcp_init, struct sock *sk)
 	struct cctl_highspeed_ca *ca = hstcp_ca(sk);
 
 	__builtin_memset(ca, 0, sizeof(*ca));
-	cc_meas_init(&ca->m, cc_tcp_sk(sk), CCTL_ALGO_HIGHSPEED);
+	cc_meas_init(&ca->m, cc_tcp_sk(sk));
 	ca->a_q16 = HSTCP_ONE_Q16;
 	ca->b_q16 = HSTCP_HALF_Q16;
 }

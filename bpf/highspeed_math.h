@@ -56,6 +56,14 @@ _Static_assert(sizeof(hstcp_rows_cwnd) == HSTCP_TABLE_ROWS * sizeof(__u32) &&
 		       sizeof(hstcp_rows_md) == HSTCP_TABLE_ROWS,
 	       "RFC 3649 Appendix B has 72 rows");
 
+/* Row idx of the table (idx modulo its rows): the cwnd it starts at, segments, and
+ * its decrease b in 1/256 (for the host tests; the programs use hstcp_table_ab). */
+CCTL_MATH __u32 hstcp_table_row(__u32 idx, __u32 *md)
+{
+	*md = hstcp_rows_md[idx % HSTCP_TABLE_ROWS];
+	return hstcp_rows_cwnd[idx % HSTCP_TABLE_ROWS];
+}
+
 /* Hides a value's provenance from the compiler, so that the bound check after it
  * stays in the program and the BPF verifier sees it. */
 #define HSTCP_OPAQUE(x) asm volatile("" : "+r"(x))

@@ -78,7 +78,7 @@ void BPF_PROG(htcp_init, struct sock *sk)
 	struct tcp_sock *tp = cc_tcp_sk(sk);
 
 	__builtin_memset(ca, 0, sizeof(*ca));
-	cc_meas_init(&ca->m, tp, CCTL_ALGO_HTCP);
+	cc_meas_init(&ca->m, tp);
 	ca->beta = PCT_TO_FP(beta_min_pct);
 	ca->alpha = htcp_alpha_fp(CCTL_FP_ONE, ca->beta);
 	ca->lasttime_us = (__u32)tp->tcp_mstamp;

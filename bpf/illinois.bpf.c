@@ -90,7 +90,7 @@ void BPF_PROG(illinois_init, struct sock *sk)
 	struct tcp_sock *tp = cc_tcp_sk(sk);
 
 	__builtin_memset(ca, 0, sizeof(*ca));
-	cc_meas_init(&ca->m, tp, CCTL_ALGO_ILLINOIS);
+	cc_meas_init(&ca->m, tp);
 	ca->alpha = PM_TO_ALPHA(alpha_max_pm);
 	ca->beta = PM_TO_BETA(beta_max_pm);
 	ca->base_rtt_us = 0x7fffffff;

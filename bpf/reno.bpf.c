@@ -30,7 +30,7 @@ static __always_inline struct cctl_reno_ca *reno_ca(const struct sock *sk)
 SEC("struct_ops/reno_init")
 void BPF_PROG(reno_init, struct sock *sk)
 {
-	cc_meas_init(&reno_ca(sk)->m, cc_tcp_sk(sk), CCTL_ALGO_RENO);
+	cc_meas_init(&reno_ca(sk)->m, cc_tcp_sk(sk));
 }
 
 SEC("struct_ops/reno_pkts_acked")

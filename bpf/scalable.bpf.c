@@ -58,7 +58,7 @@ void BPF_PROG(scalable_init, struct sock *sk)
 	struct tcp_sock *tp = cc_tcp_sk(sk);
 
 	__builtin_memset(ca, 0, sizeof(*ca));
-	cc_meas_init(&ca->m, tp, CCTL_ALGO_SCALABLE);
+	cc_meas_init(&ca->m, tp);
 	ca->mode = scalable_mode(tp->snd_cwnd, low_window_pkts);
 	ca->incr_ppm = scalable_incr_ppm(ca->mode, tp->snd_cwnd, a_per_10k);
 }

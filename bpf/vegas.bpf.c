@@ -88,7 +88,7 @@ void BPF_PROG(vegas_init, struct sock *sk)
 	struct tcp_sock *tp = cc_tcp_sk(sk);
 
 	__builtin_memset(ca, 0, sizeof(*ca));
-	cc_meas_init(&ca->m, tp, CCTL_ALGO_VEGAS);
+	cc_meas_init(&ca->m, tp);
 	vegas_restart(ca, tp);
 }
 

@@ -71,7 +71,7 @@ void BPF_PROG(westwood_init, struct sock *sk)
 	struct tcp_sock *tp = cc_tcp_sk(sk);
 
 	__builtin_memset(ca, 0, sizeof(*ca));
-	cc_meas_init(&ca->m, tp, CCTL_ALGO_WESTWOOD);
+	cc_meas_init(&ca->m, tp);
 	ca->win_start_us = (__u32)tp->tcp_mstamp;
 	ca->snd_una = tp->snd_una;
 	ca->first_ack = 1;

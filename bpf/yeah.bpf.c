@@ -99,7 +99,7 @@ void BPF_PROG(yeah_init, struct sock *sk)
 
 	yeah_params_get(&p);
 	__builtin_memset(ca, 0, sizeof(*ca));
-	cc_meas_init(&ca->m, tp, CCTL_ALGO_YEAH);
+	cc_meas_init(&ca->m, tp);
 	ca->reno_count = yeah_initial_reno_count(tp->snd_cwnd, &p);
 	yeah_sampling_restart(ca, tp);
 }

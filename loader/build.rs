@@ -1,8 +1,11 @@
 //! Build script: obtains vmlinux.h from the running kernel's BTF, compiles every
-//! BPF program `../bpf/<name>.bpf.c` into a libbpf-cargo skeleton (listed in
-//! `$OUT_DIR/skels.rs`, which lib.rs includes), and builds the host-side C shims
-//! `csrc/*.c` that let unit tests run the algorithms' fixed-point code
-//! (`bpf/<algo>_math.h`) on the host.
+//! BPF program `../bpf/<name>.bpf.c` into a libbpf-cargo skeleton and an object the
+//! binary embeds (both listed in `$OUT_DIR/skels.rs`, which lib.rs includes), writes
+//! the algorithm catalogue `$OUT_DIR/catalogue.rs` from the declarations present
+//! (`src/algo/<key>/mod.rs`, ordered by their `id`), and compiles every
+//! `bpf/<algo>_math.h` for the host (with `CCTL_MATH` empty, so its functions are
+//! external) together with Rust bindings to them (`$OUT_DIR/math.rs`, by bindgen), so
+//! that unit tests run the very code the BPF programs inline.
 
 use std::env;
 use std::path::{Path, PathBuf};
@@ -74,12 +77,15 @@ fn main() {
     let mut skels = String::new();
     for prog in &progs {
         skels += &format!(
-            "/// bpf/{prog}.bpf.c\npub mod {prog} {{\n    include!(concat!(env!(\"OUT_DIR\"), \"/{prog}.skel.rs\"));\n}}\n"
+            "/// bpf/{prog}.bpf.c\npub mod {prog} {{\n    include!(concat!(env!(\"OUT_DIR\"), \"/{prog}.skel.rs\"));\n    \
+             /// The compiled object (ELF with BTF), as embedded in the binary.\n    \
+             pub const OBJECT: &[u8] = include_bytes!(concat!(env!(\"OUT_DIR\"), \"/{prog}.bpf.o\"));\n}}\n"
         );
         let src = bpf_dir.join(format!("{prog}.bpf.c"));
         let skel = out.join(format!("{prog}.skel.rs"));
         SkeletonBuilder::new()
             .source(&src)
+            .obj(out.join(format!("{prog}.bpf.o")))
             .clang_args([
                 "-I".as_ref(),
                 include.as_os_str(),
@@ -94,20 +100,110 @@ fn main() {
 
     std::fs::write(out.join("skels.rs"), skels).expect("writing skels.rs");
 
-    let csrc = manifest.join("csrc");
-    let mut shims = cc::Build::new();
-    shims.include(&bpf_dir).warnings(true);
-    for shim in stems(&csrc, ".c") {
-        shims.file(csrc.join(format!("{shim}.c")));
-    }
-    shims.compile("cctl_shims");
+    catalogue(&manifest.join("src").join("algo"), &progs, &out);
+    host_math(&bpf_dir, &out);
 
     println!("cargo:rerun-if-changed={}", bpf_dir.display());
     for entry in std::fs::read_dir(&bpf_dir).unwrap() {
         println!("cargo:rerun-if-changed={}", entry.unwrap().path().display());
     }
-    println!("cargo:rerun-if-changed=csrc");
-    for entry in std::fs::read_dir(&csrc).unwrap() {
+    let algo_dir = manifest.join("src").join("algo");
+    println!("cargo:rerun-if-changed={}", algo_dir.display());
+    for entry in std::fs::read_dir(&algo_dir).unwrap() {
         println!("cargo:rerun-if-changed={}", entry.unwrap().path().display());
     }
+}
+
+/// The `id: N` of an algorithm's declaration (`src/algo/<key>/mod.rs`).
+fn declared_id(decl: &Path) -> u8 {
+    let text = std::fs::read_to_string(decl).unwrap_or_else(|e| panic!("{}: {e}", decl.display()));
+    let ids: Vec<u8> = text
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("id:"))
+        .map(|v| {
+            v.trim().trim_end_matches(',').parse().unwrap_or_else(|_| {
+                panic!("{}: `id:` must be an integer in 1..=255", decl.display())
+            })
+        })
+        .collect();
+    match ids[..] {
+        [id] if id > 0 => id,
+        _ => panic!(
+            "{}: expected exactly one `id: N` (N in 1..=255) in its declare_algorithm! block",
+            decl.display()
+        ),
+    }
+}
+
+/// Writes `catalogue.rs`: one module per declaration directory `algo/<key>/` and
+/// `ALGORITHMS`, ordered by id. Ids must be unique and every key needs `bpf/<key>.bpf.c`.
+fn catalogue(algo_dir: &Path, progs: &[String], out: &Path) {
+    let mut decls: Vec<(u8, String)> = Vec::new();
+    for entry in std::fs::read_dir(algo_dir).unwrap() {
+        let path = entry.unwrap().path();
+        let decl = path.join("mod.rs");
+        if !decl.is_file() {
+            continue;
+        }
+        let key = path.file_name().unwrap().to_string_lossy().into_owned();
+        assert!(
+            progs.contains(&key),
+            "{}: no BPF program bpf/{key}.bpf.c for this declaration",
+            decl.display()
+        );
+        let id = declared_id(&decl);
+        if let Some((_, other)) = decls.iter().find(|(i, _)| *i == id) {
+            panic!("algorithm id {id} is declared twice: {other} and {key}; ids are never reused");
+        }
+        decls.push((id, key));
+    }
+    decls.sort();
+    let mut text = String::new();
+    for (_, key) in &decls {
+        text += &format!(
+            "#[path = {:?}]\npub mod {key};\n",
+            algo_dir.join(key).join("mod.rs").display().to_string()
+        );
+    }
+    text += "\n/// Every algorithm this binary carries, in id order (generated from the declarations).\n";
+    text += "pub const ALGORITHMS: &[crate::algos::Algorithm] = &[\n";
+    for (_, key) in &decls {
+        text += &format!("    {key}::ALGORITHM,\n");
+    }
+    text += "];\n";
+    std::fs::write(out.join("catalogue.rs"), text).expect("writing catalogue.rs");
+}
+
+/// Compiles every `bpf/*_math.h` for the host in one translation unit with `CCTL_MATH`
+/// empty (external functions, each defined once even where one header includes
+/// another), and generates their Rust declarations with bindgen into `math.rs`.
+fn host_math(bpf_dir: &Path, out: &Path) {
+    let mut unit = String::from(
+        "/* Generated by loader/build.rs: the algorithms' fixed-point rules for the host. */\n\
+         #include <linux/types.h>\n#include \"cctl.h\"\n",
+    );
+    for h in stems(bpf_dir, "_math.h") {
+        unit += &format!("#include \"{h}_math.h\"\n");
+    }
+    let c = out.join("cctl_math.c");
+    std::fs::write(&c, &unit).expect("writing cctl_math.c");
+    cc::Build::new()
+        .include(bpf_dir)
+        .define("CCTL_MATH", Some(""))
+        .warnings(true)
+        .file(&c)
+        .compile("cctl_math");
+    let bindings = bindgen::Builder::default()
+        .header(c.display().to_string())
+        .clang_arg(format!("-I{}", bpf_dir.display()))
+        .clang_arg("-DCCTL_MATH=")
+        .allowlist_file(r".*_math\.h")
+        .allowlist_file(r".*/cctl\.h")
+        .derive_default(true)
+        .layout_tests(true)
+        .generate()
+        .unwrap_or_else(|e| panic!("bindgen over bpf/*_math.h: {e}"));
+    bindings
+        .write_to_file(out.join("math.rs"))
+        .expect("writing math.rs");
 }

@@ -3,8 +3,11 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use crate::algo::{self, Var};
+use std::path::Path;
+
+use crate::algo::{Registered, Var};
 use crate::error::{Error, Result};
+use crate::object;
 
 /// One load-time tunable of an algorithm (a `const volatile` global of its BPF
 /// program). Values are unsigned integers in `unit`.
@@ -20,8 +23,14 @@ pub struct ParamSpec {
     pub max: u32,
     /// Unit of the value (`ms`, `%`, `bool`, ...).
     pub unit: &'static str,
-    /// What it controls, with its symbol in the paper.
+    /// Its symbol in the paper or spec (`Δ_L`, `β`), empty when it has none.
+    pub symbol: &'static str,
+    /// What it controls.
     pub doc: &'static str,
+    /// Whether it may change while the algorithm is registered (spec §18.5): a bound,
+    /// gain or threshold may; the size or layout of per-flow state, or a mode that
+    /// per-flow state was built for, may not. Today every tunable is set at load time.
+    pub live: bool,
 }
 
 /// Builds a [`ParamSpec`] (for the algorithms' const tables).
@@ -39,7 +48,21 @@ pub const fn p(
         min,
         max,
         unit,
+        symbol: "",
         doc,
+        live: false,
+    }
+}
+
+impl ParamSpec {
+    /// The same tunable with its paper/spec symbol.
+    pub const fn sym(self, symbol: &'static str) -> Self {
+        ParamSpec { symbol, ..self }
+    }
+
+    /// The same tunable, marked as one that may change while registered (spec §18.5).
+    pub const fn live(self) -> Self {
+        ParamSpec { live: true, ..self }
     }
 }
 
@@ -80,7 +103,9 @@ pub struct Algorithm {
     /// Name it registers under by default (`bpf_<key>`), as seen in
     /// /proc/sys/net/ipv4/tcp_available_congestion_control.
     pub cc_name: &'static str,
-    /// `CCTL_ALGO_*` id of bpf/cctl.h, stored in the shared measurement layer.
+    /// Stable id, stored in the shared measurement layer of every sample (the program
+    /// gets it in its `.rodata` global `cctl_algo_id` at load). Never reused or
+    /// renumbered, so that samples of older binaries still decode.
     pub id: u8,
     /// One-line summary.
     pub summary: &'static str,
@@ -100,15 +125,12 @@ pub struct Algorithm {
     pub profiles: &'static [Profile],
     /// The variables `vars` decodes: (name, "unit: meaning").
     pub var_docs: &'static [(&'static str, &'static str)],
-    /// Kernel functions (kfuncs) the program calls; checked in the kernel's BTF
-    /// before loading so that a missing one is named.
-    pub kfuncs: &'static [&'static str],
     /// Refuses forbidden combinations of (individually valid) tunables, saying why.
     #[serde(skip)]
     pub check: fn(&Params) -> std::result::Result<(), String>,
-    /// Loads the BPF object with these tunables and registers it under a name.
+    /// The compiled BPF object (`bpf/<key>.bpf.c`), embedded in the binary.
     #[serde(skip)]
-    pub load: fn(&str, &Params) -> Result<algo::Registered>,
+    pub object: &'static [u8],
     /// Decodes the algorithm's variables from a sample's raw `icsk_ca_priv`.
     #[serde(skip)]
     pub vars: fn(&[u8]) -> Vec<Var>,
@@ -119,243 +141,7 @@ pub fn no_check(_: &Params) -> std::result::Result<(), String> {
     Ok(())
 }
 
-/// The kfuncs of the Reno helpers (net/ipv4/bpf_tcp_ca.c) most ports call.
-pub const RENO_KFUNCS: &[&str] = &[
-    "tcp_slow_start",
-    "tcp_cong_avoid_ai",
-    "tcp_reno_cong_avoid",
-    "tcp_reno_ssthresh",
-    "tcp_reno_undo_cwnd",
-];
-
-/// Every algorithm this binary carries.
-pub const ALGORITHMS: &[Algorithm] = &[
-    Algorithm {
-        key: "reno",
-        cc_name: "bpf_reno",
-        id: 1,
-        summary: "standard TCP (NewReno): +1 segment per RTT, halve on loss; the baseline",
-        paper: "[P1] eq. 1-2; every paper's baseline",
-        spec: "§2",
-        native: Some("reno"),
-        clocked: false,
-        params: &[],
-        profiles: &[],
-        var_docs: &[],
-        kfuncs: RENO_KFUNCS,
-        check: no_check,
-        load: algo::reno::load,
-        vars: algo::reno::vars,
-    },
-    Algorithm {
-        key: "htcp",
-        cc_name: "bpf_htcp",
-        id: 2,
-        summary: "H-TCP: increase grows with Δ since the last loss, adaptive backoff Tmin/Tmax",
-        paper: "Leith & Shorten 2004; [P0] §IV-C, Table II",
-        spec: "§5",
-        native: Some("htcp"),
-        clocked: true,
-        params: algo::htcp::PARAMS,
-        profiles: &[],
-        var_docs: algo::htcp::VAR_DOCS,
-        kfuncs: RENO_KFUNCS,
-        check: algo::htcp::check,
-        load: algo::htcp::load,
-        vars: algo::htcp::vars,
-    },
-    Algorithm {
-        key: "scalable",
-        cc_name: "bpf_scalable",
-        id: 3,
-        summary: "Scalable TCP: MIMD, +1 % per RTT above Low_Window, ×0.875 on loss",
-        paper: "Kelly 2003; [P0] §IV-A, Table II",
-        spec: "§3",
-        native: Some("scalable"),
-        clocked: false,
-        params: algo::scalable::PARAMS,
-        profiles: algo::scalable::PROFILES,
-        var_docs: algo::scalable::VAR_DOCS,
-        kfuncs: RENO_KFUNCS,
-        check: algo::scalable::check,
-        load: algo::scalable::load,
-        vars: algo::scalable::vars,
-    },
-    Algorithm {
-        key: "highspeed",
-        cc_name: "bpf_highspeed",
-        id: 4,
-        summary: "HighSpeed TCP: a(w), b(w) from RFC 3649's response function, Reno below W_L",
-        paper: "Floyd, RFC 3649; [P0] §IV-B, Table II",
-        spec: "§4",
-        native: Some("highspeed"),
-        clocked: false,
-        params: algo::highspeed::PARAMS,
-        profiles: algo::highspeed::PROFILES,
-        var_docs: algo::highspeed::VAR_DOCS,
-        kfuncs: RENO_KFUNCS,
-        check: algo::highspeed::check,
-        load: algo::highspeed::load,
-        vars: algo::highspeed::vars,
-    },
-    Algorithm {
-        key: "bic",
-        cc_name: "bpf_bic",
-        id: 5,
-        summary: "BIC-TCP: binary search towards the window of the last loss, then max probing",
-        paper: "Xu, Harfoush, Rhee 2004; [P0] §IV-D, Table II",
-        spec: "§6",
-        native: Some("bic"),
-        clocked: false,
-        params: algo::bic::PARAMS,
-        profiles: algo::bic::PROFILES,
-        var_docs: algo::bic::VAR_DOCS,
-        kfuncs: RENO_KFUNCS,
-        check: algo::bic::check,
-        load: algo::bic::load,
-        vars: algo::bic::vars,
-    },
-    Algorithm {
-        key: "cubic",
-        cc_name: "bpf_cubic",
-        id: 6,
-        summary:
-            "CUBIC: cwnd follows C (t - K)^3 + W_max in real time, TCP-friendly floor, HyStart",
-        paper: "Rhee & Xu 2005, RFC 9438; [P2], [P3]",
-        spec: "§7",
-        native: Some("cubic"),
-        clocked: true,
-        params: algo::cubic::PARAMS,
-        profiles: algo::cubic::PROFILES,
-        var_docs: algo::cubic::VAR_DOCS,
-        kfuncs: RENO_KFUNCS,
-        check: algo::cubic::check,
-        load: algo::cubic::load,
-        vars: algo::cubic::vars,
-    },
-    Algorithm {
-        key: "fast",
-        cc_name: "bpf_fast",
-        id: 7,
-        summary: "FAST TCP: w <- min(2w, (1-γ)w + γ(baseRTT/avgRTT·w + α)), α packets queued",
-        paper: "[P1] Jin, Wei, Low 2004, §IV, eq. 5; [P0] §IV-E adaptive α",
-        spec: "§8",
-        native: None,
-        clocked: true,
-        params: algo::fast::PARAMS,
-        profiles: algo::fast::PROFILES,
-        var_docs: algo::fast::VAR_DOCS,
-        kfuncs: &["tcp_slow_start", "tcp_reno_undo_cwnd"],
-        check: algo::fast::check,
-        load: algo::fast::load,
-        vars: algo::fast::vars,
-    },
-    Algorithm {
-        key: "vegas",
-        cc_name: "bpf_vegas",
-        id: 8,
-        summary: "TCP Vegas: ±1 segment per RTT to keep α..β packets queued (delay-based)",
-        paper: "Brakmo & Peterson 1995; [P1] footnote 6",
-        spec: "§9",
-        native: Some("vegas"),
-        clocked: true,
-        params: algo::vegas::PARAMS,
-        profiles: algo::vegas::PROFILES,
-        var_docs: algo::vegas::VAR_DOCS,
-        kfuncs: RENO_KFUNCS,
-        check: algo::vegas::check,
-        load: algo::vegas::load,
-        vars: algo::vegas::vars,
-    },
-    Algorithm {
-        key: "yeah",
-        cc_name: "bpf_yeah",
-        id: 9,
-        summary:
-            "YeAH-TCP: STCP growth while its own queue is small, Reno and decongestion otherwise",
-        paper: "[P3] Baiocchi, Castellani, Vacirca 2007, §III",
-        spec: "§10",
-        native: Some("yeah"),
-        clocked: true,
-        params: algo::yeah::PARAMS,
-        profiles: algo::yeah::PROFILES,
-        var_docs: algo::yeah::VAR_DOCS,
-        kfuncs: RENO_KFUNCS,
-        check: algo::yeah::check,
-        load: algo::yeah::load,
-        vars: algo::yeah::vars,
-    },
-    Algorithm {
-        key: "africa",
-        cc_name: "bpf_africa",
-        id: 10,
-        summary: "TCP Africa: HSTCP increase while fewer than α packets queue (delay), Reno after",
-        paper: "King, Baraniuk, Riedi, Infocom 2005; [P3] §II, §V",
-        spec: "§11",
-        native: None,
-        clocked: true,
-        params: algo::africa::PARAMS,
-        profiles: algo::africa::PROFILES,
-        var_docs: algo::africa::VAR_DOCS,
-        kfuncs: RENO_KFUNCS,
-        check: algo::africa::check,
-        load: algo::africa::load,
-        vars: algo::africa::vars,
-    },
-    Algorithm {
-        key: "compound",
-        cc_name: "bpf_compound",
-        id: 11,
-        summary: "Compound TCP: Reno window plus a delay window that grows binomially until γ packets queue",
-        paper: "Tan, Song, Zhang, Sridharan 2006; [P3] §II, §V; [P2] Fig. 7",
-        spec: "§12",
-        native: None,
-        clocked: true,
-        params: algo::compound::PARAMS,
-        profiles: algo::compound::PROFILES,
-        var_docs: algo::compound::VAR_DOCS,
-        kfuncs: RENO_KFUNCS,
-        check: algo::compound::check,
-        load: algo::compound::load,
-        vars: algo::compound::vars,
-    },
-    Algorithm {
-        key: "illinois",
-        cc_name: "bpf_illinois",
-        id: 12,
-        summary:
-            "TCP Illinois: AIMD with α and β set by the average queueing delay (concave growth)",
-        paper: "Liu, Başar, Srikant 2008; [P2] Introduction, §III",
-        spec: "§13",
-        native: Some("illinois"),
-        clocked: true,
-        params: algo::illinois::PARAMS,
-        profiles: algo::illinois::PROFILES,
-        var_docs: algo::illinois::VAR_DOCS,
-        kfuncs: RENO_KFUNCS,
-        check: algo::illinois::check,
-        load: algo::illinois::load,
-        vars: algo::illinois::vars,
-    },
-    Algorithm {
-        key: "westwood",
-        cc_name: "bpf_westwood",
-        id: 13,
-        summary:
-            "TCP Westwood+: Reno growth, loss sets ssthresh from a bandwidth estimate × RTT_min",
-        paper: "Mascolo et al. 2001; Grieco & Mascolo 2004; [P3] §III",
-        spec: "§14",
-        native: Some("westwood"),
-        clocked: true,
-        params: algo::westwood::PARAMS,
-        profiles: algo::westwood::PROFILES,
-        var_docs: algo::westwood::VAR_DOCS,
-        kfuncs: RENO_KFUNCS,
-        check: algo::westwood::check,
-        load: algo::westwood::load,
-        vars: algo::westwood::vars,
-    },
-];
+pub use crate::algo::ALGORITHMS;
 
 /// Looks an algorithm up by key (`htcp`) or default kernel name (`bpf_htcp`).
 pub fn find(name: &str) -> Result<&'static Algorithm> {
@@ -372,12 +158,42 @@ pub fn find(name: &str) -> Result<&'static Algorithm> {
         })
 }
 
-/// Looks an algorithm up by its `CCTL_ALGO_*` id.
+/// Looks an algorithm up by its stable id ([`Algorithm::id`]).
 pub fn by_id(id: u8) -> Option<&'static Algorithm> {
     ALGORITHMS.iter().find(|a| a.id == id)
 }
 
 impl Algorithm {
+    /// Where its program comes from, for messages: `bpf/<key>.bpf.c`.
+    pub fn source(&self) -> String {
+        format!("bpf/{}.bpf.c", self.key)
+    }
+
+    /// What its object's BTF says: `.rodata` globals with their compiled-in defaults,
+    /// the struct_ops map, and the kernel functions (kfuncs) it calls.
+    ///
+    /// Errors: [`Error::BadObject`] (only for a broken build).
+    pub fn object_info(&self) -> Result<object::ObjectInfo> {
+        object::inspect(self.object, Path::new(&self.source()))
+    }
+
+    /// Kernel functions (kfuncs) the program calls, from its object's BTF; checked in
+    /// the kernel's BTF before loading so that a missing one is named.
+    pub fn kfuncs(&self) -> Result<Vec<String>> {
+        Ok(self.object_info()?.kfuncs)
+    }
+
+    /// Loads its program with these tunables (every key a `.rodata` global of the
+    /// program, plus `cctl_algo_id` = [`Algorithm::id`]) and registers it as `name`,
+    /// or leaves it READY when the name is taken (see [`crate::algo::register`]).
+    ///
+    /// Errors: as [`object::load`].
+    pub fn load(&self, name: &str, params: &Params) -> Result<Registered> {
+        let mut globals: Vec<(&str, u32)> = params.iter().map(|(k, v)| (*k, *v)).collect();
+        globals.push(("cctl_algo_id", u32::from(self.id)));
+        object::load(self.object, Path::new(&self.source()), name, &globals)
+    }
+
     /// Human-readable table of the parameters: key, unit, range, default, doc.
     pub fn params_help(&self) -> String {
         if self.params.is_empty() {
@@ -563,6 +379,42 @@ mod tests {
             let names: Vec<&str> = (a.vars)(&[0u8; 104]).iter().map(|v| v.name).collect();
             let docs: Vec<&str> = a.var_docs.iter().map(|(n, _)| *n).collect();
             assert_eq!(names, docs, "{}: vars and var_docs differ", a.key);
+        }
+    }
+
+    #[test]
+    fn declared_defaults_are_the_programs_globals_and_kfuncs_come_from_the_object() {
+        for a in ALGORITHMS {
+            let info = a.object_info().unwrap_or_else(|e| panic!("{}: {e}", a.key));
+            assert_eq!(
+                info.ops.map, a.key,
+                "{}: struct_ops map named after the key",
+                a.key
+            );
+            for p in a.params {
+                let g = info.globals.get(p.key).unwrap_or_else(|| {
+                    panic!("{}: parameter {} has no .rodata global", a.key, p.key)
+                });
+                assert_eq!(
+                    g.initial,
+                    u64::from(p.default),
+                    "{}.{}: the declaration's default differs from the BPF global's",
+                    a.key,
+                    p.key
+                );
+            }
+            assert_eq!(
+                info.globals.get("cctl_algo_id").map(|g| g.size),
+                Some(4),
+                "{}: cctl_algo_id",
+                a.key
+            );
+            assert!(
+                info.kfuncs.iter().any(|f| f.starts_with("tcp_")),
+                "{}: kfuncs {:?}",
+                a.key,
+                info.kfuncs
+            );
         }
     }
 

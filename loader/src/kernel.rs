@@ -93,14 +93,14 @@ pub fn require_struct_ops_links() -> Result<()> {
 
 /// Fails with [`Error::MissingFeature`] naming the first of `kfuncs` (functions a
 /// BPF congestion control of `algo` calls) that the running kernel's BTF lacks.
-pub fn require_kfuncs(algo: &str, kfuncs: &[&str]) -> Result<()> {
+pub fn require_kfuncs(algo: &str, kfuncs: &[String]) -> Result<()> {
     require_btf()?;
     let path = vmlinux_btf();
     let btf = libbpf_rs::btf::Btf::from_path(&path)
         .map_err(|e| Error::bpf(format!("reading {}", path.display()), e))?;
     let missing: Vec<&str> = kfuncs
         .iter()
-        .copied()
+        .map(String::as_str)
         .filter(|f| {
             btf.type_by_name::<libbpf_rs::btf::types::Func<'_>>(f)
                 .is_none()

@@ -202,7 +202,7 @@ pub fn load(algo: &str, opts: &LoadOptions) -> Result<LoadedCc> {
 
     kernel::require_privileges(&format!("loading {name}"))?;
     kernel::require_struct_ops_links()?;
-    kernel::require_kfuncs(algorithm.key, algorithm.kfuncs)?;
+    kernel::require_kfuncs(algorithm.key, &algorithm.kfuncs()?)?;
     kernel::ensure_bpffs()?;
     check_name_free(&name)?;
     std::fs::create_dir_all(PIN_DIR)
@@ -212,7 +212,7 @@ pub fn load(algo: &str, opts: &LoadOptions) -> Result<LoadedCc> {
     // Version pins of a name without link pin are leftovers of a crashed run.
     remove_version_pins(&name)?;
 
-    let mut reg = (algorithm.load)(&name, &params)?;
+    let mut reg = algorithm.load(&name, &params)?;
     let Some(mut link) = reg.link.take() else {
         return Err(Error::NameTaken {
             name: name.clone(),

@@ -287,24 +287,20 @@ mod tests {
 
     const ALGO_HTCP: u32 = 2;
 
-    extern "C" {
-        fn cctl_sizeof_sample() -> u32;
-        fn cctl_sizeof_meas() -> u32;
-        fn cctl_sizeof_htcp_ca() -> u32;
-    }
-
     #[test]
     fn rust_types_have_the_sizes_of_the_c_structs() {
-        // SAFETY: the shim functions take no arguments and return a constant.
-        unsafe {
+        {
             assert_eq!(
                 std::mem::size_of::<cctl_sample>() as u32,
-                cctl_sizeof_sample()
+                (std::mem::size_of::<crate::math::cctl_sample>() as u32)
             );
-            assert_eq!(std::mem::size_of::<cctl_meas>() as u32, cctl_sizeof_meas());
+            assert_eq!(
+                std::mem::size_of::<cctl_meas>() as u32,
+                (std::mem::size_of::<crate::math::cctl_meas>() as u32)
+            );
             assert_eq!(
                 std::mem::size_of::<cctl_htcp_ca>() as u32,
-                cctl_sizeof_htcp_ca()
+                (std::mem::size_of::<crate::math::cctl_htcp_ca>() as u32)
             );
         }
         assert!(

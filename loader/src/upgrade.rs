@@ -21,10 +21,6 @@ use std::collections::BTreeMap;
 use std::os::fd::{AsFd, AsRawFd};
 use std::path::{Path, PathBuf};
 
-use libbpf_rs::btf::types::{DataSec, MemberAttr, Struct, Var};
-use libbpf_rs::{Btf, MapCore as _, ReferencesType as _};
-
-use crate::algo::{self, Registered};
 use crate::algos;
 use crate::error::{Error, Result};
 use crate::kernel;
@@ -53,9 +49,6 @@ pub struct Swap {
     /// The version new connections get now.
     pub to: Version,
 }
-
-/// The name of the struct_ops type a congestion control must be.
-pub const TCP_CA_TYPE: &str = "tcp_congestion_ops";
 
 /// Holds an exclusive `flock` on a name's version directory, so that two upgrades
 /// or rollbacks of one name do not interleave their metadata updates.
@@ -215,7 +208,9 @@ pub fn upgrade(arg: &str, opts: &UpgradeOptions) -> Result<Swap> {
                         .into(),
                 });
             }
-            let reg = load_object(path, &name)?;
+            let bytes =
+                std::fs::read(path).map_err(|e| Error::io("reading the BPF object", path, e))?;
+            let reg = crate::object::load(&bytes, path, &name, &[])?;
             let version = Version {
                 version: n,
                 map_id: 0,
@@ -255,8 +250,8 @@ pub fn upgrade(arg: &str, opts: &UpgradeOptions) -> Result<Swap> {
                 Some(p) => algorithm.resolve_params_with(Some(p), &args)?,
                 None => algorithm.resolve_params(&args)?,
             };
-            kernel::require_kfuncs(algorithm.key, algorithm.kfuncs)?;
-            let reg = (algorithm.load)(&name, &params)?;
+            kernel::require_kfuncs(algorithm.key, &algorithm.kfuncs()?)?;
+            let reg = algorithm.load(&name, &params)?;
             let version = Version {
                 version: n,
                 map_id: 0,
@@ -436,195 +431,9 @@ pub fn socket_counts<'a>(
     counts
 }
 
-/// One struct_ops variable of a BPF object: map name, struct type name, and the
-/// byte offset of its `name` member (if the type has one).
-#[derive(Debug, Clone, PartialEq)]
-struct StructOpsVar {
-    map: String,
-    ty: String,
-    name_offset: Option<usize>,
-}
-
-/// The struct_ops maps declared in an object's BTF (variables of its
-/// `.struct_ops` / `.struct_ops.link` sections).
-fn struct_ops_vars(btf: &Btf<'_>) -> Vec<StructOpsVar> {
-    let mut out = Vec::new();
-    for sec in btf.type_by_kind::<DataSec<'_>>() {
-        let sec_name = sec.name().map(|n| n.to_string_lossy().into_owned());
-        if !sec_name.is_some_and(|n| n.starts_with(".struct_ops")) {
-            continue;
-        }
-        for info in sec.iter() {
-            let Some(var) = btf.type_by_id::<Var<'_>>(info.ty) else {
-                continue;
-            };
-            let map = var
-                .name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            let ty = var.referenced_type().skip_mods_and_typedefs();
-            let ty_name = ty
-                .name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_else(|| "(anonymous)".into());
-            let name_offset = Struct::try_from(ty).ok().and_then(|s| {
-                s.iter()
-                    .find(|m| m.name.is_some_and(|n| n == "name"))
-                    .and_then(|m| match m.attr {
-                        MemberAttr::Normal { offset } => Some(offset as usize / 8),
-                        MemberAttr::BitField { .. } => None,
-                    })
-            });
-            out.push(StructOpsVar {
-                map,
-                ty: ty_name,
-                name_offset,
-            });
-        }
-    }
-    out
-}
-
-/// Checks that an object holds exactly one struct_ops map, a `tcp_congestion_ops`
-/// with a `name` member, and returns it.
-fn the_tcp_ca_var(path: &Path, vars: Vec<StructOpsVar>) -> Result<StructOpsVar> {
-    let bad = |reason: String| Error::BadObject {
-        path: path.into(),
-        reason,
-    };
-    let expected = format!(
-        "expected exactly one SEC(\".struct_ops.link\") variable of type struct {TCP_CA_TYPE}"
-    );
-    match vars.len() {
-        0 => Err(bad(format!("it declares no struct_ops map; {expected}"))),
-        1 => {
-            let v = vars.into_iter().next().expect("one");
-            if v.ty != TCP_CA_TYPE {
-                return Err(bad(format!(
-                    "its struct_ops map '{}' is a struct {}, not a struct {TCP_CA_TYPE}; {expected}",
-                    v.map, v.ty
-                )));
-            }
-            if v.name_offset.is_none() {
-                return Err(bad(format!(
-                    "its struct {TCP_CA_TYPE} has no 'name' member in the object's BTF"
-                )));
-            }
-            Ok(v)
-        }
-        n => Err(bad(format!(
-            "it declares {n} struct_ops maps ({}); {expected}",
-            vars.iter()
-                .map(|v| format!("'{}': struct {}", v.map, v.ty))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ))),
-    }
-}
-
-/// Opens and loads a BPF object file as a version of `name`: its one struct_ops map
-/// must be a `tcp_congestion_ops`; its `name` member is overwritten with `name` (the
-/// kernel only swaps implementations of one name) and it is made a link-based
-/// struct_ops (`BPF_F_LINK`) if it was declared in plain `.struct_ops`.
-fn load_object(path: &Path, name: &str) -> Result<Registered> {
-    let bytes = std::fs::read(path).map_err(|e| Error::io("reading the BPF object", path, e))?;
-    let (btf, log) = algo::with_libbpf_log(|| Btf::from_raw("object", &bytes));
-    let btf = btf
-        .map_err(|e| Error::BadObject {
-            path: path.into(),
-            reason: format!(
-                "it is not a BPF ELF object with BTF ({e}: {})",
-                log.trim().trim_start_matches("libbpf: ")
-            ),
-        })?
-        .ok_or_else(|| Error::BadObject {
-            path: path.into(),
-            reason: "it has no BTF; compile it with `clang -g -O2 -target bpf`".into(),
-        })?;
-    let var = the_tcp_ca_var(path, struct_ops_vars(&btf))?;
-    drop(btf);
-    let offset = var.name_offset.expect("checked");
-
-    let mut open = libbpf_rs::ObjectBuilder::default()
-        .open_memory(&bytes)
-        .map_err(|e| Error::BadObject {
-            path: path.into(),
-            reason: format!("libbpf cannot open it: {e}"),
-        })?;
-    {
-        let mut map = open
-            .maps_mut()
-            .find(|m| m.name().to_string_lossy() == var.map)
-            .ok_or_else(|| Error::BadObject {
-                path: path.into(),
-                reason: format!("libbpf found no map '{}' in it", var.map),
-            })?;
-        let flags = map.map_flags();
-        let link_flag = libbpf_rs::libbpf_sys::BPF_F_LINK;
-        if flags & link_flag == 0 {
-            map.set_map_flags(flags | link_flag)
-                .map_err(|e| Error::bpf(format!("making {} a struct_ops link map", var.map), e))?;
-        }
-        let data = map.initial_value_mut().ok_or_else(|| Error::BadObject {
-            path: path.into(),
-            reason: format!("its struct_ops map '{}' has no data", var.map),
-        })?;
-        let field = data
-            .get_mut(offset..offset + 16)
-            .ok_or_else(|| Error::BadObject {
-                path: path.into(),
-                reason: format!("the 'name' member of '{}' lies outside its data", var.map),
-            })?;
-        field.fill(0);
-        field[..name.len()].copy_from_slice(name.as_bytes());
-    }
-    let mut obj = algo::load_with_log(
-        format!("loading {} as {name} (verifier)", path.display()),
-        || open.load(),
-    )?;
-    let mut map = obj
-        .maps_mut()
-        .find(|m| m.name().to_string_lossy() == var.map)
-        .expect("the map opened above is loaded");
-    algo::register(name, &mut map)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn var(map: &str, ty: &str) -> StructOpsVar {
-        StructOpsVar {
-            map: map.into(),
-            ty: ty.into(),
-            name_offset: Some(8),
-        }
-    }
-
-    #[test]
-    fn an_object_must_hold_exactly_one_tcp_congestion_ops() {
-        let p = Path::new("x.bpf.o");
-        let e = the_tcp_ca_var(p, vec![]).unwrap_err().to_string();
-        assert!(
-            e.contains("no struct_ops map") && e.contains(TCP_CA_TYPE),
-            "{e}"
-        );
-        let e = the_tcp_ca_var(p, vec![var("dummy", "bpf_dummy_ops")])
-            .unwrap_err()
-            .to_string();
-        assert!(
-            e.contains("'dummy' is a struct bpf_dummy_ops, not a struct tcp_congestion_ops"),
-            "{e}"
-        );
-        let e = the_tcp_ca_var(p, vec![var("a", TCP_CA_TYPE), var("b", TCP_CA_TYPE)])
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("2 struct_ops maps") && e.contains("'b'"), "{e}");
-        assert_eq!(
-            the_tcp_ca_var(p, vec![var("a", TCP_CA_TYPE)]).unwrap().map,
-            "a"
-        );
-    }
 
     #[test]
     fn a_verifier_log_is_cut_to_its_end_after_libbpfs_message() {
@@ -633,14 +442,14 @@ mod tests {
             log += &format!("{i}: (61) r1 = *(u32 *)(r1 +0)\n");
         }
         log += "access beyond struct sock at off 100000 size 4\n-- END PROG LOAD LOG --\nlibbpf: failed to load object\n";
-        let tail = algo::log_tail(&log);
+        let tail = crate::algo::log_tail(&log);
         assert!(
             tail.starts_with("libbpf: prog 'x_init': BPF program load failed"),
             "{tail}"
         );
         assert!(tail.contains("access beyond struct sock"), "{tail}");
         assert!(!tail.contains("\n5: "), "{tail}");
-        assert!(tail.lines().count() <= algo::LOG_TAIL_LINES + 2);
+        assert!(tail.lines().count() <= crate::algo::LOG_TAIL_LINES + 2);
     }
 
     #[test]

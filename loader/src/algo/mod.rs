@@ -1,30 +1,18 @@
-//! One module per algorithm: its tunables, how to load its skeleton, and how to
-//! decode its variables out of a sample's `icsk_ca_priv` bytes. Algorithms with
-//! real-valued rules also carry `model`, a plain f64 model of the spec's equations
-//! that unit tests compare with the fixed-point C the BPF program runs (compiled
-//! on the host from `bpf/<algo>_math.h` through `loader/csrc/<algo>_shim.c`).
+//! One module per algorithm, each holding its declaration ([`declare_algorithm!`]:
+//! key, stable id, Linux module, tunables, profiles, variables, checks) and, for
+//! algorithms with real-valued rules, `model`: a plain f64 model of the spec's
+//! equations that unit tests compare with the fixed-point C the BPF program runs
+//! (`bpf/<algo>_math.h`, compiled for the host by build.rs, declared in
+//! [`crate::math`]).
 //!
-//! To add an algorithm `x`: `bpf/x.bpf.c` (+ `bpf/x_math.h` for its state struct
-//! and fixed-point rules), `loader/csrc/x_shim.c`, `loader/src/algo/x/`, an id in
-//! `bpf/cctl.h`, and one entry in [`crate::algos::ALGORITHMS`].
+//! To add an algorithm `x`, write four files: `bpf/x.bpf.c`, `bpf/x_math.h` (its
+//! state struct and fixed-point rules), `loader/src/algo/x/mod.rs` (its declaration)
+//! and `loader/src/algo/x/model.rs`. build.rs finds them: the module list and
+//! [`ALGORITHMS`] are generated from the declarations present.
 
 use std::sync::Mutex;
 
 use crate::error::{Error, Result};
-
-pub mod africa;
-pub mod bic;
-pub mod compound;
-pub mod cubic;
-pub mod fast;
-pub mod highspeed;
-pub mod htcp;
-pub mod illinois;
-pub mod reno;
-pub mod scalable;
-pub mod vegas;
-pub mod westwood;
-pub mod yeah;
 
 /// One internal variable of an algorithm, decoded from a sample (spec §18.3).
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
@@ -187,44 +175,103 @@ pub(crate) fn load_with_log<T>(
     })
 }
 
-/// Opens skeleton `$skel` (module of [`crate::skel`]), sets the struct_ops name and
-/// the listed `.rodata` tunables (all `u32`, named like the BPF globals) from a
-/// parameter map, loads it (verifier; its log goes into [`Error::Rejected`]) and
-/// registers it through a struct_ops link, or leaves it READY when the name is
-/// taken (see [`register`]).
-///
-/// `load_struct_ops!(name, params, htcp::HtcpSkelBuilder, htcp / htcp_mut, [delta_l_ms, ...])`
-/// evaluates to `Result<Registered>`.
-macro_rules! load_struct_ops {
-    ($name:expr, $params:expr, $skel:ident :: $builder:ident, $map:ident / $map_mut:ident,
-     [$($field:ident),* $(,)?]) => {{
-        use libbpf_rs::skel::{OpenSkel as _, SkelBuilder as _};
-        let name: &str = $name;
-        let mut storage = std::mem::MaybeUninit::uninit();
-        let mut open = $crate::skel::$skel::$builder::default()
-            .open(&mut storage)
-            .map_err(|e| $crate::Error::bpf(concat!("opening the ", stringify!($skel), " BPF object"), e))?;
-        $crate::algo::write_name(&mut open.struct_ops.$map_mut().name, name);
-        #[allow(unused_variables)]
-        let params: &$crate::algos::Params = $params;
-        $(
-            {
-                let ro = open
-                    .maps
-                    .rodata_data
-                    .as_deref_mut()
-                    .expect(concat!(stringify!($skel), " .rodata is memory-mapped"));
-                ro.$field = params[stringify!($field)];
-            }
-        )*
-        debug_assert!(params.keys().all(|k| [$(stringify!($field)),*].contains(k)),
-            "a parameter of {} has no BPF global", stringify!($skel));
-        let mut skel =
-            $crate::algo::load_with_log(format!("loading {name} (verifier)"), || open.load())?;
-        $crate::algo::register(name, &mut skel.maps.$map)
-    }};
+/// Declares an algorithm in its module (`loader/src/algo/<key>/mod.rs`), once: the
+/// catalogue entry `ALGORITHM` and the `PARAMS`, `PROFILES`, `VAR_DOCS` and `vars`
+/// derived from it. `key` is also the name of its BPF program (`bpf/<key>.bpf.c`),
+/// skeleton and struct_ops map; each parameter's key is the name of a `.rodata`
+/// global of that program, set by name through the object's BTF at load (so no list
+/// repeats them), and its default is checked against the global's compiled-in value
+/// by a test. `id` is stable (build.rs refuses a reused one). `vars(x: T) { name
+/// ("unit: meaning") = expression of x, ... }` decodes the algorithm's variables from
+/// its state struct `T` (of bpf/<key>_math.h). `check` defaults to
+/// [`crate::algos::no_check`].
+macro_rules! declare_algorithm {
+    (
+        key: $key:ident,
+        id: $id:literal,
+        summary: $summary:expr,
+        paper: $paper:expr,
+        spec: $spec:expr,
+        native: $native:expr,
+        clocked: $clocked:expr,
+        params: [$($param:expr),* $(,)?],
+        profiles: [$($profile:expr),* $(,)?],
+        $(check: $check:expr,)?
+        vars($ca:ident: $ca_ty:ident) {
+            $($var:ident ($vdoc:expr) = $vexpr:expr),* $(,)?
+        } $(,)?
+    ) => {
+        use $crate::skel::$key::types::$ca_ty;
+        $crate::algo::impl_plain!($ca_ty);
+        $crate::algo::declare_algorithm!(@common $key, $id, $summary, $paper, $spec, $native,
+            $clocked, [$($param),*], [$($profile),*], [$($check)?], vars);
+
+        /// Variables decoded by [`vars`]: (name, "unit: meaning").
+        pub const VAR_DOCS: &[(&str, &str)] = &[$((stringify!($var), $vdoc)),*];
+
+        /// Decodes the variables of [`VAR_DOCS`] from a sample's `icsk_ca_priv` bytes
+        /// (empty if they are too short).
+        pub fn vars(ca_priv: &[u8]) -> Vec<$crate::algo::Var> {
+            let Some($ca) = $crate::algo::ca_from_bytes::<$ca_ty>(ca_priv) else {
+                return Vec::new();
+            };
+            vec![$($crate::algo::var(stringify!($var), $vexpr)),*]
+        }
+    };
+    (
+        key: $key:ident,
+        id: $id:literal,
+        summary: $summary:expr,
+        paper: $paper:expr,
+        spec: $spec:expr,
+        native: $native:expr,
+        clocked: $clocked:expr,
+        params: [$($param:expr),* $(,)?],
+        profiles: [$($profile:expr),* $(,)?],
+        $(check: $check:expr,)?
+    ) => {
+        $crate::algo::declare_algorithm!(@common $key, $id, $summary, $paper, $spec, $native,
+            $clocked, [$($param),*], [$($profile),*], [$($check)?], vars);
+
+        /// Variables decoded by [`vars`]: none beyond the shared measurement layer.
+        pub const VAR_DOCS: &[(&str, &str)] = &[];
+
+        /// This algorithm has no variables of its own.
+        pub fn vars(_ca_priv: &[u8]) -> Vec<$crate::algo::Var> {
+            Vec::new()
+        }
+    };
+    (@common $key:ident, $id:literal, $summary:expr, $paper:expr, $spec:expr, $native:expr,
+     $clocked:expr, [$($param:expr),*], [$($profile:expr),*], [$($check:expr)?], $vars:ident) => {
+        /// Tunables: `.rodata` globals of the program, with the defaults it declares
+        /// (its header names the paper and section they come from).
+        pub const PARAMS: &[$crate::algos::ParamSpec] = &[$($param),*];
+
+        /// Named parameter sets (spec §18.4).
+        pub const PROFILES: &[$crate::algos::Profile] = &[$($profile),*];
+
+        /// The catalogue entry.
+        pub const ALGORITHM: $crate::algos::Algorithm = $crate::algos::Algorithm {
+            key: stringify!($key),
+            cc_name: concat!("bpf_", stringify!($key)),
+            id: $id,
+            summary: $summary,
+            paper: $paper,
+            spec: $spec,
+            native: $native,
+            clocked: $clocked,
+            params: PARAMS,
+            profiles: PROFILES,
+            var_docs: VAR_DOCS,
+            check: $crate::algo::declare_algorithm!(@check $($check)?),
+            object: $crate::skel::$key::OBJECT,
+            vars: $vars,
+        };
+    };
+    (@check $check:expr) => { $check };
+    (@check) => { $crate::algos::no_check };
 }
-pub(crate) use load_struct_ops;
+pub(crate) use declare_algorithm;
 
 /// Marks skeleton C structs as plain old data for decoding from bytes.
 macro_rules! impl_plain {
@@ -237,3 +284,7 @@ macro_rules! impl_plain {
     };
 }
 pub(crate) use impl_plain;
+
+// The algorithm modules and `ALGORITHMS`, generated by build.rs from the declarations
+// present (after the macros they use).
+include!(concat!(env!("OUT_DIR"), "/catalogue.rs"));

@@ -103,49 +103,39 @@ pub fn ssthresh(w: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::skel::africa::types::cctl_africa_ca;
+    use crate::math::cctl_africa_ca;
 
     // The C under test is bpf/africa_math.h (and bpf/highspeed_math.h for a(w)), unchanged,
     // via loader/csrc/africa_shim.c and highspeed_shim.c.
-    extern "C" {
-        fn cctl_africa_delta_q10(cwnd: u32, rtt_us: u32, base_us: u32) -> u32;
-        fn cctl_africa_mode_for(delta_q10: u32, alpha_cpkt: u32) -> u8;
-        fn cctl_africa_rtt_sample(ca: *mut cctl_africa_ca, rtt_us: u32);
-        fn cctl_africa_round_over(ack: u32, beg_snd_nxt: u32) -> i32;
-        fn cctl_africa_round_end(ca: *mut cctl_africa_ca, cwnd: u32, base_us: u32, alpha: u32);
-        fn cctl_sizeof_africa_ca() -> u32;
-        fn cctl_hstcp_table_index(cwnd: u32) -> u32;
-        fn cctl_hstcp_table_ab(idx: u32, a_q16: *mut u32, b_q16: *mut u32);
-        fn cctl_hstcp_ai_step(cwnd: *mut u32, cnt: *mut u32, n: u32, a_q16: u32, clamp: u32);
-    }
+
 
     const FAST: u8 = 1;
     const Q10: f64 = 1024.0;
 
     fn c_delta(cwnd: u32, rtt_us: u32, base_us: u32) -> u32 {
         // SAFETY: a pure function of integers.
-        unsafe { cctl_africa_delta_q10(cwnd, rtt_us, base_us) }
+        unsafe { crate::math::africa_delta_q10(cwnd, rtt_us, base_us) }
     }
 
     fn c_fast(delta_q10: u32, alpha_cpkt: u32) -> bool {
         // SAFETY: a pure function of integers.
-        unsafe { cctl_africa_mode_for(delta_q10, alpha_cpkt) == FAST }
+        unsafe { crate::math::africa_mode_for(delta_q10, alpha_cpkt) == FAST }
     }
 
     fn c_sample(ca: &mut cctl_africa_ca, rtt_us: u32) {
         // SAFETY: `ca` is a live, exclusively borrowed struct of the C layout (the
         // skeleton type, whose size a test checks against the C's).
-        unsafe { cctl_africa_rtt_sample(ca, rtt_us) }
+        unsafe { crate::math::africa_rtt_sample(ca, rtt_us) }
     }
 
     fn c_end(ca: &mut cctl_africa_ca, cwnd: u32, base_us: u32, alpha_cpkt: u32) {
         // SAFETY: as in `c_sample`.
-        unsafe { cctl_africa_round_end(ca, cwnd, base_us, alpha_cpkt) }
+        unsafe { crate::math::africa_round_end(ca, cwnd, base_us, alpha_cpkt) }
     }
 
     fn c_round_over(ack: u32, beg: u32) -> bool {
         // SAFETY: a pure function of integers.
-        unsafe { cctl_africa_round_over(ack, beg) != 0 }
+        unsafe { crate::math::africa_round_over(ack, beg) != 0 }
     }
 
     /// HSTCP table a(w) << 16 for cwnd, as africa.bpf.c's fast mode in table mode.
@@ -153,15 +143,15 @@ mod tests {
         let (mut a, mut b) = (0, 0);
         // SAFETY: pure functions; `a`, `b` are live, exclusively borrowed u32s.
         unsafe {
-            let idx = cctl_hstcp_table_index(cwnd);
-            cctl_hstcp_table_ab(idx, &mut a, &mut b);
+            let idx = crate::math::hstcp_table_index(cwnd);
+            crate::math::hstcp_table_ab(idx, &mut a, &mut b);
         }
         a
     }
 
     fn c_ai_step(cwnd: &mut u32, cnt: &mut u32, n: u32, a_q16: u32) {
         // SAFETY: `cwnd` and `cnt` are live, exclusively borrowed u32s for the call.
-        unsafe { cctl_hstcp_ai_step(cwnd, cnt, n, a_q16, u32::MAX) }
+        unsafe { crate::math::hstcp_ai_step(cwnd, cnt, n, a_q16, u32::MAX) }
     }
 
     /// A new flow's state as africa_init leaves it (fast mode).
@@ -175,7 +165,7 @@ mod tests {
     #[test]
     fn skeleton_type_has_the_c_size_and_fits_icsk_ca_priv() {
         // SAFETY: no arguments, returns a constant.
-        let c = unsafe { cctl_sizeof_africa_ca() };
+        let c = std::mem::size_of::<crate::math::cctl_africa_ca>() as u32;
         assert_eq!(std::mem::size_of::<cctl_africa_ca>() as u32, c);
         assert!(c <= 104);
     }

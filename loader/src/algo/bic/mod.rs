@@ -1,114 +1,129 @@
 //! BIC-TCP (spec §6; Xu, Harfoush, Rhee 2004; [P0] §IV-D, Table II): bpf/bic.bpf.c.
 
-use crate::algos::{p, ParamSpec, Params, Profile, ACK_COUNTING};
-use crate::skel::bic::types::cctl_bic_ca;
-use crate::Result;
-
-use super::{ca_from_bytes, impl_plain, load_struct_ops, var, Var};
+use crate::algos::{p, Params, Profile, ACK_COUNTING};
 
 pub mod model;
 
-impl_plain!(cctl_bic_ca);
-
-/// Tunables of bpf/bic.bpf.c with the defaults of [P0] Table II / spec §6.
-pub const PARAMS: &[ParamSpec] = &[
-    p(
-        "max_increment",
-        32,
-        1,
-        100_000,
-        "segments/RTT",
-        "S_max: largest increase per RTT ([P0] 32, Linux 16)",
-    ),
-    p(
-        "bictcp_b",
-        4,
-        2,
-        1_000,
-        "divisor",
-        "B: binary-search divisor, δ = (w_1 - w)/B",
-    ),
-    p(
-        "smooth_part",
-        20,
-        1,
-        10_000,
-        "divisor",
-        "σ: increase B/σ segments per RTT close to the target",
-    ),
-    p(
-        "beta_1024",
-        819,
-        1,
-        1023,
-        "1/1024",
-        "β: window multiplier on loss (819/1024 ≈ 0.8)",
-    ),
-    p(
-        "low_window",
-        14,
-        0,
-        1_000_000,
-        "segments",
-        "Low_Window: Reno increase and halving at or below this window",
-    ),
-    p(
-        "fast_convergence",
-        1,
-        0,
-        1,
-        "bool",
-        "w_1 = (1+β)/2·w when a loss comes below the previous target",
-    ),
-    p(
-        "boost_max_cnt",
-        20,
-        0,
-        1_000_000,
-        "packets",
-        "before the first loss, at most this many acked packets per +1 segment (Linux's \
-         stand-in for Low_Util; 20 = 5 %/RTT; 0 = off)",
-    ),
-    p(
-        "initial_ssthresh",
-        0,
-        0,
-        1_000_000,
-        "segments",
-        "initial slow-start threshold (0 = the kernel's; 100 in 2.6-era kernels)",
-    ),
-    p(
-        "delayed_ack_rescale",
-        0,
-        0,
-        1,
-        "bool",
-        "divide cnt by the packets-per-ACK estimate, as Linux does (spec §18.2)",
-    ),
-    ACK_COUNTING,
-    p(
-        "whole_delta",
-        0,
-        0,
-        1,
-        "bool",
-        "δ = ⌊(w_1 - w)/B⌋ in whole segments, as Linux's dist (slow creep for 2B segments \
-         below the target instead of B)",
-    ),
-];
-
-/// Named parameter sets (spec §18.4).
-pub const PROFILES: &[Profile] = &[Profile {
-    name: "linux",
-    tag: "l",
-    doc: "net/ipv4/tcp_bic.c: S_max 16, cnt divided by the packets-per-ACK estimate, \
-          whole-segment δ",
-    values: &[
-        ("max_increment", 16),
-        ("delayed_ack_rescale", 1),
-        ("whole_delta", 1),
+crate::algo::declare_algorithm! {
+    key: bic,
+    id: 5,
+    summary: "BIC-TCP: binary search towards the window of the last loss, then max probing",
+    paper: "Xu, Harfoush, Rhee 2004; [P0] §IV-D, Table II",
+    spec: "§6",
+    native: Some("bic"),
+    clocked: false,
+    params: [
+        p(
+            "max_increment",
+            32,
+            1,
+            100_000,
+            "segments/RTT",
+            "S_max: largest increase per RTT ([P0] 32, Linux 16)",
+        )
+        .sym("S_max"),
+        p(
+            "bictcp_b",
+            4,
+            2,
+            1_000,
+            "divisor",
+            "B: binary-search divisor, δ = (w_1 - w)/B",
+        )
+        .sym("B"),
+        p(
+            "smooth_part",
+            20,
+            1,
+            10_000,
+            "divisor",
+            "σ: increase B/σ segments per RTT close to the target",
+        )
+        .sym("σ"),
+        p(
+            "beta_1024",
+            819,
+            1,
+            1023,
+            "1/1024",
+            "β: window multiplier on loss (819/1024 ≈ 0.8)",
+        )
+        .sym("β"),
+        p(
+            "low_window",
+            14,
+            0,
+            1_000_000,
+            "segments",
+            "Low_Window: Reno increase and halving at or below this window",
+        )
+        .sym("Low_Window"),
+        p(
+            "fast_convergence",
+            1,
+            0,
+            1,
+            "bool",
+            "w_1 = (1+β)/2·w when a loss comes below the previous target",
+        ),
+        p(
+            "boost_max_cnt",
+            20,
+            0,
+            1_000_000,
+            "packets",
+            "before the first loss, at most this many acked packets per +1 segment (Linux's \
+             stand-in for Low_Util; 20 = 5 %/RTT; 0 = off)",
+        ),
+        p(
+            "initial_ssthresh",
+            0,
+            0,
+            1_000_000,
+            "segments",
+            "initial slow-start threshold (0 = the kernel's; 100 in 2.6-era kernels)",
+        ),
+        p(
+            "delayed_ack_rescale",
+            0,
+            0,
+            1,
+            "bool",
+            "divide cnt by the packets-per-ACK estimate, as Linux does (spec §18.2)",
+        ),
+        ACK_COUNTING,
+        p(
+            "whole_delta",
+            0,
+            0,
+            1,
+            "bool",
+            "δ = ⌊(w_1 - w)/B⌋ in whole segments, as Linux's dist (slow creep for 2B segments \
+             below the target instead of B)",
+        ),
     ],
-}];
+    profiles: [
+        Profile {
+            name: "linux",
+            tag: "l",
+            doc: "net/ipv4/tcp_bic.c: S_max 16, cnt divided by the packets-per-ACK estimate, \
+                  whole-segment δ",
+            values: &[
+                ("max_increment", 16),
+                ("delayed_ack_rescale", 1),
+                ("whole_delta", 1),
+            ],
+        },
+    ],
+    check: check,
+    vars(b: cctl_bic_ca) {
+        w_max ("segments: w_1, the window at the last loss (search target; 0 = none)") = b.w_max,
+        w_min ("segments: lower end of the search, β·w after a loss, then the window reached") = b.w_min,
+        w_loss ("segments: w_2, the window just before the last loss (0 = none)") = b.loss_cwnd,
+        cnt ("packets: acked packets (or ACKs) per +1 segment") = b.cnt,
+        inc ("segments per RTT: f_α, the current increase") = f64::from(b.inc_fp) / 1024.0,
+    }
+}
 
 /// Forbidden combinations: S_max below B/σ (the search could not reach its
 /// target faster than it creeps near it).
@@ -121,60 +136,4 @@ pub fn check(v: &Params) -> std::result::Result<(), String> {
         ));
     }
     Ok(())
-}
-
-/// Loads bpf/bic.bpf.c with `params` and registers it as `name`.
-pub fn load(name: &str, params: &Params) -> Result<crate::algo::Registered> {
-    load_struct_ops!(
-        name,
-        params,
-        bic::BicSkelBuilder,
-        bic / bic_mut,
-        [
-            max_increment,
-            bictcp_b,
-            smooth_part,
-            beta_1024,
-            low_window,
-            fast_convergence,
-            boost_max_cnt,
-            initial_ssthresh,
-            delayed_ack_rescale,
-            ack_counting,
-            whole_delta,
-        ]
-    )
-}
-
-/// Variables decoded by [`vars`].
-pub const VAR_DOCS: &[(&str, &str)] = &[
-    (
-        "w_max",
-        "segments: w_1, the window at the last loss (search target; 0 = none)",
-    ),
-    (
-        "w_min",
-        "segments: lower end of the search, β·w after a loss, then the window reached",
-    ),
-    (
-        "w_loss",
-        "segments: w_2, the window just before the last loss (0 = none)",
-    ),
-    ("cnt", "packets: acked packets (or ACKs) per +1 segment"),
-    ("inc", "segments per RTT: f_α, the current increase"),
-];
-
-/// BIC's variables: `w_max` (w_1), `w_min`, `w_loss` (w_2), segments; `cnt`,
-/// packets per +1 segment; `inc` (f_α), segments per RTT.
-pub fn vars(ca_priv: &[u8]) -> Vec<Var> {
-    let Some(b) = ca_from_bytes::<cctl_bic_ca>(ca_priv) else {
-        return Vec::new();
-    };
-    vec![
-        var("w_max", b.w_max),
-        var("w_min", b.w_min),
-        var("w_loss", b.loss_cwnd),
-        var("cnt", b.cnt),
-        var("inc", f64::from(b.inc_fp) / 1024.0),
-    ]
 }

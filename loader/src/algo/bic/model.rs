@@ -129,24 +129,7 @@ mod tests {
 
     // The C is bpf/bic_math.h unchanged, through loader/csrc/bic_shim.c (built by
     // build.rs). Fixed point is << 10 (1.0 == 1024).
-    extern "C" {
-        fn cctl_bic_inc_fp(w: u32, w_1: u32, b: u32, smax: u32, smooth: u32, whole: u32) -> u32;
-        fn cctl_bic_effective_inc_fp(
-            w: u32,
-            w_1: u32,
-            low_window: u32,
-            b: u32,
-            smax: u32,
-            smooth: u32,
-            boost_max_cnt: u32,
-            whole_delta: u32,
-        ) -> u32;
-        fn cctl_bic_cnt(w: u32, inc_fp: u32, rescale: u32, delayed_ack: u32) -> u32;
-        fn cctl_bic_new_w_max(w: u32, w_1: u32, beta_fp: u32, fast_convergence: u32) -> u32;
-        fn cctl_bic_ssthresh(w: u32, beta_fp: u32, low_window: u32) -> u32;
-        fn cctl_bic_delayed_ack(delayed_ack: u32, pkts_acked: u32) -> u32;
-        fn cctl_sizeof_bic_ca() -> u32;
-    }
+
 
     const ULP: f64 = 1.0 / 1024.0;
 
@@ -177,13 +160,13 @@ mod tests {
         }
         fn c_inc(&self, w: u32, w_1: u32) -> f64 {
             // SAFETY: a pure function of integers, no pointers.
-            f64::from(unsafe { cctl_bic_inc_fp(w, w_1, self.b, self.smax, self.sigma, self.whole) })
+            f64::from(unsafe { crate::math::bic_inc_fp(w, w_1, self.b, self.smax, self.sigma, self.whole) })
                 * ULP
         }
         fn c_eff(&self, w: u32, w_1: u32) -> u32 {
             // SAFETY: a pure function of integers, no pointers.
             unsafe {
-                cctl_bic_effective_inc_fp(
+                crate::math::bic_effective_inc_fp(
                     w,
                     w_1,
                     self.low_window,
@@ -199,7 +182,7 @@ mod tests {
 
     fn c_cnt(w: u32, inc_fp: u32, rescale: bool, delayed_ack: u32) -> u32 {
         // SAFETY: a pure function of integers, no pointers.
-        unsafe { cctl_bic_cnt(w, inc_fp, rescale.into(), delayed_ack) }
+        unsafe { crate::math::bic_cnt(w, inc_fp, rescale.into(), delayed_ack) }
     }
 
     const P0: Case = Case {
@@ -420,8 +403,8 @@ mod tests {
                             // SAFETY: pure functions of integers, no pointers.
                             let (nw, ss) = unsafe {
                                 (
-                                    cctl_bic_new_w_max(w, w_1, beta_fp, fc.into()),
-                                    cctl_bic_ssthresh(w, beta_fp, low_window),
+                                    crate::math::bic_new_w_max(w, w_1, beta_fp, fc.into()),
+                                    crate::math::bic_ssthresh_of(w, beta_fp, low_window),
                                 )
                             };
                             let (wf, w1f) = (f64::from(w), f64::from(w_1));
@@ -455,7 +438,7 @@ mod tests {
                 (x >> 58) as u32 % 45
             };
             // SAFETY: a pure function of integers, no pointers.
-            d = unsafe { cctl_bic_delayed_ack(d, pkts) };
+            d = unsafe { crate::math::bic_delayed_ack(d, pkts) };
             r = per_ack_ewma(r, pkts.into());
             let e = f64::from(d) / 16.0 - r;
             assert!((-1e-9..1.0).contains(&e), "step {i}: C {d}/16, model {r}");
@@ -499,9 +482,9 @@ mod tests {
     #[test]
     fn rust_layout_has_the_c_size() {
         // SAFETY: no arguments, returns a constant.
-        let c = unsafe { cctl_sizeof_bic_ca() } as usize;
+        let c = std::mem::size_of::<crate::math::cctl_bic_ca>() as u32 as usize;
         assert_eq!(
-            std::mem::size_of::<crate::skel::bic::types::cctl_bic_ca>(),
+            std::mem::size_of::<crate::math::cctl_bic_ca>(),
             c
         );
         assert!(c <= 104, "must fit icsk_ca_priv");

@@ -66,24 +66,7 @@ pub fn reno_increase(win: f64) -> f64 {
 mod tests {
     use super::*;
 
-    extern "C" {
-        fn cctl_compound_log2_q16(x: u64) -> u32;
-        fn cctl_compound_pow_fp(win: u32, k_pm: u32) -> u64;
-        fn cctl_compound_diff_fp(win: u32, base_us: u32, rtt_us: u32) -> u32;
-        fn cctl_compound_dwnd_update(
-            win: u32,
-            dwnd_fp: u32,
-            diff_fp: u32,
-            alpha_pm: u32,
-            k_pm: u32,
-            zeta_pm: u32,
-            gamma_pkts: u32,
-        ) -> u32;
-        fn cctl_compound_loss(win: u32, cwnd_reno: *mut u32, beta_pm: u32) -> u32;
-        fn cctl_compound_reno_ai(cwnd_reno: *mut u32, cnt: *mut u32, win: u32, acked: u32);
-        fn cctl_compound_sync(snd_cwnd: u32, cwnd_reno: *mut u32, dwnd_fp: *mut u32);
-        fn cctl_sizeof_compound_ca() -> u32;
-    }
+
 
     const ULP: f64 = 1.0 / 1024.0;
 
@@ -93,25 +76,25 @@ mod tests {
 
     fn c_pow(win: u32, k_pm: u32) -> f64 {
         // SAFETY: a pure function of integers.
-        unsafe { cctl_compound_pow_fp(win, k_pm) as f64 * ULP }
+        unsafe { crate::math::compound_pow_fp(win, k_pm) as f64 * ULP }
     }
 
     fn c_diff(win: u32, base_us: u32, rtt_us: u32) -> u32 {
         // SAFETY: a pure function of integers.
-        unsafe { cctl_compound_diff_fp(win, base_us, rtt_us) }
+        unsafe { crate::math::compound_diff_fp(win, base_us, rtt_us) }
     }
 
     /// compound.bpf.c's update with the default tunables.
     fn c_update(win: u32, dwnd_fp: u32, diff_fp: u32) -> u32 {
         // SAFETY: a pure function of integers.
-        unsafe { cctl_compound_dwnd_update(win, dwnd_fp, diff_fp, 125, 750, 1000, 30) }
+        unsafe { crate::math::compound_dwnd_update(win, dwnd_fp, diff_fp, 125, 750, 1000, 30) }
     }
 
     /// (new cwnd_reno, new dwnd << 10).
     fn c_loss(win: u32, cwnd: u32) -> (u32, u32) {
         let mut c = cwnd;
         // SAFETY: `c` is a live, exclusively borrowed u32.
-        let d = unsafe { cctl_compound_loss(win, &mut c, 500) };
+        let d = unsafe { crate::math::compound_loss(win, &mut c, 500) };
         (c, d)
     }
 
@@ -153,13 +136,13 @@ mod tests {
     fn log2_is_exact_on_powers_of_two_and_within_two_ulps_elsewhere() {
         for n in 0..64u32 {
             // SAFETY: a pure function of integers.
-            assert_eq!(unsafe { cctl_compound_log2_q16(1u64 << n) }, n << 16);
+            assert_eq!(unsafe { crate::math::compound_log2_q16(1u64 << n) }, n << 16);
         }
         let mut x = 1u64;
         while x < u64::MAX / 3 {
             x = x * 3 + 1;
             // SAFETY: a pure function of integers.
-            let c = f64::from(unsafe { cctl_compound_log2_q16(x) }) / 65536.0;
+            let c = f64::from(unsafe { crate::math::compound_log2_q16(x) }) / 65536.0;
             let err = (x as f64).log2() - c;
             assert!((-1e-9..2.0 / 65536.0).contains(&err), "log2({x}): {err}");
         }
@@ -300,10 +283,10 @@ mod tests {
             // SAFETY: live, exclusively borrowed u32s.
             unsafe {
                 for _ in 0..win * 7 {
-                    cctl_compound_reno_ai(&mut cwnd, &mut cnt, win, 1);
+                    crate::math::compound_reno_ai(&mut cwnd, &mut cnt, win, 1);
                 }
                 assert_eq!((cwnd, cnt), (12, 0), "win {win}");
-                cctl_compound_reno_ai(&mut cwnd, &mut cnt, win, 3 * win + 1);
+                crate::math::compound_reno_ai(&mut cwnd, &mut cnt, win, 3 * win + 1);
             }
             // 3·win + 1 more acks: 3 packets and one ack carried (4 packets at win 1)
             assert_eq!((cwnd, cnt), if win == 1 { (16, 0) } else { (15, 1) });
@@ -317,7 +300,7 @@ mod tests {
         let sync = |snd: u32, reno: u32, dwnd_fp: u32| {
             let (mut r, mut d) = (reno, dwnd_fp);
             // SAFETY: live, exclusively borrowed u32s.
-            unsafe { cctl_compound_sync(snd, &mut r, &mut d) };
+            unsafe { crate::math::compound_sync(snd, &mut r, &mut d) };
             (r, d)
         };
         assert_eq!(sync(50, 20, 30 * 1024 + 500), (20, 30 * 1024 + 500));
@@ -382,12 +365,12 @@ mod tests {
             let d_fp = c_diff(win, 100_000, (rtt * 1000.0).round() as u32);
             if loss {
                 // SAFETY: a live, exclusively borrowed u32.
-                dwnd_fp = unsafe { cctl_compound_loss(win, &mut cwnd, 500) };
+                dwnd_fp = unsafe { crate::math::compound_loss(win, &mut cwnd, 500) };
                 cnt = 0;
             } else {
                 dwnd_fp = c_update(win, dwnd_fp, d_fp);
                 // SAFETY: live, exclusively borrowed u32s.
-                unsafe { cctl_compound_reno_ai(&mut cwnd, &mut cnt, win, win) };
+                unsafe { crate::math::compound_reno_ai(&mut cwnd, &mut cnt, win, win) };
             }
             v.push(Round {
                 win: f64::from(win),
@@ -495,9 +478,9 @@ mod tests {
     #[test]
     fn rust_layout_has_the_c_size() {
         // SAFETY: no arguments, returns a constant.
-        let c = unsafe { cctl_sizeof_compound_ca() } as usize;
+        let c = std::mem::size_of::<crate::math::cctl_compound_ca>() as u32 as usize;
         assert_eq!(
-            std::mem::size_of::<crate::skel::compound::types::cctl_compound_ca>(),
+            std::mem::size_of::<crate::math::cctl_compound_ca>(),
             c
         );
         assert!(c <= 104);

@@ -85,66 +85,100 @@ pub fn hystart_delay_threshold(rtt_min: f64, lo: f64, hi: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::skel::cubic::types::cctl_cubic_ca;
+    use crate::math::cctl_cubic_ca;
 
     // The C is bpf/cubic_math.h unchanged, through loader/csrc/cubic_shim.c.
-    extern "C" {
-        fn cctl_cubic_cbrt(x: u64) -> u32;
-        fn cctl_cubic_k_1024(diff: u32, c_1024: u32) -> u32;
-        fn cctl_cubic_us_to_1024(us: u64) -> u64;
-        fn cctl_cubic_w_target(t_1024: u64, k_1024: u32, origin: u32, c_1024: u32) -> u32;
-        fn cctl_cubic_reno_acks_per_segment(cwnd: u32, beta_fp: u32) -> u32;
-        fn cctl_cubic_update(
-            ca: *mut cctl_cubic_ca,
-            beta_fp: u32,
-            c_1024: u32,
-            fast_convergence: u32,
-            tcp_friendliness: u32,
-            cwnd: u32,
-            acked: u32,
-            now_us: u32,
-        );
-        fn cctl_cubic_on_reduction(
-            ca: *mut cctl_cubic_ca,
-            beta_fp: u32,
-            fast_convergence: u32,
-            w: u32,
-        ) -> u32;
-        fn cctl_cubic_new_w_max(w: u32, w_max: u32, beta_fp: u32, fast_convergence: u32) -> u32;
-        fn cctl_cubic_ssthresh(w: u32, beta_fp: u32) -> u32;
-        fn cctl_cubic_hystart_round(ca: *mut cctl_cubic_ca, now_us: u32, snd_nxt: u32);
-        fn cctl_cubic_hystart_update(
-            ca: *mut cctl_cubic_ca,
-            detect: u32,
-            low_window: u32,
-            ack_delta_us: u32,
-            delay_min_us: u32,
-            delay_max_us: u32,
-            min_samples: u32,
-            cwnd: u32,
-            delay_us: u32,
-            now_us: u32,
-            snd_una: u32,
-            snd_nxt: u32,
-            ack_delay_us: u32,
-            paced: i32,
-        ) -> i32;
-        fn cctl_sizeof_cubic_ca() -> u32;
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn cctl_cubic_update(
+        ca: *mut cctl_cubic_ca,
+        beta_fp: u32,
+        c_1024: u32,
+        fast_convergence: u32,
+        tcp_friendliness: u32,
+        cwnd: u32,
+        acked: u32,
+        now_us: u32,
+    ) {
+        let p = crate::math::cubic_params {
+            beta_fp,
+            c_1024,
+            fast_convergence,
+            tcp_friendliness,
+        };
+        // SAFETY: the caller passes a live, exclusively borrowed `ca`.
+        unsafe { crate::math::cubic_update(ca, &p, cwnd, acked, now_us) }
+    }
+
+    unsafe fn cctl_cubic_on_reduction(
+        ca: *mut cctl_cubic_ca,
+        beta_fp: u32,
+        fast_convergence: u32,
+        w: u32,
+    ) -> u32 {
+        let p = crate::math::cubic_params {
+            beta_fp,
+            c_1024: 410,
+            fast_convergence,
+            tcp_friendliness: 1,
+        };
+        // SAFETY: the caller passes a live, exclusively borrowed `ca`.
+        unsafe { crate::math::cubic_on_reduction(ca, &p, w) }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn cctl_cubic_hystart_update(
+        ca: *mut cctl_cubic_ca,
+        detect: u32,
+        low_window: u32,
+        ack_delta_us: u32,
+        delay_min_us: u32,
+        delay_max_us: u32,
+        min_samples: u32,
+        cwnd: u32,
+        delay_us: u32,
+        now_us: u32,
+        snd_una: u32,
+        snd_nxt: u32,
+        ack_delay_us: u32,
+        paced: i32,
+    ) -> i32 {
+        let h = crate::math::cubic_hystart_params {
+            detect,
+            low_window,
+            ack_delta_us,
+            delay_min_us,
+            delay_max_us,
+            min_samples,
+        };
+        // SAFETY: the caller passes a live, exclusively borrowed `ca`.
+        unsafe {
+            crate::math::cubic_hystart_update(
+                ca,
+                &h,
+                cwnd,
+                delay_us,
+                now_us,
+                snd_una,
+                snd_nxt,
+                ack_delay_us,
+                paced,
+            )
+        }
     }
 
     fn cbrt_c(x: u64) -> u32 {
         // SAFETY: a pure function of integers, no pointers.
-        unsafe { cctl_cubic_cbrt(x) }
+        unsafe { crate::math::cubic_cbrt(x) }
     }
 
     fn k_c(diff: u32, c_1024: u32) -> u32 {
         // SAFETY: a pure function of integers, no pointers.
-        unsafe { cctl_cubic_k_1024(diff, c_1024) }
+        unsafe { crate::math::cubic_k_1024(diff, c_1024) }
     }
 
     fn target_c(t_1024: u64, k_1024: u32, origin: u32, c_1024: u32) -> u32 {
         // SAFETY: a pure function of integers, no pointers.
-        unsafe { cctl_cubic_w_target(t_1024, k_1024, origin, c_1024) }
+        unsafe { crate::math::cubic_w_target(t_1024, k_1024, origin, c_1024) }
     }
 
     /// ⌊cbrt(x)⌋ checked the slow, certain way: y³ ≤ x < (y + 1)³ in u128.
@@ -333,7 +367,7 @@ mod tests {
             let kk = f64::from(k_1024) / 1024.0;
             for us in (0..60_000_000u64).step_by(997) {
                 // SAFETY: a pure function of integers, no pointers.
-                let t_1024 = unsafe { cctl_cubic_us_to_1024(us) };
+                let t_1024 = unsafe { crate::math::cubic_us_to_1024(us) };
                 assert_eq!(t_1024, us * 1024 / 1_000_000);
                 let t = us as f64 / 1e6;
                 let m = w_cubic(t, kk, f64::from(w_max), c);
@@ -520,7 +554,7 @@ mod tests {
         for beta_fp in [1u32, 512, 717, 819, 1023] {
             for w in (1..5000u32).chain([100_000, 1_000_000, u32::MAX]) {
                 // SAFETY: a pure function of integers, no pointers.
-                let got = unsafe { cctl_cubic_reno_acks_per_segment(w, beta_fp) };
+                let got = unsafe { crate::math::cubic_reno_acks_per_segment(w, beta_fp) };
                 let want = (u64::from(w) * u64::from(1024 + beta_fp)
                     / (3 * u64::from(1024 - beta_fp)))
                 .clamp(1, u64::from(u32::MAX));
@@ -582,8 +616,8 @@ mod tests {
                         // SAFETY: pure functions of integers, no pointers.
                         let (nw, ss) = unsafe {
                             (
-                                cctl_cubic_new_w_max(w, w_max, beta_fp, fc.into()),
-                                cctl_cubic_ssthresh(w, beta_fp),
+                                crate::math::cubic_new_w_max(w, w_max, beta_fp, fc.into()),
+                                crate::math::cubic_ssthresh_of(w, beta_fp),
                             )
                         };
                         let (wf, wmf) = (f64::from(w), f64::from(w_max));
@@ -652,7 +686,7 @@ mod tests {
             ..Default::default()
         };
         // SAFETY: `ca` is a live, exclusively borrowed cctl_cubic_ca.
-        unsafe { cctl_cubic_hystart_round(&mut ca, now_us, 1000) };
+        unsafe { crate::math::cubic_hystart_round(&mut ca, now_us, 1000) };
         ca
     }
 
@@ -737,7 +771,7 @@ mod tests {
     #[test]
     fn rust_layout_has_the_c_size() {
         // SAFETY: no arguments, returns a constant.
-        let c = unsafe { cctl_sizeof_cubic_ca() } as usize;
+        let c = std::mem::size_of::<crate::math::cctl_cubic_ca>() as u32 as usize;
         assert_eq!(std::mem::size_of::<cctl_cubic_ca>(), c);
         assert!(c <= 104, "must fit icsk_ca_priv");
     }

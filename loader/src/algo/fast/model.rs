@@ -118,57 +118,26 @@ mod tests {
     use super::*;
 
     // The C that fast.bpf.c runs (bpf/fast_math.h through loader/csrc/fast_shim.c).
-    extern "C" {
-        fn cctl_fast_eta_fp16(
-            cwnd: u32,
-            ack_ratio_fp8: u32,
-            eta_num: u32,
-            eta_max_pct: u32,
-            use_ack_ratio: u32,
-        ) -> u32;
-        fn cctl_fast_avg_rtt(avg_fp: u64, rtt_us: u32, eta_fp16: u32) -> u64;
-        fn cctl_fast_ack_ratio(ratio_fp8: u32, pkts_acked: u32) -> u32;
-        fn cctl_fast_window(cwnd: u32, base_us: u32, avg_fp: u64, alpha: u32, gamma_fp: u32)
-            -> u32;
-        fn cctl_fast_alpha_level(
-            level: u32,
-            tput: u32,
-            m0u: u32,
-            m1l: u32,
-            m1u: u32,
-            m2l: u32,
-        ) -> u32;
-        fn cctl_fast_tput_kBps(segments: u32, mss: u32, elapsed_us: u32) -> u32;
-        fn cctl_fast_ss_exit(
-            cwnd: u32,
-            base_us: u32,
-            avg_fp: u64,
-            alpha: u32,
-            mode: u32,
-            pct: u32,
-        ) -> i32;
-        fn cctl_fast_spread(cwnd: u32, target: u32, reff: u32, cnt: *mut u32, acked: u32) -> u32;
-        fn cctl_fast_loss_ssthresh(cwnd: u32, min_win: u32) -> u32;
-    }
+
 
     // SAFETY (every wrapper): pure functions of integers; `cnt` is a live local u32.
     fn c_window(w: u32, base: u32, avg_fp: u64, alpha: u32, gamma_fp: u32) -> u32 {
-        unsafe { cctl_fast_window(w, base, avg_fp, alpha, gamma_fp) }
+        unsafe { crate::math::fast_window(w, base, avg_fp, alpha, gamma_fp) }
     }
     fn c_eta(w: u32, r8: u32, use_r: bool) -> u32 {
-        unsafe { cctl_fast_eta_fp16(w, r8, 3, 25, use_r.into()) }
+        unsafe { crate::math::fast_eta_fp16(w, r8, 3, 25, use_r.into()) }
     }
     fn c_avg(avg_fp: u64, rtt: u32, eta16: u32) -> u64 {
-        unsafe { cctl_fast_avg_rtt(avg_fp, rtt, eta16) }
+        unsafe { crate::math::fast_avg_rtt(avg_fp, rtt, eta16) }
     }
     fn c_level(level: u32, tput: u32) -> u32 {
-        unsafe { cctl_fast_alpha_level(level, tput, 1500, 1250, 15000, 12500) }
+        unsafe { crate::math::fast_alpha_level(level, tput, 1500, 1250, 15000, 12500) }
     }
     fn c_ss_exit(w: u32, base: u32, avg_fp: u64, alpha: u32, mode: u32, pct: u32) -> bool {
-        unsafe { cctl_fast_ss_exit(w, base, avg_fp, alpha, mode, pct) != 0 }
+        unsafe { crate::math::fast_ss_exit(w, base, avg_fp, alpha, mode, pct) != 0 }
     }
     fn c_spread(w: u32, target: u32, reff: u32, cnt: &mut u32, acked: u32) -> u32 {
-        unsafe { cctl_fast_spread(w, target, reff, cnt, acked) }
+        unsafe { crate::math::fast_spread(w, target, reff, cnt, acked) }
     }
 
     /// What fast_window cuts from w·baseRTT/T̄ (packets), see the test below.
@@ -223,12 +192,12 @@ mod tests {
         );
         assert_eq!(alpha_level(2, 12499.0, &p), 1);
         // 20 Mb/s = 2500 kB/s: 1000 segments of 1448 bytes in 579.2 ms
-        assert_eq!(unsafe { cctl_fast_tput_kBps(1000, 1448, 579_200) }, 2500);
+        assert_eq!(unsafe { crate::math::fast_tput_kBps(1000, 1448, 579_200) }, 2500);
         // loss: halve, 16-packet floor for larger windows, at least 2
         for (w, want) in [(100u32, 50.0), (20, 16.0), (16, 8.0), (10, 5.0), (3, 2.0)] {
             assert_eq!(loss_ssthresh(f64::from(w), &p), want, "w {w}");
             assert_eq!(
-                f64::from(unsafe { cctl_fast_loss_ssthresh(w, 16) }),
+                f64::from(unsafe { crate::math::fast_loss_ssthresh(w, 16) }),
                 want.floor()
             );
         }
@@ -353,11 +322,11 @@ mod tests {
         // packets per ACK: EWMA 1/8, clamped to [1, 64]
         let mut r = 256;
         for _ in 0..200 {
-            r = unsafe { cctl_fast_ack_ratio(r, 2) };
+            r = unsafe { crate::math::fast_ack_ratio(r, 2) };
         }
         assert!((505..=512).contains(&r), "{r}");
-        assert_eq!(unsafe { cctl_fast_ack_ratio(256, 0) }, 256);
-        assert_eq!(unsafe { cctl_fast_ack_ratio(64 << 8, 1000) }, 64 << 8);
+        assert_eq!(unsafe { crate::math::fast_ack_ratio(256, 0) }, 256);
+        assert_eq!(unsafe { crate::math::fast_ack_ratio(64 << 8, 1000) }, 64 << 8);
     }
 
     #[test]

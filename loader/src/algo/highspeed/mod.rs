@@ -2,17 +2,72 @@
 //! Its a(w), b(w) (bpf/highspeed_math.h) are shared with TCP Africa.
 
 use crate::algos::{p, ParamSpec, Params, Profile};
-use crate::skel::highspeed::types::cctl_highspeed_ca;
-use crate::Result;
-
-use super::{ca_from_bytes, impl_plain, load_struct_ops, var, Var};
 
 pub mod model;
 
-impl_plain!(cctl_highspeed_ca);
+crate::algo::declare_algorithm! {
+    key: highspeed,
+    id: 4,
+    summary: "HighSpeed TCP: a(w), b(w) from RFC 3649's response function, Reno below W_L",
+    paper: "Floyd, RFC 3649; [P0] §IV-B, Table II",
+    spec: "§4",
+    native: Some("highspeed"),
+    clocked: false,
+    params: [
+        RESPONSE_PARAMS[0],
+        RESPONSE_PARAMS[1],
+        RESPONSE_PARAMS[2],
+        RESPONSE_PARAMS[3],
+        RESPONSE_PARAMS[4],
+        p(
+            "max_ssthresh_pkts",
+            0,
+            0,
+            1_000_000,
+            "segments",
+            "RFC 3742 limited slow start above this (RFC 3649 recommends 100); 0 = standard",
+        ),
+        p(
+            "linux_md_index",
+            0,
+            0,
+            1,
+            "bool",
+            "b(w) at a loss from the row of the last CA ACK (Linux; 0.5 after slow start), not of the cwnd",
+        ),
+        p(
+            "ack_counting",
+            0,
+            0,
+            1,
+            "0=packets,1=events",
+            "count acked packets (ABC, [P0]) or ACK events (spec §18.2; Linux)",
+        ),
+    ],
+    profiles: [
+        Profile {
+            name: "linux",
+            tag: "l",
+            doc: "tcp_highspeed: RFC 3649 table, W_L 38, a(w) per ACK event, b from the last CA row",
+            values: &[
+                ("hstcp_mode", MODE_TABLE),
+                ("low_window_pkts", 38),
+                ("ack_counting", 1),
+                ("linux_md_index", 1),
+            ],
+        },
+    ],
+    check: check,
+    vars(h: cctl_highspeed_ca) {
+        a ("segments per RTT: a(w), the additive increase at the last update") = f64::from(h.a_q16) / 65536.0,
+        b ("fraction: b(w), the decrease fraction (w <- (1 - b) w on loss)") = f64::from(h.b_q16) / 65536.0,
+        table_index ("row of RFC 3649's table for cwnd (Linux's ai; a = row + 1 in table mode)") = h.idx,
+    }
+}
 
 /// `hstcp_mode` value: RFC 3649 Appendix B table with Linux's nearest-entry lookup.
 pub const MODE_TABLE: u32 = 0;
+
 /// `hstcp_mode` value: a(w), b(w) from RFC 3649's formulas.
 pub const MODE_INTERPOLATE: u32 = 1;
 
@@ -69,52 +124,6 @@ pub(crate) const RESPONSE_PARAMS: [ParamSpec; 5] = [
     ),
 ];
 
-/// Tunables of bpf/highspeed.bpf.c with the defaults of [P0] Table II / RFC 3649.
-pub const PARAMS: &[ParamSpec] = &[
-    RESPONSE_PARAMS[0],
-    RESPONSE_PARAMS[1],
-    RESPONSE_PARAMS[2],
-    RESPONSE_PARAMS[3],
-    RESPONSE_PARAMS[4],
-    p(
-        "max_ssthresh_pkts",
-        0,
-        0,
-        1_000_000,
-        "segments",
-        "RFC 3742 limited slow start above this (RFC 3649 recommends 100); 0 = standard",
-    ),
-    p(
-        "linux_md_index",
-        0,
-        0,
-        1,
-        "bool",
-        "b(w) at a loss from the row of the last CA ACK (Linux; 0.5 after slow start), not of the cwnd",
-    ),
-    p(
-        "ack_counting",
-        0,
-        0,
-        1,
-        "0=packets,1=events",
-        "count acked packets (ABC, [P0]) or ACK events (spec §18.2; Linux)",
-    ),
-];
-
-/// Spec §18.4: Linux's tcp_highspeed is the RFC table (W_L = 38) counting ACK events.
-pub const PROFILES: &[Profile] = &[Profile {
-    name: "linux",
-    tag: "l",
-    doc: "tcp_highspeed: RFC 3649 table, W_L 38, a(w) per ACK event, b from the last CA row",
-    values: &[
-        ("hstcp_mode", MODE_TABLE),
-        ("low_window_pkts", 38),
-        ("ack_counting", 1),
-        ("linux_md_index", 1),
-    ],
-}];
-
 /// Forbidden combinations of the response-function tunables (shared with Africa):
 /// table mode only with the RFC parameters its rows were computed for; the formulas
 /// need W_H > W_L and P_H < P_L = 1.5/W_L² (a decreasing response function).
@@ -155,52 +164,4 @@ pub(crate) fn check_response(v: &Params) -> std::result::Result<(), String> {
 /// Forbidden combinations: see [`check_response`].
 pub fn check(v: &Params) -> std::result::Result<(), String> {
     check_response(v)
-}
-
-/// Loads bpf/highspeed.bpf.c with `params` and registers it as `name`.
-pub fn load(name: &str, params: &Params) -> Result<crate::algo::Registered> {
-    load_struct_ops!(
-        name,
-        params,
-        highspeed::HighspeedSkelBuilder,
-        highspeed / highspeed_mut,
-        [
-            hstcp_mode,
-            low_window_pkts,
-            high_window_pkts,
-            high_p_ppb,
-            high_decrease_per_mille,
-            max_ssthresh_pkts,
-            linux_md_index,
-            ack_counting,
-        ]
-    )
-}
-
-/// Variables decoded by [`vars`].
-pub const VAR_DOCS: &[(&str, &str)] = &[
-    (
-        "a",
-        "segments per RTT: a(w), the additive increase at the last update",
-    ),
-    (
-        "b",
-        "fraction: b(w), the decrease fraction (w <- (1 - b) w on loss)",
-    ),
-    (
-        "table_index",
-        "row of RFC 3649's table for cwnd (Linux's ai; a = row + 1 in table mode)",
-    ),
-];
-
-/// HighSpeed TCP's variables: `a` (segments per RTT), `b` (fraction), `table_index`.
-pub fn vars(ca_priv: &[u8]) -> Vec<Var> {
-    let Some(h) = ca_from_bytes::<cctl_highspeed_ca>(ca_priv) else {
-        return Vec::new();
-    };
-    vec![
-        var("a", f64::from(h.a_q16) / 65536.0),
-        var("b", f64::from(h.b_q16) / 65536.0),
-        var("table_index", h.idx),
-    ]
 }

@@ -103,42 +103,22 @@ pub fn response_window(loss_p: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::skel::highspeed::types::cctl_highspeed_ca;
+    use crate::math::cctl_highspeed_ca;
 
     // The C under test is bpf/highspeed_math.h, unchanged, via loader/csrc/highspeed_shim.c.
-    extern "C" {
-        fn cctl_hstcp_table_index(cwnd: u32) -> u32;
-        fn cctl_hstcp_table_ab(idx: u32, a_q16: *mut u32, b_q16: *mut u32);
-        fn cctl_hstcp_table_row(idx: u32, md: *mut u32) -> u32;
-        fn cctl_hstcp_log2_q16(x: u64) -> u32;
-        fn cctl_hstcp_exp2_q16(x_q16: i64) -> u32;
-        fn cctl_hstcp_formula_ab(
-            w: u32,
-            low_window: u32,
-            high_window: u32,
-            high_p_ppb: u32,
-            high_decrease_per_mille: u32,
-            a_q16: *mut u32,
-            b_q16: *mut u32,
-        );
-        fn cctl_hstcp_ai_step(cwnd: *mut u32, cnt: *mut u32, n: u32, a_q16: u32, clamp: u32);
-        fn cctl_hstcp_limited_ss_a_q16(cwnd: u32, max_ssthresh: u32) -> u32;
-        fn cctl_hstcp_ssthresh(cwnd: u32, b_q16: u32) -> u32;
-        fn cctl_sizeof_highspeed_ca() -> u32;
-    }
 
     const Q16: f64 = 65536.0;
     const ROWS: u32 = 72;
 
     pub(crate) fn c_table_index(cwnd: u32) -> u32 {
         // SAFETY: a pure function of integers.
-        unsafe { cctl_hstcp_table_index(cwnd) }
+        unsafe { crate::math::hstcp_table_index(cwnd) }
     }
 
     pub(crate) fn c_table_ab(idx: u32) -> (u32, u32) {
         let (mut a, mut b) = (0, 0);
         // SAFETY: `a` and `b` are live, exclusively borrowed u32s for the call.
-        unsafe { cctl_hstcp_table_ab(idx, &mut a, &mut b) };
+        unsafe { crate::math::hstcp_table_ab(idx, &mut a, &mut b) };
         (a, b)
     }
 
@@ -146,41 +126,41 @@ mod tests {
     fn c_row(idx: u32) -> (u32, u32) {
         let mut md = 0;
         // SAFETY: `md` is a live, exclusively borrowed u32 for the call.
-        let w = unsafe { cctl_hstcp_table_row(idx, &mut md) };
+        let w = unsafe { crate::math::hstcp_table_row(idx, &mut md) };
         (w, md)
     }
 
     fn c_log2(x: u64) -> f64 {
         // SAFETY: a pure function of integers.
-        f64::from(unsafe { cctl_hstcp_log2_q16(x) }) / Q16
+        f64::from(unsafe { crate::math::hstcp_log2_q16(x) }) / Q16
     }
 
     fn c_exp2(x_q16: i64) -> u32 {
         // SAFETY: a pure function of integers.
-        unsafe { cctl_hstcp_exp2_q16(x_q16) }
+        unsafe { crate::math::hstcp_exp2_q16(x_q16) }
     }
 
     /// (a << 16, b << 16) from the C formulas with tunables in BPF units.
     pub(crate) fn c_formula(w: u32, lo: u32, hi: u32, p_ppb: u32, bh_pm: u32) -> (u32, u32) {
         let (mut a, mut b) = (0, 0);
         // SAFETY: `a` and `b` are live, exclusively borrowed u32s for the call.
-        unsafe { cctl_hstcp_formula_ab(w, lo, hi, p_ppb, bh_pm, &mut a, &mut b) };
+        unsafe { crate::math::hstcp_formula_ab(w, lo, hi, p_ppb, bh_pm, &mut a, &mut b) };
         (a, b)
     }
 
     pub(crate) fn c_ai_step(cwnd: &mut u32, cnt: &mut u32, n: u32, a_q16: u32, clamp: u32) {
         // SAFETY: `cwnd` and `cnt` are live, exclusively borrowed u32s for the call.
-        unsafe { cctl_hstcp_ai_step(cwnd, cnt, n, a_q16, clamp) }
+        unsafe { crate::math::hstcp_ai_step(cwnd, cnt, n, a_q16, clamp) }
     }
 
     pub(crate) fn c_ssthresh(cwnd: u32, b_q16: u32) -> u32 {
         // SAFETY: a pure function of integers.
-        unsafe { cctl_hstcp_ssthresh(cwnd, b_q16) }
+        unsafe { crate::math::hstcp_ssthresh_segs(cwnd, b_q16) }
     }
 
     fn c_lss(cwnd: u32, max_ss: u32) -> u32 {
         // SAFETY: a pure function of integers.
-        unsafe { cctl_hstcp_limited_ss_a_q16(cwnd, max_ss) }
+        unsafe { crate::math::hstcp_limited_ss_a_q16(cwnd, max_ss) }
     }
 
     /// The tunables of `p` in BPF units: (W_L, W_H, P_H per 10⁹, b_H per mille).
@@ -196,7 +176,7 @@ mod tests {
     #[test]
     fn skeleton_type_has_the_c_size_and_fits_icsk_ca_priv() {
         // SAFETY: no arguments, returns a constant.
-        let c = unsafe { cctl_sizeof_highspeed_ca() };
+        let c = std::mem::size_of::<crate::math::cctl_highspeed_ca>() as u32;
         assert_eq!(std::mem::size_of::<cctl_highspeed_ca>() as u32, c);
         assert!(c <= 104);
     }

@@ -1,101 +1,113 @@
 //! H-TCP (spec §5; Leith & Shorten 2004; [P0] §IV-C, Table II): bpf/htcp.bpf.c.
 
-use crate::algos::{p, ParamSpec, Params, ACK_COUNTING};
-use crate::skel::htcp::types::cctl_htcp_ca;
-use crate::Result;
-
-use super::{ca_from_bytes, impl_plain, load_struct_ops, var, Var};
+use crate::algos::{p, Params, ACK_COUNTING};
 
 pub mod model;
 
-impl_plain!(cctl_htcp_ca);
-
-/// Tunables of bpf/htcp.bpf.c with the defaults of [P0] Table II / spec §5.
-pub const PARAMS: &[ParamSpec] = &[
-    p(
-        "delta_l_ms",
-        1000,
-        1,
-        60_000,
-        "ms",
-        "Δ_L: time after a congestion event before the quadratic increase starts",
-    ),
-    p(
-        "delta_b_pct",
-        20,
-        0,
-        100,
-        "%",
-        "Δ_B: change of the epoch's max throughput that forces β = beta_min",
-    ),
-    p(
-        "beta_min_pct",
-        50,
-        10,
-        100,
-        "%",
-        "lower bound of the adaptive backoff β",
-    ),
-    p(
-        "beta_max_pct",
-        80,
-        10,
-        100,
-        "%",
-        "upper bound of the adaptive backoff β",
-    ),
-    p(
-        "fixed_beta_pct",
-        0,
-        0,
-        100,
-        "%",
-        "fixed β ([P2]'s variant); 0 = adaptive",
-    ),
-    p(
-        "use_rtt_scaling",
-        1,
-        0,
-        1,
-        "bool",
-        "scale the increase by S = Tmin / T_ref",
-    ),
-    p(
-        "rtt_ref_ms",
-        100,
-        1,
-        10_000,
-        "ms",
-        "T_ref of the RTT scaling",
-    ),
-    p("rtt_scale_min_pct", 10, 1, 1_000, "%", "lower clamp of S"),
-    p("rtt_scale_max_pct", 200, 1, 1_000, "%", "upper clamp of S"),
-    p(
-        "use_bandwidth_switch",
-        1,
-        0,
-        1,
-        "bool",
-        "fall back to β = beta_min when throughput moved by more than Δ_B",
-    ),
-    p(
-        "adaptive_min_rtt_ms",
-        10,
-        0,
-        10_000,
-        "ms",
-        "Tmin must exceed this for the adaptive β = Tmin/Tmax",
-    ),
-    p(
-        "tmax_spike_ms",
-        20,
-        0,
-        10_000,
-        "ms",
-        "accept a new Tmax only if within this of the old one (0 = no filter)",
-    ),
-    ACK_COUNTING,
-];
+crate::algo::declare_algorithm! {
+    key: htcp,
+    id: 2,
+    summary: "H-TCP: increase grows with Δ since the last loss, adaptive backoff Tmin/Tmax",
+    paper: "Leith & Shorten 2004; [P0] §IV-C, Table II",
+    spec: "§5",
+    native: Some("htcp"),
+    clocked: true,
+    params: [
+        p(
+            "delta_l_ms",
+            1000,
+            1,
+            60_000,
+            "ms",
+            "Δ_L: time after a congestion event before the quadratic increase starts",
+        )
+        .sym("Δ_L"),
+        p(
+            "delta_b_pct",
+            20,
+            0,
+            100,
+            "%",
+            "Δ_B: change of the epoch's max throughput that forces β = beta_min",
+        )
+        .sym("Δ_B"),
+        p(
+            "beta_min_pct",
+            50,
+            10,
+            100,
+            "%",
+            "lower bound of the adaptive backoff β",
+        ),
+        p(
+            "beta_max_pct",
+            80,
+            10,
+            100,
+            "%",
+            "upper bound of the adaptive backoff β",
+        ),
+        p(
+            "fixed_beta_pct",
+            0,
+            0,
+            100,
+            "%",
+            "fixed β ([P2]'s variant); 0 = adaptive",
+        ),
+        p(
+            "use_rtt_scaling",
+            1,
+            0,
+            1,
+            "bool",
+            "scale the increase by S = Tmin / T_ref",
+        ),
+        p(
+            "rtt_ref_ms",
+            100,
+            1,
+            10_000,
+            "ms",
+            "T_ref of the RTT scaling",
+        ),
+        p("rtt_scale_min_pct", 10, 1, 1_000, "%", "lower clamp of S"),
+        p("rtt_scale_max_pct", 200, 1, 1_000, "%", "upper clamp of S"),
+        p(
+            "use_bandwidth_switch",
+            1,
+            0,
+            1,
+            "bool",
+            "fall back to β = beta_min when throughput moved by more than Δ_B",
+        ),
+        p(
+            "adaptive_min_rtt_ms",
+            10,
+            0,
+            10_000,
+            "ms",
+            "Tmin must exceed this for the adaptive β = Tmin/Tmax",
+        ),
+        p(
+            "tmax_spike_ms",
+            20,
+            0,
+            10_000,
+            "ms",
+            "accept a new Tmax only if within this of the old one (0 = no filter)",
+        ),
+        ACK_COUNTING,
+    ],
+    profiles: [],
+    check: check,
+    vars(h: cctl_htcp_ca) {
+        alpha ("segments per RTT: α, the additive increase") = f64::from(h.alpha) / 1024.0,
+        beta ("fraction: β, the backoff multiplier") = f64::from(h.beta) / 1024.0,
+        maxb_pps ("packets/s: B_max of the current epoch") = h.maxb_pps,
+        old_maxb_pps ("packets/s: B_max of the previous epoch") = h.old_maxb_pps,
+    }
+}
 
 /// Forbidden combinations: β_min > β_max, S_min > S_max, a fixed β outside [10, 99] %.
 pub fn check(v: &Params) -> std::result::Result<(), String> {
@@ -118,51 +130,4 @@ pub fn check(v: &Params) -> std::result::Result<(), String> {
         ));
     }
     Ok(())
-}
-
-/// Loads bpf/htcp.bpf.c with `params` and registers it as `name`.
-pub fn load(name: &str, params: &Params) -> Result<crate::algo::Registered> {
-    load_struct_ops!(
-        name,
-        params,
-        htcp::HtcpSkelBuilder,
-        htcp / htcp_mut,
-        [
-            delta_l_ms,
-            delta_b_pct,
-            beta_min_pct,
-            beta_max_pct,
-            fixed_beta_pct,
-            use_rtt_scaling,
-            rtt_ref_ms,
-            rtt_scale_min_pct,
-            rtt_scale_max_pct,
-            use_bandwidth_switch,
-            adaptive_min_rtt_ms,
-            tmax_spike_ms,
-            ack_counting,
-        ]
-    )
-}
-
-/// Variables decoded by [`vars`].
-pub const VAR_DOCS: &[(&str, &str)] = &[
-    ("alpha", "segments per RTT: α, the additive increase"),
-    ("beta", "fraction: β, the backoff multiplier"),
-    ("maxb_pps", "packets/s: B_max of the current epoch"),
-    ("old_maxb_pps", "packets/s: B_max of the previous epoch"),
-];
-
-/// H-TCP's variables: `alpha` (α, segments per RTT), `beta` (β, fraction),
-/// `maxb_pps` (B_max of this epoch, packets/s), `old_maxb_pps` (of the previous one).
-pub fn vars(ca_priv: &[u8]) -> Vec<Var> {
-    let Some(h) = ca_from_bytes::<cctl_htcp_ca>(ca_priv) else {
-        return Vec::new();
-    };
-    vec![
-        var("alpha", f64::from(h.alpha) / 1024.0),
-        var("beta", f64::from(h.beta) / 1024.0),
-        var("maxb_pps", h.maxb_pps),
-        var("old_maxb_pps", h.old_maxb_pps),
-    ]
 }

@@ -151,33 +151,7 @@ mod tests {
     // documented truncations. The shim (loader/csrc/htcp_shim.c, built into the static
     // library cctl_htcp_shim by build.rs) exports bpf/htcp_math.h unchanged; fixed point
     // is << 10 (1.0 == 1024).
-    extern "C" {
-        fn cctl_htcp_factor_fp(
-            delta_us: u64,
-            delta_l_us: u64,
-            tmin_us: u32,
-            use_rtt_scaling: u32,
-            rtt_ref_us: u32,
-            s_lo: u32,
-            s_hi: u32,
-        ) -> u32;
-        fn cctl_htcp_alpha_fp(factor_fp: u32, beta_fp: u32) -> u32;
-        fn cctl_htcp_beta_fp(
-            maxb: u32,
-            old_maxb: u32,
-            use_bandwidth_switch: u32,
-            delta_b_pct: u32,
-            modeswitch: *mut u8,
-            tmin_us: u32,
-            tmax_us: u32,
-            tmin_adaptive_us: u32,
-            beta_lo: u32,
-            beta_hi: u32,
-            fixed_beta_fp: u32,
-        ) -> u32;
-        fn cctl_htcp_fade_tmax(tmin_us: u32, tmax_us: u32) -> u32;
-        fn cctl_htcp_ssthresh(cwnd: u32, beta_fp: u32) -> u32;
-    }
+
 
     /// One unit in the last place of the fixed point: 1/1024.
     const ULP: f64 = 1.0 / 1024.0;
@@ -233,7 +207,7 @@ mod tests {
     fn c_factor(delta_us: u64, tmin_us: u32, c: &CParams) -> u32 {
         // SAFETY: a pure function of integers, no pointers.
         unsafe {
-            cctl_htcp_factor_fp(
+            crate::math::htcp_factor_fp(
                 delta_us,
                 c.delta_l_us,
                 tmin_us,
@@ -247,7 +221,7 @@ mod tests {
 
     fn c_alpha(factor_fp: u32, beta_fp: u32) -> u32 {
         // SAFETY: a pure function of integers, no pointers.
-        unsafe { cctl_htcp_alpha_fp(factor_fp, beta_fp) }
+        unsafe { crate::math::htcp_alpha_fp(factor_fp, beta_fp) }
     }
 
     /// β << 10 and the new mode-switch flag.
@@ -263,7 +237,7 @@ mod tests {
         // SAFETY: `ms` is a live, exclusively borrowed u8 for the duration of the call,
         // which only reads and writes that byte.
         let b = unsafe {
-            cctl_htcp_beta_fp(
+            crate::math::htcp_beta_fp(
                 maxb,
                 old_maxb,
                 c.use_bandwidth_switch,
@@ -283,12 +257,12 @@ mod tests {
 
     fn c_fade_tmax(tmin_us: u32, tmax_us: u32) -> u32 {
         // SAFETY: a pure function of integers, no pointers.
-        unsafe { cctl_htcp_fade_tmax(tmin_us, tmax_us) }
+        unsafe { crate::math::htcp_fade_tmax(tmin_us, tmax_us) }
     }
 
     fn c_ssthresh(cwnd: u32, beta_fp: u32) -> u32 {
         // SAFETY: a pure function of integers, no pointers.
-        unsafe { cctl_htcp_ssthresh(cwnd, beta_fp) }
+        unsafe { crate::math::htcp_fp_ssthresh(cwnd, beta_fp) }
     }
 
     fn fp(x: u32) -> f64 {

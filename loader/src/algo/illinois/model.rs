@@ -121,31 +121,7 @@ pub fn ssthresh(w: f64, beta: f64) -> f64 {
 mod tests {
     use super::*;
 
-    extern "C" {
-        fn cctl_illinois_alpha_fp(
-            da: u32,
-            dm: u32,
-            cur_alpha: u32,
-            rtt_above: *mut u8,
-            rtt_low: *mut u8,
-            theta: u32,
-            d1_pm: u32,
-            amin: u32,
-            amax: u32,
-        ) -> u32;
-        fn cctl_illinois_beta_fp(
-            da: u32,
-            dm: u32,
-            d2_pm: u32,
-            d3_pm: u32,
-            bmin: u32,
-            bmax: u32,
-        ) -> u32;
-        fn cctl_illinois_avg_delay(sum_us: u64, cnt: u32, base_us: u32) -> u32;
-        fn cctl_illinois_ssthresh(cwnd: u32, beta_fp: u32) -> u32;
-        fn cctl_illinois_ai_divisor(cwnd: u32, alpha_fp: u32) -> u32;
-        fn cctl_sizeof_illinois_ca() -> u32;
-    }
+
 
     const A_ULP: f64 = 1.0 / 128.0;
     const B_ULP: f64 = 1.0 / 64.0;
@@ -192,7 +168,7 @@ mod tests {
         let mut low = st.rtt_low as u8;
         // SAFETY: the two pointers are live, exclusively borrowed u8s for the call.
         let a = unsafe {
-            cctl_illinois_alpha_fp(
+            crate::math::illinois_alpha_fp(
                 da, dm, cur, &mut above, &mut low, s.p.theta, 10, s.amin, s.amax,
             )
         };
@@ -206,7 +182,7 @@ mod tests {
 
     fn c_beta(da: u32, dm: u32, s: &Setup) -> u32 {
         // SAFETY: a pure function of integers.
-        unsafe { cctl_illinois_beta_fp(da, dm, 100, 800, s.bmin, s.bmax) }
+        unsafe { crate::math::illinois_beta_fp(da, dm, 100, 800, s.bmin, s.bmax) }
     }
 
     #[test]
@@ -394,11 +370,11 @@ mod tests {
     fn average_delay_is_the_mean_rtt_above_base() {
         // SAFETY: pure functions of integers.
         unsafe {
-            assert_eq!(cctl_illinois_avg_delay(0, 0, 10_000), 0);
-            assert_eq!(cctl_illinois_avg_delay(3 * 12_000, 3, 10_000), 2000);
-            assert_eq!(cctl_illinois_avg_delay(10_000 + 10_001, 2, 10_000), 0);
+            assert_eq!(crate::math::illinois_avg_delay(0, 0, 10_000), 0);
+            assert_eq!(crate::math::illinois_avg_delay(3 * 12_000, 3, 10_000), 2000);
+            assert_eq!(crate::math::illinois_avg_delay(10_000 + 10_001, 2, 10_000), 0);
             assert_eq!(
-                cctl_illinois_avg_delay(u64::from(u32::MAX) * 1000, 1000, 1),
+                crate::math::illinois_avg_delay(u64::from(u32::MAX) * 1000, 1000, 1),
                 u32::MAX - 1
             );
         }
@@ -415,7 +391,7 @@ mod tests {
             let b = f64::from(beta_fp) * B_ULP;
             for w in (0..=3000u32).chain([65_535, 1 << 20, 123_456_789, u32::MAX]) {
                 // SAFETY: a pure function of integers.
-                let c = unsafe { cctl_illinois_ssthresh(w, beta_fp) };
+                let c = unsafe { crate::math::illinois_fp_ssthresh(w, beta_fp) };
                 let m = ssthresh(f64::from(w), b);
                 assert_eq!(f64::from(c), m.ceil(), "w {w}, β {beta_fp}/64");
                 checked += 1;
@@ -437,7 +413,7 @@ mod tests {
             let a = f64::from(alpha_fp) * A_ULP;
             for w in (15..=5000u32).chain([100_000, 1 << 24]) {
                 // SAFETY: a pure function of integers.
-                let d = unsafe { cctl_illinois_ai_divisor(w, alpha_fp) };
+                let d = unsafe { crate::math::illinois_ai_divisor(w, alpha_fp) };
                 let per_rtt = f64::from(w) / f64::from(d);
                 let hi = a * f64::from(d + 1) / f64::from(d);
                 assert!(
@@ -453,9 +429,9 @@ mod tests {
     #[test]
     fn rust_layout_has_the_c_size() {
         // SAFETY: no arguments, returns a constant.
-        let c = unsafe { cctl_sizeof_illinois_ca() } as usize;
+        let c = std::mem::size_of::<crate::math::cctl_illinois_ca>() as u32 as usize;
         assert_eq!(
-            std::mem::size_of::<crate::skel::illinois::types::cctl_illinois_ca>(),
+            std::mem::size_of::<crate::math::cctl_illinois_ca>(),
             c
         );
         assert!(c <= 104);

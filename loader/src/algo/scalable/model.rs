@@ -61,50 +61,36 @@ pub fn response_peak(loss_p: f64, p: &ScalableParams) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::skel::scalable::types::cctl_scalable_ca;
+    use crate::math::cctl_scalable_ca;
 
     // The C under test is bpf/scalable_math.h, unchanged, through loader/csrc/scalable_shim.c.
-    extern "C" {
-        fn cctl_scalable_mode(cwnd: u32, low_window: u32) -> u8;
-        fn cctl_scalable_ai_args(
-            mode: u8,
-            cwnd: u32,
-            acked: u32,
-            a_per_10k: u32,
-            w: *mut u32,
-            n: *mut u32,
-        );
-        fn cctl_scalable_counts_packets(a_per_10k: u32) -> i32;
-        fn cctl_scalable_incr_ppm(mode: u8, cwnd: u32, a_per_10k: u32) -> u32;
-        fn cctl_scalable_ssthresh(cwnd: u32, beta_per_mille: u32) -> u32;
-        fn cctl_sizeof_scalable_ca() -> u32;
-    }
+
 
     fn c_mode(cwnd: u32, low: u32) -> u8 {
         // SAFETY: a pure function of integers.
-        unsafe { cctl_scalable_mode(cwnd, low) }
+        unsafe { crate::math::scalable_mode(cwnd, low) }
     }
 
     fn c_ai_args(mode: u8, cwnd: u32, acked: u32, a: u32) -> (u32, u32) {
         let (mut w, mut n) = (0, 0);
         // SAFETY: `w` and `n` are live, exclusively borrowed u32s for the call.
-        unsafe { cctl_scalable_ai_args(mode, cwnd, acked, a, &mut w, &mut n) };
+        unsafe { crate::math::scalable_ai_args(mode, cwnd, acked, a, &mut w, &mut n) };
         (w, n)
     }
 
     fn c_counts_packets(a: u32) -> bool {
         // SAFETY: a pure function of integers.
-        unsafe { cctl_scalable_counts_packets(a) != 0 }
+        unsafe { crate::math::scalable_counts_packets(a) != 0 }
     }
 
     fn c_ssthresh(cwnd: u32, beta: u32) -> u32 {
         // SAFETY: a pure function of integers.
-        unsafe { cctl_scalable_ssthresh(cwnd, beta) }
+        unsafe { crate::math::scalable_ssthresh_segs(cwnd, beta) }
     }
 
     fn c_incr(mode: u8, cwnd: u32, a: u32) -> f64 {
         // SAFETY: a pure function of integers.
-        f64::from(unsafe { cctl_scalable_incr_ppm(mode, cwnd, a) }) / 1e6
+        f64::from(unsafe { crate::math::scalable_incr_ppm(mode, cwnd, a) }) / 1e6
     }
 
     /// The behaviour of the kernel's kfunc `tcp_cong_avoid_ai(tp, w, acked)` (written from
@@ -158,7 +144,7 @@ mod tests {
     #[test]
     fn skeleton_type_has_the_c_size_and_fits_icsk_ca_priv() {
         // SAFETY: no arguments, returns a constant.
-        let c = unsafe { cctl_sizeof_scalable_ca() };
+        let c = std::mem::size_of::<crate::math::cctl_scalable_ca>() as u32;
         assert_eq!(std::mem::size_of::<cctl_scalable_ca>() as u32, c);
         assert!(c <= 104);
     }

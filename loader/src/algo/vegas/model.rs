@@ -102,21 +102,7 @@ mod tests {
     use super::*;
 
     // The C that vegas.bpf.c runs (bpf/vegas_math.h through loader/csrc/vegas_shim.c).
-    extern "C" {
-        fn cctl_vegas_diff_fp(cwnd: u32, rtt_us: u32, base_us: u32) -> u32;
-        fn cctl_vegas_target_cwnd(cwnd: u32, rtt_us: u32, base_us: u32) -> u32;
-        fn cctl_vegas_update(
-            cwnd: u32,
-            rtt_us: u32,
-            base_us: u32,
-            in_slow_start: u32,
-            alpha: u32,
-            beta: u32,
-            gamma: u32,
-            integer_diff: u32,
-            what: *mut u32,
-        ) -> u32;
-    }
+
 
     const LEFT_SS: u32 = 1;
     const DECREASE: u32 = 2;
@@ -124,19 +110,19 @@ mod tests {
 
     fn c_diff(cwnd: u32, rtt: u32, base: u32) -> f64 {
         // SAFETY: a pure function of integers.
-        f64::from(unsafe { cctl_vegas_diff_fp(cwnd, rtt, base) }) / 1024.0
+        f64::from(unsafe { crate::math::vegas_diff_fp(cwnd, rtt, base) }) / 1024.0
     }
 
     fn c_target(cwnd: u32, rtt: u32, base: u32) -> u32 {
         // SAFETY: a pure function of integers.
-        unsafe { cctl_vegas_target_cwnd(cwnd, rtt, base) }
+        unsafe { crate::math::vegas_target_cwnd(cwnd, rtt, base) }
     }
 
     fn c_update(cwnd: u32, rtt: u32, base: u32, ss: bool, p: &VegasParams) -> (u32, Action) {
         let mut what = 0u32;
         // SAFETY: `what` is a live u32 the call writes once.
         let w = unsafe {
-            cctl_vegas_update(
+            crate::math::vegas_update(
                 cwnd,
                 rtt,
                 base,

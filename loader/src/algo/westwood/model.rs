@@ -96,23 +96,9 @@ pub fn ssthresh(bw: f64, rtt_min: f64, mss: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::skel::westwood::types::cctl_westwood_ca;
+    use crate::math::cctl_westwood_ca;
 
-    extern "C" {
-        fn cctl_westwood_filter(ca: *mut cctl_westwood_ca, bk: u32, delta_us: u32, shift: u32);
-        fn cctl_westwood_acked_count(cumul: u32, mss: u32, accounted: *mut u32) -> u32;
-        fn cctl_westwood_ack(
-            ca: *mut cctl_westwood_ca,
-            now_us: u32,
-            snd_una: u32,
-            mss: u32,
-            slowpath: u32,
-            win_min_us: u32,
-            shift: u32,
-        );
-        fn cctl_westwood_bw_rttmin(bw: u64, rtt_min_us: u32, mss: u32) -> u32;
-        fn cctl_sizeof_westwood_ca() -> u32;
-    }
+
 
     /// westwood.bpf.c's init, on the host.
     fn c_new(now_us: u32, snd_una: u32) -> cctl_westwood_ca {
@@ -127,12 +113,12 @@ mod tests {
 
     fn c_ack(ca: &mut cctl_westwood_ca, now_us: u32, snd_una: u32, mss: u32, slow: bool) {
         // SAFETY: `ca` is a live, exclusively borrowed struct of the C layout.
-        unsafe { cctl_westwood_ack(ca, now_us, snd_una, mss, slow.into(), 50_000, 3) }
+        unsafe { crate::math::westwood_ack(ca, now_us, snd_una, mss, slow.into(), 50_000, 3) }
     }
 
     fn c_count(cumul: u32, mss: u32, accounted: &mut u32) -> u32 {
         // SAFETY: `accounted` is a live, exclusively borrowed u32.
-        unsafe { cctl_westwood_acked_count(cumul, mss, accounted) }
+        unsafe { crate::math::westwood_acked_count(cumul, mss, accounted) }
     }
 
     #[test]
@@ -147,19 +133,19 @@ mod tests {
         assert_eq!(ssthresh(1000.0, 0.01, 1448.0), 2.0);
         // SAFETY: pure functions of integers, or of a live exclusively borrowed struct.
         unsafe {
-            assert_eq!(cctl_westwood_bw_rttmin(1_250_000, 40_000, 1250), 40);
-            assert_eq!(cctl_westwood_bw_rttmin(2_500_000, 100_000, 1448), 172);
-            assert_eq!(cctl_westwood_bw_rttmin(1000, 10_000, 1448), 2);
+            assert_eq!(crate::math::westwood_bw_rttmin(1_250_000, 40_000, 1250), 40);
+            assert_eq!(crate::math::westwood_bw_rttmin(2_500_000, 100_000, 1448), 172);
+            assert_eq!(crate::math::westwood_bw_rttmin(1000, 10_000, 1448), 2);
             assert_eq!(
-                cctl_westwood_bw_rttmin(u64::MAX / 2, 4_000_000, 1),
+                crate::math::westwood_bw_rttmin(u64::MAX / 2, 4_000_000, 1),
                 u32::MAX
             );
             let mut ca = cctl_westwood_ca::default();
-            cctl_westwood_filter(&mut ca, 250, 50_000, 3); // 5000 B/s fills both
+            crate::math::westwood_filter(&mut ca, 250, 50_000, 3); // 5000 B/s fills both
             assert_eq!((ca.bw_ns_Bps, ca.bw_Bps), (5000, 5000));
             ca.bw_ns_Bps = 1000;
             ca.bw_Bps = 1000;
-            cctl_westwood_filter(&mut ca, 450, 50_000, 3); // 9000 B/s
+            crate::math::westwood_filter(&mut ca, 450, 50_000, 3); // 9000 B/s
             assert_eq!((ca.bw_ns_Bps, ca.bw_Bps), (2000, 1125));
         }
     }
@@ -295,7 +281,7 @@ mod tests {
             let bdp = 1.25e6 * f64::from(rtt_us) / 1e6 / 1250.0;
             assert_eq!(ssthresh(bw, rtt_min, 1250.0), bdp);
             // SAFETY: a pure function of integers.
-            let s = unsafe { cctl_westwood_bw_rttmin(c.bw_Bps, c.rtt_min_us, mss) };
+            let s = unsafe { crate::math::westwood_bw_rttmin(c.bw_Bps, c.rtt_min_us, mss) };
             assert!(
                 f64::from(s) <= bdp && f64::from(s) >= bdp - 1.0,
                 "C {s}, BDP {bdp}"
@@ -326,7 +312,7 @@ mod tests {
             ] {
                 for mss in [1u32, 536, 1448, 8948, 65_535] {
                     // SAFETY: a pure function of integers.
-                    let c = unsafe { cctl_westwood_bw_rttmin(bw, rtt, mss) };
+                    let c = unsafe { crate::math::westwood_bw_rttmin(bw, rtt, mss) };
                     let m = ssthresh(bw as f64, f64::from(rtt) / 1e6, f64::from(mss));
                     let exact =
                         (u128::from(bw) * u128::from(rtt) / (1_000_000 * u128::from(mss))).max(2);
@@ -360,7 +346,7 @@ mod tests {
     #[test]
     fn rust_layout_has_the_c_size() {
         // SAFETY: no arguments, returns a constant.
-        let c = unsafe { cctl_sizeof_westwood_ca() } as usize;
+        let c = std::mem::size_of::<crate::math::cctl_westwood_ca>() as u32 as usize;
         assert_eq!(std::mem::size_of::<cctl_westwood_ca>(), c);
         assert!(c <= 104);
     }

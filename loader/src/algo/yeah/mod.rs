@@ -1,101 +1,119 @@
 //! YeAH-TCP (spec §10; [P3] Baiocchi, Castellani, Vacirca 2007, §III): bpf/yeah.bpf.c.
 
-use crate::algos::{p, ParamSpec, Params, Profile, ACK_COUNTING};
-use crate::skel::yeah::types::cctl_yeah_ca;
-use crate::Result;
-
-use super::{ca_from_bytes, impl_plain, load_struct_ops, var, Var};
+use crate::algos::{p, Params, Profile, ACK_COUNTING};
 
 pub mod model;
 
-impl_plain!(cctl_yeah_ca);
-
-/// Tunables of bpf/yeah.bpf.c. [P3] leaves the values open (spec §10 table, \[GAP\]), so
-/// the defaults are Linux `tcp_yeah`'s constants; the paper's own rules are the default.
-pub const PARAMS: &[ParamSpec] = &[
-    p(
-        "q_max_pkts",
-        80,
-        1,
-        100_000,
-        "packets",
-        "Q_max: most packets one flow may keep queued (Fast mode needs Q < Q_max)",
-    ),
-    p(
-        "phy",
-        8,
-        1,
-        1000,
-        "1/fraction",
-        "φ: Fast mode needs L = RTT_queue/RTT_base < 1/φ",
-    ),
-    p(
-        "gamma",
-        1,
-        1,
-        1000,
-        "divisor",
-        "γ: precautionary decongestion removes Q/γ packets",
-    ),
-    p(
-        "epsilon_shift",
-        1,
-        0,
-        31,
-        "log2",
-        "ε: decongestion removes at most cwnd/2^ε",
-    ),
-    p(
-        "delta_shift",
-        3,
-        0,
-        31,
-        "log2",
-        "δ: a loss removes at least cwnd/2^δ ([P3]: cwnd/8)",
-    ),
-    p(
-        "rho_rtts",
-        16,
-        1,
-        1_000_000,
-        "RTTs",
-        "ρ: consecutive Slow RTTs that mean competing Reno flows (then halve on loss)",
-    ),
-    p(
-        "zeta_rtts",
-        50,
-        0,
-        1_000_000,
-        "RTTs",
-        "ζ: Fast RTTs after which count_reno is reset",
-    ),
-    p(
-        "stcp_ai_cnt",
-        100,
-        1,
-        100_000,
-        "packets",
-        "1/a of the Fast-mode STCP increase: +1 segment per min(cwnd, 1/a) acked packets",
-    ),
-    p(
-        "linux_rules",
-        0,
-        0,
-        1,
-        "bool",
-        "Linux's integer thresholds and count_reno sentinel instead of [P3]'s rules",
-    ),
-    ACK_COUNTING,
-];
-
-/// Linux `tcp_yeah` (spec §18.4): its constants are already the defaults; what differs is
-/// how it tests them (truncated integers) and its count_reno sentinel.
-pub const PROFILES: &[Profile] = &[Profile {
-    name: "linux",
-    tag: "l",
-    doc: "net/ipv4/tcp_yeah.c: integer Q and L tests, count_reno sentinel 2",
-    values: &[("linux_rules", 1)],
-}];
+crate::algo::declare_algorithm! {
+    key: yeah,
+    id: 9,
+    summary: "YeAH-TCP: STCP growth while its own queue is small, Reno and decongestion otherwise",
+    paper: "[P3] Baiocchi, Castellani, Vacirca 2007, §III",
+    spec: "§10",
+    native: Some("yeah"),
+    clocked: true,
+    params: [
+        p(
+            "q_max_pkts",
+            80,
+            1,
+            100_000,
+            "packets",
+            "Q_max: most packets one flow may keep queued (Fast mode needs Q < Q_max)",
+        )
+        .sym("Q_max"),
+        p(
+            "phy",
+            8,
+            1,
+            1000,
+            "1/fraction",
+            "φ: Fast mode needs L = RTT_queue/RTT_base < 1/φ",
+        )
+        .sym("φ"),
+        p(
+            "gamma",
+            1,
+            1,
+            1000,
+            "divisor",
+            "γ: precautionary decongestion removes Q/γ packets",
+        )
+        .sym("γ"),
+        p(
+            "epsilon_shift",
+            1,
+            0,
+            31,
+            "log2",
+            "ε: decongestion removes at most cwnd/2^ε",
+        )
+        .sym("ε"),
+        p(
+            "delta_shift",
+            3,
+            0,
+            31,
+            "log2",
+            "δ: a loss removes at least cwnd/2^δ ([P3]: cwnd/8)",
+        )
+        .sym("δ"),
+        p(
+            "rho_rtts",
+            16,
+            1,
+            1_000_000,
+            "RTTs",
+            "ρ: consecutive Slow RTTs that mean competing Reno flows (then halve on loss)",
+        )
+        .sym("ρ"),
+        p(
+            "zeta_rtts",
+            50,
+            0,
+            1_000_000,
+            "RTTs",
+            "ζ: Fast RTTs after which count_reno is reset",
+        )
+        .sym("ζ"),
+        p(
+            "stcp_ai_cnt",
+            100,
+            1,
+            100_000,
+            "packets",
+            "1/a of the Fast-mode STCP increase: +1 segment per min(cwnd, 1/a) acked packets",
+        ),
+        p(
+            "linux_rules",
+            0,
+            0,
+            1,
+            "bool",
+            "Linux's integer thresholds and count_reno sentinel instead of [P3]'s rules",
+        ),
+        ACK_COUNTING,
+    ],
+    profiles: [
+        Profile {
+            name: "linux",
+            tag: "l",
+            doc: "net/ipv4/tcp_yeah.c: integer Q and L tests, count_reno sentinel 2",
+            values: &[("linux_rules", 1)],
+        },
+    ],
+    check: check,
+    vars(y: cctl_yeah_ca) {
+        q ("packets: Q (lastQ), this flow's queue estimate of the last RTT") = y.last_q,
+        l ("fraction: L = RTT_queue/RTT_base of the last RTT") = f64::from(y.l_fp) / 1024.0,
+        slow_mode ("bool: 1 = Slow (Reno) mode, 0 = Fast (STCP) mode") = y.slow_mode,
+        reno_count ("segments: count_reno, the estimated competing Reno window") = y.reno_count,
+        fast_count ("RTTs: count_fast, Fast RTTs since the last reset") = y.fast_count,
+        slow_rtts ("RTTs: consecutive Slow RTTs (Linux doing_reno_now)") = y.doing_reno_now,
+        base_rtt_us ("usec: RTT_base, the minimum RTT (+1 us)") = y.base_rtt_us,
+        decongestions ("count: precautionary decongestions so far") = y.decongestions,
+    }
+}
 
 /// Forbidden combinations: a loss must remove at least as little as it may at most
 /// (δ ≥ 1, i.e. cwnd/2^δ ≤ cwnd/2), and decongestion at most the whole window (ε ≥ 1).
@@ -117,84 +135,16 @@ pub fn check(v: &Params) -> std::result::Result<(), String> {
     Ok(())
 }
 
-/// Loads bpf/yeah.bpf.c with `params` and registers it as `name`.
-pub fn load(name: &str, params: &Params) -> Result<crate::algo::Registered> {
-    load_struct_ops!(
-        name,
-        params,
-        yeah::YeahSkelBuilder,
-        yeah / yeah_mut,
-        [
-            q_max_pkts,
-            phy,
-            gamma,
-            epsilon_shift,
-            delta_shift,
-            rho_rtts,
-            zeta_rtts,
-            stcp_ai_cnt,
-            linux_rules,
-            ack_counting,
-        ]
-    )
-}
-
-/// Variables decoded by [`vars`].
-pub const VAR_DOCS: &[(&str, &str)] = &[
-    (
-        "q",
-        "packets: Q (lastQ), this flow's queue estimate of the last RTT",
-    ),
-    ("l", "fraction: L = RTT_queue/RTT_base of the last RTT"),
-    (
-        "slow_mode",
-        "bool: 1 = Slow (Reno) mode, 0 = Fast (STCP) mode",
-    ),
-    (
-        "reno_count",
-        "segments: count_reno, the estimated competing Reno window",
-    ),
-    (
-        "fast_count",
-        "RTTs: count_fast, Fast RTTs since the last reset",
-    ),
-    (
-        "slow_rtts",
-        "RTTs: consecutive Slow RTTs (Linux doing_reno_now)",
-    ),
-    ("base_rtt_us", "usec: RTT_base, the minimum RTT (+1 us)"),
-    ("decongestions", "count: precautionary decongestions so far"),
-];
-
-/// YeAH's variables, in the units of [`VAR_DOCS`].
-pub fn vars(ca_priv: &[u8]) -> Vec<Var> {
-    let Some(y) = ca_from_bytes::<cctl_yeah_ca>(ca_priv) else {
-        return Vec::new();
-    };
-    vec![
-        var("q", y.last_q),
-        var("l", f64::from(y.l_fp) / 1024.0),
-        var("slow_mode", y.slow_mode),
-        var("reno_count", y.reno_count),
-        var("fast_count", y.fast_count),
-        var("slow_rtts", y.doing_reno_now),
-        var("base_rtt_us", y.base_rtt_us),
-        var("decongestions", y.decongestions),
-    ]
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    extern "C" {
-        fn cctl_sizeof_yeah_ca() -> u32;
-    }
+
 
     #[test]
     fn skeleton_type_has_the_c_size_and_fits_icsk_ca_priv() {
         // SAFETY: a pure function without arguments.
-        let c = unsafe { cctl_sizeof_yeah_ca() };
+        let c = std::mem::size_of::<crate::math::cctl_yeah_ca>() as u32;
         assert_eq!(std::mem::size_of::<cctl_yeah_ca>() as u32, c);
         assert!(c <= 104, "{c}");
     }

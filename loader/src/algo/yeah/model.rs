@@ -164,50 +164,21 @@ pub fn ssthresh(st: &mut YeahState, cwnd: f64, p: &YeahParams) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::skel::yeah::types::cctl_yeah_ca;
+    use crate::math::cctl_yeah_ca;
 
-    // The C that yeah.bpf.c runs (bpf/yeah_math.h through loader/csrc/yeah_shim.c).
-    extern "C" {
-        fn cctl_yeah_queue(cwnd: u32, rtt_us: u32, base_us: u32) -> u32;
-        fn cctl_yeah_level_fp(rtt_us: u32, base_us: u32) -> u32;
-        fn cctl_yeah_initial_reno_count(
-            cwnd: u32,
-            q: u32,
-            phy: u32,
-            g: u32,
-            e: u32,
-            d: u32,
-            rho: u32,
-            zeta: u32,
-            lr: u32,
-        ) -> u32;
-        fn cctl_yeah_per_rtt(
-            ca: *mut cctl_yeah_ca,
-            cwnd: u32,
-            ssthresh: *mut u32,
-            rtt_us: u32,
-            base_us: u32,
-            q: u32,
-            phy: u32,
-            g: u32,
-            e: u32,
-            d: u32,
-            rho: u32,
-            zeta: u32,
-            lr: u32,
-        ) -> u32;
-        fn cctl_yeah_ssthresh(
-            ca: *mut cctl_yeah_ca,
-            cwnd: u32,
-            q: u32,
-            phy: u32,
-            g: u32,
-            e: u32,
-            d: u32,
-            rho: u32,
-            zeta: u32,
-            lr: u32,
-        ) -> u32;
+    /// The tunables as the C rules take them (bpf/yeah_math.h `struct yeah_params`).
+    fn c_params(p: &YeahParams) -> crate::math::yeah_params {
+        let a = args(p);
+        crate::math::yeah_params {
+            q_max_pkts: a[0],
+            phy: a[1],
+            gamma: a[2],
+            epsilon_shift: a[3],
+            delta_shift: a[4],
+            rho_rtts: a[5],
+            zeta_rtts: a[6],
+            linux_rules: a[7],
+        }
     }
 
     /// The tunables as yeah.bpf.c passes them (all integers).
@@ -237,11 +208,9 @@ mod tests {
     }
 
     fn c_init(cwnd: u32, p: &YeahParams) -> u32 {
-        let a = args(p);
-        // SAFETY: a pure function of integers.
-        unsafe {
-            cctl_yeah_initial_reno_count(cwnd, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7])
-        }
+        let cp = c_params(p);
+        // SAFETY: `cp` is live for the call, which only reads it.
+        unsafe { crate::math::yeah_initial_reno_count(cwnd, &cp) }
     }
 
     /// One C RTT from `ca`: (cwnd, ssthresh).
@@ -253,22 +222,20 @@ mod tests {
         base: u32,
         p: &YeahParams,
     ) -> (u32, u32) {
-        let a = args(p);
+        let cp = c_params(p);
         let mut s = ssth;
         // SAFETY: `ca` and `s` are live, exclusively borrowed for the call, which only
         // reads and writes them.
         let w = unsafe {
-            cctl_yeah_per_rtt(
-                ca, cwnd, &mut s, rtt, base, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7],
-            )
+            crate::math::yeah_per_rtt(ca, cwnd, &mut s, rtt, base, &cp)
         };
         (w, s)
     }
 
     fn c_ssthresh(ca: &mut cctl_yeah_ca, cwnd: u32, p: &YeahParams) -> u32 {
-        let a = args(p);
-        // SAFETY: `ca` is live and exclusively borrowed for the call.
-        unsafe { cctl_yeah_ssthresh(ca, cwnd, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]) }
+        let cp = c_params(p);
+        // SAFETY: `ca` and `cp` are live, `ca` exclusively borrowed, for the call.
+        unsafe { crate::math::yeah_loss_ssthresh(ca, cwnd, &cp) }
     }
 
     fn state(reno_count: f64, fast_count: u32, slow_rtts: u32, last_q: f64) -> YeahState {
@@ -441,8 +408,8 @@ mod tests {
                         // SAFETY: pure functions of integers.
                         let (qc, lc) = unsafe {
                             (
-                                cctl_yeah_queue(cwnd, rtt, base),
-                                cctl_yeah_level_fp(rtt, base),
+                                crate::math::yeah_queue(cwnd, rtt, base),
+                                crate::math::yeah_level_fp(rtt, base),
                             )
                         };
                         assert_eq!(
