@@ -734,14 +734,6 @@ pub fn describe_scope(a: &MigrateAction) -> String {
     }
 }
 
-/// Jain's fairness index of `x`: (Σx)² / (n·Σx²), 1 = equal shares, 1/n = one takes all
-/// (Jain, Chiu, Hawe 1984). `None` for no flows or all zero.
-pub fn jain_index(x: &[f64]) -> Option<f64> {
-    let sum: f64 = x.iter().sum();
-    let sq: f64 = x.iter().map(|v| v * v).sum();
-    (!x.is_empty() && sq > 0.0).then(|| sum * sum / (x.len() as f64 * sq))
-}
-
 /// Shortest span the chart's throughput points are measured over, ns (100 ms, the collector's
 /// default sampling interval).
 pub const CHART_TPUT_SPAN_NS: u64 = 100_000_000;

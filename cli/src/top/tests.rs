@@ -6,7 +6,7 @@ use ratatui::backend::TestBackend;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::Terminal;
 
-use super::app::{jain_index, Action, App, Column, Filter, Mode, Scope};
+use super::app::{Action, App, Column, Filter, Mode, Scope};
 use super::source::{FakeSource, Source};
 use super::view::{self, nice_ceiling, series, Metric};
 
@@ -256,11 +256,7 @@ fn charts_scale_to_the_data_and_follow_zoom_scroll_and_pause() {
 
 #[test]
 fn marked_flows_are_overlaid_with_jains_index_and_their_shares() {
-    assert_eq!(jain_index(&[5.0, 5.0]), Some(1.0));
-    assert_eq!(jain_index(&[9.0, 0.0, 0.0]), Some(1.0 / 3.0));
-    assert!((jain_index(&[1.0, 3.0]).unwrap() - 0.8).abs() < 1e-12);
-    assert_eq!(jain_index(&[]), None);
-
+    // The index itself is cctl_bench::metrics::jain_index, tested there.
     let mut app = dashboard(6, 20.0);
     let s = screen(&app, 200, 50);
     assert!(s.contains("mark two or more flows"), "{s}");

@@ -10,9 +10,9 @@ use ratatui::widgets::{
 };
 use ratatui::Frame;
 
-use super::app::{
-    describe_scope, jain_index, mean_tput_in, App, Column, Flow, Mode, FILTER_SYNTAX,
-};
+use cctl_bench::metrics::jain_index;
+
+use super::app::{describe_scope, mean_tput_in, App, Column, Flow, Mode, FILTER_SYNTAX};
 
 /// Colours of the chart series, in the order of the chart flows.
 pub const PALETTE: [Color; 8] = [

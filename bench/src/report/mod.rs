@@ -13,6 +13,10 @@ use crate::metrics::{self, FlowSeries, MetricParams, ResponseFunction, RttUnfair
 use crate::plot::{self, Chart, Series, SeriesStyle};
 use crate::runner::{read_records, Metadata, RunRecord};
 
+mod axes;
+
+use axes::{xy_series, XAxis};
+
 /// Named scalar metrics of one run, e.g. `"M3 R_minmax"` → 0.93. Units are in the names.
 pub type MetricMap = BTreeMap<String, f64>;
 
@@ -510,44 +514,6 @@ fn shorten(s: &str, n: usize) -> String {
     }
 }
 
-/// The x variable of a scenario's plots: its `x`, else the first swept variable.
-fn x_var(s: &Summary, x: Option<&str>) -> Option<String> {
-    x.map(str::to_string)
-        .or_else(|| s.rows.first().and_then(|r| r.vars.keys().next().cloned()))
-}
-
-fn xy_series(s: &Summary, metric: &str, x: &str, scale: f64) -> Vec<Series> {
-    let mut algos: Vec<String> = s.rows.iter().map(|r| r.algo.clone()).collect();
-    algos.sort();
-    algos.dedup();
-    algos
-        .into_iter()
-        .map(|a| {
-            let mut pts = Vec::new();
-            let mut err = Vec::new();
-            for r in s.rows.iter().filter(|r| r.algo == a) {
-                let xv = r.vars.get(x).copied().unwrap_or(r.point as f64);
-                if let Some(m) = r.metrics.get(metric) {
-                    if !m.values.is_empty() {
-                        pts.push((xv * scale, m.mean));
-                        err.push(m.stderr);
-                    }
-                }
-            }
-            let order = {
-                let mut idx: Vec<usize> = (0..pts.len()).collect();
-                idx.sort_by(|&i, &j| pts[i].0.total_cmp(&pts[j].0));
-                idx
-            };
-            Series {
-                label: a,
-                points: order.iter().map(|&i| pts[i]).collect(),
-                style: SeriesStyle::ErrorBars(order.iter().map(|&i| err[i]).collect()),
-            }
-        })
-        .collect()
-}
-
 /// Renders the scenario's plots into `dir/plots`; returns the PNG paths.
 pub fn plots(
     s: &Summary,
@@ -566,7 +532,7 @@ pub fn plots(
         notes.push("ci profile: never compare with the papers' numbers".into());
     }
     let mut out = Vec::new();
-    let xv = x_var(s, x).unwrap_or_else(|| "point".into());
+    let axis = XAxis::of(&s.rows, x);
     for kind in kinds {
         match kind.as_str() {
             "cwnd" => {
@@ -593,10 +559,14 @@ pub fn plots(
                 }
             }
             "ratio_vs_rtt" => {
-                let mut series = xy_series(s, "M3 R_rtt", &xv, 1.0);
+                let mut series = xy_series(&s.rows, &axis, "M3 R_rtt");
                 // M17: Reno ∝ (RTT_short/RTT_long)², H-TCP's design ∝ RTT_short/RTT_long,
-                // against flow 1's fixed RTT.
-                if let Some(r) = records.first() {
+                // against flow 1's fixed RTT; only when x is an RTT in ms.
+                let x_is_rtt = axis
+                    .var
+                    .as_deref()
+                    .is_some_and(|v| v.starts_with("rtt") && v.ends_with("_ms"));
+                if let (Some(r), true) = (records.first(), x_is_rtt) {
                     let rtt1 = r.series.first().map(|f| f.base_rtt_s).unwrap_or(0.162);
                     let xs: Vec<f64> = series
                         .iter()
@@ -625,7 +595,7 @@ pub fn plots(
                     &pdir,
                     "ratio-vs-rtt",
                     "Throughput ratio R_rtt (long/short RTT) vs RTT (Fig. 10)",
-                    &xv,
+                    &axis.label,
                     "R_rtt",
                     series,
                     &notes,
@@ -633,7 +603,7 @@ pub fn plots(
                 )?);
             }
             "convergence" => {
-                let series = xy_series(s, "M5 A (s)", &xv, 1.0);
+                let series = xy_series(&s.rows, &axis, "M5 A (s)");
                 let mut n = notes.clone();
                 n.push(
                     "80 % convergence time, variant A; points missing = not converged (NC)".into(),
@@ -642,7 +612,7 @@ pub fn plots(
                     &pdir,
                     "convergence",
                     "80 % convergence time (Fig. 14)",
-                    &xv,
+                    &axis.label,
                     "t_conv (s)",
                     series,
                     &n,
@@ -650,13 +620,14 @@ pub fn plots(
                 )?);
             }
             "response" => {
-                let mut series = xy_series(s, "M1 flow1 (Mbit/s)", &xv, 1.0);
-                if let Some(r) = records.first() {
+                let mut series = xy_series(&s.rows, &axis, "M1 flow1 (Mbit/s)");
+                // The closed forms are of the loss probability: only when x is `loss`.
+                if let (Some(r), Some("loss")) = (records.first(), axis.var.as_deref()) {
                     let rtt = r.series.first().map(|f| f.base_rtt_s).unwrap_or(0.1);
                     let mut ps: Vec<f64> = s
                         .rows
                         .iter()
-                        .filter_map(|r| r.vars.get(&xv).copied())
+                        .filter_map(|r| axis.x(r))
                         .filter(|p| *p > 0.0)
                         .collect();
                     ps.sort_by(f64::total_cmp);
@@ -682,7 +653,7 @@ pub fn plots(
                 }
                 let chart = Chart {
                     title: "Response function: throughput vs random loss (Fig. 13)".into(),
-                    x_label: "loss probability p".into(),
+                    x_label: axis.label.clone(),
                     y_label: "throughput (Mbit/s)".into(),
                     log_x: true,
                     log_y: true,
@@ -693,23 +664,23 @@ pub fn plots(
                 out.push(plot::render(&chart, &pdir.join("response"))?.0);
             }
             "buffer" => {
-                let series = xy_series(s, "M8 goodput (Mbit/s)", &xv, 100.0);
+                let series = xy_series(&s.rows, &axis, "M8 goodput (Mbit/s)");
                 out.push(render_xy(
                     &pdir,
                     "buffer-throughput",
                     "Aggregate throughput vs buffer (Fig. 12)",
-                    "buffer (% BDP)",
+                    &axis.label,
                     "goodput (Mbit/s)",
                     series,
                     &notes,
                     false,
                 )?);
-                let series = xy_series(s, "M9 drop rate", &xv, 100.0);
+                let series = xy_series(&s.rows, &axis, "M9 drop rate");
                 out.push(render_xy(
                     &pdir,
                     "buffer-loss",
                     "Loss rate vs buffer (Fig. 12)",
-                    "buffer (% BDP)",
+                    &axis.label,
                     "drop rate",
                     series,
                     &notes,
@@ -717,12 +688,12 @@ pub fn plots(
                 )?);
             }
             "goodput" => {
-                let series = xy_series(s, "M8 goodput (Mbit/s)", &xv, 1.0);
+                let series = xy_series(&s.rows, &axis, "M8 goodput (Mbit/s)");
                 out.push(render_xy(
                     &pdir,
                     "goodput",
                     "Aggregate goodput",
-                    &xv,
+                    &axis.label,
                     "goodput (Mbit/s)",
                     series,
                     &notes,
@@ -730,12 +701,12 @@ pub fn plots(
                 )?);
             }
             "completion" => {
-                let series = xy_series(s, "M15 flow2 completion (s)", &xv, 1.0);
+                let series = xy_series(&s.rows, &axis, "M15 flow2 completion (s)");
                 out.push(render_xy(
                     &pdir,
                     "completion",
                     "Completion time",
-                    &xv,
+                    &axis.label,
                     "completion (s)",
                     series,
                     &notes,
@@ -773,12 +744,12 @@ pub fn plots(
                 }
             }
             "fairness" => {
-                let series = xy_series(s, "M4 Jain", &xv, 1.0);
+                let series = xy_series(&s.rows, &axis, "M4 Jain");
                 out.push(render_xy(
                     &pdir,
                     "fairness",
                     "Jain's fairness index (M4)",
-                    &xv,
+                    &axis.label,
                     "Jain index",
                     series,
                     &notes,
@@ -786,12 +757,12 @@ pub fn plots(
                 )?);
             }
             "friendliness" => {
-                let series = xy_series(s, "M3 flow2/flow1", &xv, 1.0);
+                let series = xy_series(&s.rows, &axis, "M3 flow2/flow1");
                 out.push(render_xy(
                     &pdir,
                     "friendliness",
                     "Throughput of the flow under test over the Reno flow",
-                    &xv,
+                    &axis.label,
                     "flow2 / flow1",
                     series,
                     &notes,

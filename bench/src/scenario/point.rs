@@ -1,0 +1,719 @@
+//! Run points: one point of a sweep resolved into a concrete, checked run ([`RunPoint`]) with
+//! its flows ([`FlowPlan`]), and the BDP and buffer arithmetic of `benchmarks.md` §0.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::error::{FieldError, ScenarioError};
+use super::expr::{draw, eval, origins, range, Env, NumSpec, Sourced};
+use super::rng::SplitMix64;
+use super::schema::{
+    BdpRtt, LossModel, Profile, Scenario, WebModel, BUFFER_KEYS, CI_MAX_RATE_MBIT,
+    DEFAULT_BUFFER_FLOOR_PKTS,
+};
+
+/// Packet size the BDP is counted in, in bytes (1500-byte IP packets, `benchmarks.md` §0).
+pub const PACKET_BYTES: f64 = 1500.0;
+
+/// Most flow plans one run point may expand into (guards against runaway on/off sources).
+pub const MAX_FLOWS_PER_POINT: usize = 10_000;
+
+/// Which congestion control a flow runs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CcRef {
+    /// The algorithm under test (`--algo`), written `"{algo}"`.
+    UnderTest,
+    /// A fixed algorithm, e.g. the Reno flow of T0.3 or T3.4; checked by the runner.
+    Named(String),
+}
+
+/// One concrete flow of a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FlowPlan {
+    /// Index of the `[[flows]]` table it comes from.
+    pub entry: usize,
+    /// Its congestion control.
+    pub cc: CcRef,
+    /// Its base RTT (two-way propagation delay of its own access path), in ms.
+    pub rtt_ms: f64,
+    /// When it starts, in seconds from the start of the run.
+    pub start_s: f64,
+    /// When it stops, in seconds from the start of the run; for a fixed-size transfer, the
+    /// deadline.
+    pub stop_s: f64,
+    /// Size of a fixed-size transfer, in bytes (`size_mb` · 10^6); `None` for a bulk flow.
+    pub size_bytes: Option<u64>,
+}
+
+/// One concrete run: a point of a profile's sweep, with every value resolved and checked.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunPoint {
+    /// Position in the expansion, from 0.
+    pub index: usize,
+    /// The swept values of this point, by variable name.
+    pub vars: BTreeMap<String, f64>,
+    /// Bottleneck capacity, in Mbit/s.
+    pub rate_mbit: f64,
+    /// Capacity of the reverse (ACK) path, in Mbit/s; `None`: not limited.
+    pub reverse_rate_mbit: Option<f64>,
+    /// Base RTT (the `rtt_ms` parameter), in ms.
+    pub rtt_ms: f64,
+    /// The RTT the BDP was computed from (see [`BdpRtt`]), in ms.
+    pub bdp_rtt_ms: f64,
+    /// Bandwidth-delay product in 1500-byte packets, unrounded.
+    pub bdp_pkts: f64,
+    /// Buffer as a fraction of BDP: the configured `buffer_bdp`, or the effective fraction
+    /// when the buffer was given in packets or milliseconds (infinite at `rtt_ms = 0`,
+    /// written `null` in JSON).
+    #[serde(deserialize_with = "null_as_infinity")]
+    pub buffer_bdp: f64,
+    /// Drop-tail queue limit at the bottleneck, in packets (rounded, floored).
+    pub buffer_pkts: u32,
+    /// Whether the floor raised the buffer (flag these points in reports).
+    pub buffer_floored: bool,
+    /// Loss probability on the forward path.
+    pub loss: f64,
+    /// How that loss is drawn.
+    pub loss_model: LossModel,
+    /// Initial ssthresh of every long-lived flow, in packets; `None`: the kernel's.
+    pub init_ssthresh_pkts: Option<u32>,
+    /// Number of web cross-traffic sessions.
+    pub web_sessions: u32,
+    /// Their traffic model.
+    pub web_model: WebModel,
+    /// Their congestion control.
+    pub web_cc: String,
+    /// Run length, in seconds.
+    pub duration_s: f64,
+    /// The flows, in `[[flows]]` order (copies and on-periods in time order).
+    pub flows: Vec<FlowPlan>,
+}
+
+/// Reads a number that JSON wrote as `null` because it was infinite (serde_json writes
+/// non-finite numbers as `null`).
+fn null_as_infinity<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::INFINITY))
+}
+
+impl RunPoint {
+    /// A short label of the swept values, e.g. `rate_mbit=10,rtt_ms=42` (`base` if none).
+    pub fn label(&self) -> String {
+        if self.vars.is_empty() {
+            return "base".to_string();
+        }
+        self.vars
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+}
+
+impl Scenario {
+    /// Emulated time the whole profile takes for one algorithm: Σ duration × repeat, in s.
+    pub fn total_duration_s(&self, profile: Profile) -> Result<f64, ScenarioError> {
+        let points = self.expand(profile, self.seed(profile))?;
+        Ok(points.iter().map(|p| p.duration_s).sum::<f64>() * f64::from(self.repeat(profile)))
+    }
+
+    pub(super) fn point(
+        &self,
+        profile: Profile,
+        index: usize,
+        env: Env,
+        vars: BTreeMap<String, f64>,
+        seed: u64,
+    ) -> Result<RunPoint, FieldError> {
+        let at = self.layer(profile).at.clone();
+        let ctx = if vars.is_empty() {
+            format!("(profile {profile})")
+        } else {
+            let v: Vec<String> = vars.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            format!("(profile {profile}, point {})", v.join(", "))
+        };
+        let required = |k: &str| -> Result<&Sourced, FieldError> {
+            env.get(k).ok_or_else(|| {
+                FieldError::new(
+                    format!("{at}.{k}"),
+                    format!("missing: set `{k}` in [defaults] or [{at}]"),
+                )
+            })
+        };
+        let positive = |s: &Sourced, what: &str| -> Result<f64, FieldError> {
+            if s.value.is_finite() && s.value > 0.0 {
+                Ok(s.value)
+            } else {
+                Err(FieldError::new(
+                    &s.field,
+                    format!("{} is not allowed: {what} must be > 0 {ctx}", s.value),
+                ))
+            }
+        };
+        let cap = |s: &Sourced| -> Result<(), FieldError> {
+            if profile == Profile::Ci && s.value > CI_MAX_RATE_MBIT {
+                let inherited = if s.field.starts_with(&at) {
+                    String::new()
+                } else {
+                    format!(" (inherited by {at})")
+                };
+                return Err(FieldError::new(
+                    &s.field,
+                    format!("{} Mbit/s{inherited} is above the ci profile's cap of {CI_MAX_RATE_MBIT} Mbit/s (C_ci = min(C, 50), benchmarks.md §7.4)", s.value),
+                ));
+            }
+            Ok(())
+        };
+        let rate_s = required("rate_mbit")?;
+        let rate = positive(rate_s, "the capacity (Mbit/s)")?;
+        cap(rate_s)?;
+        let reverse = match env.get("reverse_rate_mbit") {
+            Some(s) => {
+                cap(s)?;
+                Some(positive(s, "the reverse-path capacity (Mbit/s)")?)
+            }
+            None => None,
+        };
+        // 0 adds no delay: the path's own RTT (tens of usec) on tbf alone, no netem.
+        let rtt = {
+            let s = required("rtt_ms")?;
+            if s.value.is_finite() && s.value >= 0.0 {
+                s.value
+            } else {
+                return Err(FieldError::new(
+                    &s.field,
+                    format!(
+                        "{} is not allowed: the RTT (ms) must be ≥ 0 (0: no added delay) {ctx}",
+                        s.value
+                    ),
+                ));
+            }
+        };
+        let duration = positive(required("duration_s")?, "the duration (s)")?;
+        let loss = match env.get("loss") {
+            Some(s) if !(0.0..1.0).contains(&s.value) => {
+                return Err(FieldError::new(
+                    &s.field,
+                    format!("{} is outside [0, 1): a loss probability {ctx}", s.value),
+                ))
+            }
+            Some(s) => s.value,
+            None => 0.0,
+        };
+        let floor = env
+            .get("buffer_floor_pkts")
+            .map_or(DEFAULT_BUFFER_FLOOR_PKTS as f64, |s| s.value);
+        let web_sessions = env.get("web_sessions").map_or(0.0, |s| s.value) as u32;
+
+        let flows = self.flows_of(&env, duration, seed, index, &ctx)?;
+        let bdp_rtt = match self.setting(profile, |l| &l.bdp_rtt).unwrap_or_default() {
+            BdpRtt::Flow1 => flows.first().map_or(rtt, |f| f.rtt_ms),
+            BdpRtt::Min => flows
+                .iter()
+                .map(|f| f.rtt_ms)
+                .reduce(f64::min)
+                .unwrap_or(rtt),
+        };
+        let bdp = bdp_pkts(rate, bdp_rtt);
+
+        let (raw_pkts, fraction, buf_s) = if let Some(s) = env.get("buffer_bdp") {
+            (s.value * bdp, Some(s.value), s)
+        } else if let Some(s) = env.get("buffer_pkts") {
+            (s.value, None, s)
+        } else if let Some(s) = env.get("buffer_ms") {
+            (bdp_pkts(rate, s.value), None, s)
+        } else {
+            return Err(FieldError::new(
+                format!("{at}.buffer_bdp"),
+                format!(
+                    "missing: set one of {} in [defaults] or [{at}]",
+                    BUFFER_KEYS.join(", ")
+                ),
+            ));
+        };
+        if !(raw_pkts.is_finite() && raw_pkts >= 0.0) || buf_s.value < 0.0 {
+            return Err(FieldError::new(
+                &buf_s.field,
+                format!(
+                    "{} is not allowed: the buffer must be ≥ 0 {ctx}",
+                    buf_s.value
+                ),
+            ));
+        }
+        let (pkts, floored) = buffer_pkts(raw_pkts, floor);
+        if pkts < 1.0 {
+            return Err(FieldError::new(
+                &buf_s.field,
+                format!("the buffer is {pkts} packets after the floor (buffer_floor_pkts = {floor}); a drop-tail queue needs at least 1 packet {ctx}"),
+            ));
+        }
+        if pkts > f64::from(u32::MAX) {
+            return Err(FieldError::new(
+                &buf_s.field,
+                format!("the buffer is {pkts} packets, more than a queue can hold {ctx}"),
+            ));
+        }
+        let init_ssthresh_pkts = match env.get("init_ssthresh_bdp") {
+            Some(s) => Some(
+                (positive(s, "the initial ssthresh fraction")? * bdp)
+                    .round()
+                    .max(2.0) as u32,
+            ),
+            None => None,
+        };
+        Ok(RunPoint {
+            index,
+            vars,
+            rate_mbit: rate,
+            reverse_rate_mbit: reverse,
+            rtt_ms: rtt,
+            bdp_rtt_ms: bdp_rtt,
+            bdp_pkts: bdp,
+            buffer_bdp: fraction.unwrap_or(pkts / bdp),
+            buffer_pkts: pkts as u32,
+            buffer_floored: floored,
+            loss,
+            loss_model: self.setting(profile, |l| &l.loss_model).unwrap_or_default(),
+            init_ssthresh_pkts,
+            web_sessions,
+            web_model: self.setting(profile, |l| &l.web_model).unwrap_or_default(),
+            web_cc: self
+                .setting(profile, |l| &l.web_cc)
+                .unwrap_or_else(|| "reno".to_string()),
+            duration_s: duration,
+            flows,
+        })
+    }
+
+    pub(super) fn flows_of(
+        &self,
+        env: &Env,
+        duration: f64,
+        seed: u64,
+        index: usize,
+        ctx: &str,
+    ) -> Result<Vec<FlowPlan>, FieldError> {
+        let mut rng =
+            SplitMix64::new(seed ^ (index as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+        let mut plans = Vec::new();
+        for (e, f) in self.flows.iter().enumerate() {
+            let at = |k: &str| format!("flows[{e}].{k}");
+            let count = eval(&f.count, env, &at("count"))?;
+            if count.fract() != 0.0 || count < 1.0 {
+                return Err(FieldError::new(
+                    at("count"),
+                    format!(
+                        "{count} is not allowed: a whole number ≥ 1{} {ctx}",
+                        origins([&f.count], env)
+                    ),
+                ));
+            }
+            let step = eval(&f.start_step_s, env, &at("start_step_s"))?;
+            if step < 0.0 {
+                return Err(FieldError::new(
+                    at("start_step_s"),
+                    format!(
+                        "{step} is not allowed: must be ≥ 0{} {ctx}",
+                        origins([&f.start_step_s], env)
+                    ),
+                ));
+            }
+            let size_bytes = match &f.size_mb {
+                Some(x) => {
+                    let mb = eval(x, env, &at("size_mb"))?;
+                    if mb <= 0.0 {
+                        return Err(FieldError::new(
+                            at("size_mb"),
+                            format!(
+                                "{mb} is not allowed: must be > 0 MB{} {ctx}",
+                                origins([x], env)
+                            ),
+                        ));
+                    }
+                    Some((mb * 1e6).round() as u64)
+                }
+                None => None,
+            };
+            let (rtt_lo, _) = range(&f.rtt_ms, env, &at("rtt_ms"))?;
+            if rtt_lo.is_nan() || rtt_lo < 0.0 {
+                return Err(FieldError::new(
+                    at("rtt_ms"),
+                    format!(
+                        "{rtt_lo} ms is not allowed: an RTT must be ≥ 0 (0: no added delay){} {ctx}",
+                        origins(f.rtt_ms.exprs(), env)
+                    ),
+                ));
+            }
+            let (start_lo, start_hi) = range(&f.start_s, env, &at("start_s"))?;
+            if start_lo < 0.0 {
+                return Err(FieldError::new(
+                    at("start_s"),
+                    format!(
+                        "{start_lo} s is not allowed: must be ≥ 0{} {ctx}",
+                        origins(f.start_s.exprs(), env)
+                    ),
+                ));
+            }
+            let (stop_lo, stop_hi, stop_field) = match &f.stop_s {
+                Some(s) => {
+                    let (lo, hi) = range(s, env, &at("stop_s"))?;
+                    (lo, hi, at("stop_s"))
+                }
+                None => (duration, duration, "duration_s".to_string()),
+            };
+            if stop_hi > duration + 1e-9 {
+                return Err(FieldError::new(
+                    at("stop_s"),
+                    format!(
+                        "{stop_hi} s is after the end of the run (duration_s = {duration}){} {ctx}",
+                        origins(f.stop_s.iter().flat_map(NumSpec::exprs), env)
+                    ),
+                ));
+            }
+            let last_start = start_hi + (count - 1.0) * step;
+            if last_start >= stop_lo {
+                return Err(FieldError::new(
+                    at("start_s"),
+                    format!(
+                        "a flow would start at {last_start} s, not before its stop at {stop_lo} s \
+                         ({stop_field}); start_s must be < stop_s{} {ctx}",
+                        origins(
+                            f.start_s
+                                .exprs()
+                                .into_iter()
+                                .chain(f.stop_s.iter().flat_map(NumSpec::exprs)),
+                            env
+                        )
+                    ),
+                ));
+            }
+            for (k, spec) in [("on_s", &f.on_s), ("off_s", &f.off_s)] {
+                let Some(spec) = spec else { continue };
+                let (lo, _) = range(spec, env, &at(k))?;
+                if lo <= 0.0 {
+                    return Err(FieldError::new(
+                        at(k),
+                        format!(
+                            "{lo} s is not allowed: periods must be > 0{} {ctx}",
+                            origins(spec.exprs(), env)
+                        ),
+                    ));
+                }
+            }
+            let cc = f.cc.clone();
+            for k in 0..count as usize {
+                let rtt_ms = draw(&f.rtt_ms, env, &mut rng);
+                let start = draw(&f.start_s, env, &mut rng) + k as f64 * step;
+                let stop = f
+                    .stop_s
+                    .as_ref()
+                    .map_or(duration, |s| draw(s, env, &mut rng));
+                let mut push = |start_s: f64, stop_s: f64| -> Result<(), FieldError> {
+                    if plans.len() >= MAX_FLOWS_PER_POINT {
+                        return Err(FieldError::new(
+                            format!("flows[{e}]"),
+                            format!("more than {MAX_FLOWS_PER_POINT} flows in one run {ctx}"),
+                        ));
+                    }
+                    plans.push(FlowPlan {
+                        entry: e,
+                        cc: cc.clone(),
+                        rtt_ms,
+                        start_s,
+                        stop_s,
+                        size_bytes,
+                    });
+                    Ok(())
+                };
+                match &f.on_s {
+                    None => push(start, stop)?,
+                    Some(on) => {
+                        let mut t = start;
+                        while t < stop {
+                            let end = (t + draw(on, env, &mut rng)).min(stop);
+                            if end > t {
+                                push(t, end)?;
+                            }
+                            match &f.off_s {
+                                Some(off) => t = end + draw(off, env, &mut rng),
+                                None => break,
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        Ok(plans)
+    }
+}
+
+/// Bandwidth-delay product in 1500-byte packets: `C·RTT / (1500·8)` (`benchmarks.md` §0).
+pub fn bdp_pkts(rate_mbit: f64, rtt_ms: f64) -> f64 {
+    rate_mbit * 1e6 * (rtt_ms / 1e3) / (PACKET_BYTES * 8.0)
+}
+
+/// A buffer of `raw_pkts` packets rounded to the nearest packet and raised to `floor_pkts`;
+/// returns the packets and whether the floor applied.
+pub fn buffer_pkts(raw_pkts: f64, floor_pkts: f64) -> (f64, bool) {
+    let rounded = raw_pkts.round();
+    if rounded < floor_pkts {
+        (floor_pkts, true)
+    } else {
+        (rounded, false)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+    use crate::scenario::test_input::{rejects, shipped, GOOD};
+    use crate::scenario::{find, BUILTIN_FILES};
+
+    #[test]
+    fn bdp_of_100_mbit_by_82_ms_is_683_packets_and_20_percent_is_137() {
+        assert_eq!(bdp_pkts(100.0, 82.0).round(), 683.0);
+        assert_eq!(
+            buffer_pkts(0.2 * bdp_pkts(100.0, 82.0), 2.0),
+            (137.0, false)
+        );
+        assert_eq!(bdp_pkts(250.0, 42.0), 875.0);
+        assert_eq!(buffer_pkts(0.2 * 875.0, 2.0), (175.0, false));
+        // The same through a scenario: T0.4's paper grid at 20 % BDP, T0.1 at 250 Mb/s × 42 ms.
+        let t04 = shipped("T0.4").expand(Profile::Paper, 1).unwrap();
+        let p = t04.iter().find(|p| p.vars["buffer_bdp"] == 0.2).unwrap();
+        assert_eq!(
+            (p.bdp_pkts.round(), p.buffer_pkts, p.buffer_floored),
+            (683.0, 137, false)
+        );
+        let one_percent = t04.iter().find(|p| p.vars["buffer_bdp"] == 0.01).unwrap();
+        assert_eq!(one_percent.buffer_pkts, 7, "1 % of 683.3 rounds to 7");
+        let t01 = shipped("T0.1").expand(Profile::Paper, 1).unwrap();
+        let p = t01
+            .iter()
+            .find(|p| p.rate_mbit == 250.0 && p.rtt_ms == 42.0)
+            .unwrap();
+        assert_eq!((p.bdp_pkts, p.buffer_pkts), (875.0, 175));
+    }
+
+    #[test]
+    fn one_mbit_by_22_ms_at_20_percent_is_floored_to_2_packets_and_flagged() {
+        assert_eq!(buffer_pkts(0.2 * bdp_pkts(1.0, 22.0), 2.0), (2.0, true));
+        let text = BUILTIN_FILES[0]
+            .1
+            .replace("rate_mbit = [10, 250]", "rate_mbit = [1, 10, 100, 250]");
+        let s = Scenario::parse(&text, Path::new("t0_1_full_grid.toml")).unwrap();
+        let points = s.expand(Profile::Paper, 1).unwrap();
+        assert_eq!(points.len(), 20);
+        let p = points
+            .iter()
+            .find(|p| p.rate_mbit == 1.0 && p.rtt_ms == 22.0)
+            .unwrap();
+        assert!((p.bdp_pkts - 1.8333).abs() < 1e-3);
+        assert_eq!(
+            (p.buffer_pkts, p.buffer_floored, p.buffer_bdp),
+            (2, true, 0.2)
+        );
+        let floored: Vec<f64> = points
+            .iter()
+            .filter(|p| p.buffer_floored)
+            .map(|p| p.rtt_ms)
+            .collect();
+        // 1 Mb/s: 20 % of 1.8/3.5/6.8 packets is below 2; of 13.5 and 27 it is not.
+        assert_eq!(floored, [22.0, 42.0, 82.0]);
+        assert!(points
+            .iter()
+            .filter(|p| p.rate_mbit >= 10.0)
+            .all(|p| !p.buffer_floored));
+    }
+
+    #[test]
+    fn a_buffer_below_one_packet_after_the_floor_is_rejected() {
+        rejects(
+            "buffer_bdp = 0.2",
+            "buffer_bdp = 0.001\nbuffer_floor_pkts = 0",
+            "defaults.buffer_bdp",
+            &["at least 1 packet", "buffer_floor_pkts = 0"],
+        );
+        rejects(
+            "buffer_bdp = 0.2",
+            "buffer_pkts = 0\nbuffer_floor_pkts = 0",
+            "defaults.buffer_pkts",
+            &["at least 1 packet"],
+        );
+        rejects(
+            "buffer_bdp = 0.2",
+            "buffer_bdp = -0.2",
+            "defaults.buffer_bdp",
+            &["≥ 0"],
+        );
+    }
+
+    #[test]
+    fn a_zero_rtt_adds_no_delay_and_needs_no_netem() {
+        let text = GOOD.replacen(
+            "sweep = { rtt_ms = [22, 42, 82] }",
+            "sweep = { rtt_ms = [0, 42] }",
+            1,
+        );
+        let sc = Scenario::parse(&text, Path::new("/tmp/cases/zero.toml")).unwrap();
+        let points = sc.expand(Profile::Ci, 1).unwrap();
+        let zero = points
+            .iter()
+            .find(|p| p.rtt_ms == 0.0)
+            .expect("a 0-ms point");
+        assert!(zero.flows.iter().all(|f| f.rtt_ms == 0.0));
+        assert!(!crate::runner::path_for(zero).needs_netem());
+        let other = points
+            .iter()
+            .find(|p| p.rtt_ms == 42.0)
+            .expect("a 42-ms point");
+        assert!(crate::runner::path_for(other).needs_netem());
+    }
+
+    #[test]
+    fn negative_delays_rates_and_durations_are_rejected() {
+        rejects(
+            "rate_mbit = 10\n",
+            "rate_mbit = -10\n",
+            "defaults.rate_mbit",
+            &["> 0"],
+        );
+        rejects(
+            "sweep = { rtt_ms = [22, 42, 82] }",
+            "sweep = { rtt_ms = [22, -42, 82] }",
+            "profiles.ci.sweep.rtt_ms[1]",
+            &["≥ 0", "0: no added delay"],
+        );
+        rejects(
+            "duration_s = 40",
+            "duration_s = -40",
+            "profiles.ci.duration_s",
+            &["> 0"],
+        );
+        rejects(
+            "cc = \"{algo}\"\n",
+            "cc = \"{algo}\"\nrtt_ms = -5\n",
+            "flows[0].rtt_ms",
+            &["≥ 0", "0: no added delay"],
+        );
+        rejects("start_s = 5", "start_s = -5", "flows[1].start_s", &["≥ 0"]);
+    }
+
+    #[test]
+    fn loss_model_is_random_unless_periodic_is_asked_for() {
+        let v1 = find("native-comparison").unwrap();
+        let pts = v1.expand(Profile::Ci, 1).unwrap();
+        let lossy: Vec<_> = pts.iter().filter(|p| p.loss > 0.0).collect();
+        assert_eq!(lossy.len(), 1);
+        assert_eq!(lossy[0].loss_model, LossModel::Periodic);
+        let t3 = find("t3.3").unwrap();
+        assert!(t3
+            .expand(Profile::Ci, 1)
+            .unwrap()
+            .iter()
+            .all(|p| p.loss_model == LossModel::Random));
+        rejects(
+            "buffer_bdp = 0.2",
+            "buffer_bdp = 0.2\nloss_model = \"bursty\"",
+            "defaults.loss_model",
+            &["random", "periodic"],
+        );
+    }
+
+    #[test]
+    fn loss_outside_zero_to_one_is_rejected() {
+        rejects(
+            "buffer_bdp = 0.2",
+            "buffer_bdp = 0.2\nloss = 1.0",
+            "defaults.loss",
+            &["[0, 1)"],
+        );
+        rejects(
+            "duration_s = 40",
+            "duration_s = 40\nloss = -0.01",
+            "profiles.ci.loss",
+            &["[0, 1)"],
+        );
+    }
+
+    #[test]
+    fn a_ci_profile_above_50_mbit_is_rejected() {
+        rejects(
+            "sweep = { rtt_ms = [22, 42, 82] }",
+            "sweep = { rate_mbit = [10, 100] }",
+            "profiles.ci.sweep.rate_mbit[1]",
+            &["100 Mbit/s", "cap of 50"],
+        );
+        rejects(
+            "duration_s = 40",
+            "duration_s = 40\nrate_mbit = 51",
+            "profiles.ci.rate_mbit",
+            &["cap of 50"],
+        );
+        rejects(
+            "rate_mbit = 10\n",
+            "rate_mbit = 100\n",
+            "defaults.rate_mbit",
+            &["inherited by profiles.ci", "cap of 50"],
+        );
+        rejects(
+            "duration_s = 40",
+            "duration_s = 40\nreverse_rate_mbit = 60",
+            "profiles.ci.reverse_rate_mbit",
+            &["cap of 50"],
+        );
+    }
+
+    #[test]
+    fn a_flow_starting_after_its_stop_is_rejected() {
+        rejects(
+            "start_s = 5",
+            "start_s = 50",
+            "flows[1].start_s",
+            &["not before its stop at 40", "profile ci"],
+        );
+        rejects(
+            "start_s = 5",
+            "start_s = 5\nstop_s = 3",
+            "flows[1].start_s",
+            &["start_s must be < stop_s"],
+        );
+        rejects(
+            "start_s = 5",
+            "start_s = 5\nstop_s = 700",
+            "flows[1].stop_s",
+            &["after the end of the run"],
+        );
+        rejects(
+            "start_s = 5",
+            "start_s = { uniform = [5, 45] }",
+            "flows[1].start_s",
+            &["45"],
+        );
+        rejects(
+            "start_s = 5",
+            "start_s = 5\ncount = 3\nstart_step_s = 20",
+            "flows[1].start_s",
+            &["45"],
+        );
+    }
+
+    #[test]
+    fn a_count_below_one_is_rejected() {
+        rejects(
+            "cc = \"{algo}\"\n",
+            "cc = \"{algo}\"\ncount = 0\n",
+            "flows[0].count",
+            &["≥ 1"],
+        );
+        rejects(
+            "cc = \"{algo}\"\n",
+            "cc = \"{algo}\"\ncount = 1.5\n",
+            "flows[0].count",
+            &["whole number"],
+        );
+    }
+}

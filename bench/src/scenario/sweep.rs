@@ -1,0 +1,209 @@
+//! Sweeps: parsing a `sweep` (a table of lists, or an array of them) into cartesian
+//! products, and expanding a profile's products into its run points, the last key varying
+//! fastest.
+
+use std::collections::BTreeMap;
+
+use super::error::{FieldError, ScenarioError};
+use super::expr::{describe, is_ident, Sourced};
+use super::point::RunPoint;
+use super::schema::{is_setting, Profile, Scenario, BUFFER_KEYS, INTEGER_PARAMS, PARAMS};
+
+/// One cartesian product of a sweep.
+#[derive(Debug, Clone)]
+pub(super) struct SweepCase {
+    /// `profiles.ci.sweep` or `profiles.ci.sweep[1]`.
+    pub(super) at: String,
+    pub(super) axes: Vec<(String, Vec<f64>)>,
+}
+
+pub(super) fn parse_sweep(value: &toml::Value, at: &str) -> Result<Vec<SweepCase>, FieldError> {
+    let tables: Vec<(String, &toml::Table)> = match value {
+        toml::Value::Table(t) => vec![(at.to_string(), t)],
+        toml::Value::Array(a) => {
+            if a.is_empty() {
+                return Err(FieldError::new(
+                    at,
+                    "an empty array of sweeps; give a table of lists or omit `sweep`",
+                ));
+            }
+            a.iter()
+                .enumerate()
+                .map(|(i, v)| match v {
+                    toml::Value::Table(t) => Ok((format!("{at}[{i}]"), t)),
+                    other => Err(FieldError::new(
+                        format!("{at}[{i}]"),
+                        format!("expected a table of lists, found {}", describe(other)),
+                    )),
+                })
+                .collect::<Result<_, _>>()?
+        }
+        other => {
+            return Err(FieldError::new(
+                at,
+                format!(
+                    "expected a table of lists (or an array of them), found {}",
+                    describe(other)
+                ),
+            ))
+        }
+    };
+    let mut cases = Vec::new();
+    for (case_at, table) in tables {
+        let mut axes = Vec::new();
+        let mut buffers = Vec::new();
+        for (key, list) in table {
+            let key_at = format!("{case_at}.{key}");
+            if !is_ident(key) || key == "algo" {
+                return Err(FieldError::new(
+                    key_at,
+                    "not a parameter or variable name ([a-z_][a-z0-9_]*, not `algo`)",
+                ));
+            }
+            if !PARAMS.contains(&key.as_str()) && is_setting(key) {
+                return Err(FieldError::new(
+                    key_at,
+                    format!(
+                        "`{key}` cannot be swept; sweepable parameters: {}",
+                        PARAMS.join(", ")
+                    ),
+                ));
+            }
+            if BUFFER_KEYS.contains(&key.as_str()) {
+                buffers.push(key.clone());
+            }
+            let toml::Value::Array(items) = list else {
+                return Err(FieldError::new(
+                    key_at,
+                    format!("expected a list of numbers, found {}", describe(list)),
+                ));
+            };
+            if items.is_empty() {
+                return Err(FieldError::new(
+                    key_at,
+                    "an empty list; give at least one value",
+                ));
+            }
+            let mut values = Vec::new();
+            for (i, item) in items.iter().enumerate() {
+                let item_at = format!("{key_at}[{i}]");
+                let v = match item {
+                    toml::Value::Integer(n) => *n as f64,
+                    toml::Value::Float(x) if x.is_finite() => *x,
+                    other => {
+                        return Err(FieldError::new(
+                            item_at,
+                            format!("expected a number, found {}", describe(other)),
+                        ))
+                    }
+                };
+                if INTEGER_PARAMS.contains(&key.as_str()) && (v.fract() != 0.0 || v < 0.0) {
+                    return Err(FieldError::new(
+                        item_at,
+                        format!("`{key}` takes whole numbers ≥ 0, found {v}"),
+                    ));
+                }
+                values.push(v);
+            }
+            axes.push((key.clone(), values));
+        }
+        if buffers.len() > 1 {
+            return Err(FieldError::new(
+                case_at,
+                format!(
+                    "sweeps {}: give only one of {}",
+                    buffers.join(" and "),
+                    BUFFER_KEYS.join(", ")
+                ),
+            ));
+        }
+        cases.push(SweepCase { at: case_at, axes });
+    }
+    Ok(cases)
+}
+
+impl Scenario {
+    pub(super) fn sweep_cases(&self, profile: Profile) -> Vec<SweepCase> {
+        let layer = self.layer(profile);
+        match layer.sweep.as_ref().or(self.defaults.sweep.as_ref()) {
+            Some(cases) => cases.clone(),
+            None => vec![SweepCase {
+                at: format!("{}.sweep", layer.at),
+                axes: Vec::new(),
+            }],
+        }
+    }
+
+    /// `choice`, `exponential`) come from `seed` and the point's index.
+    pub fn expand(&self, profile: Profile, seed: u64) -> Result<Vec<RunPoint>, ScenarioError> {
+        let invalid = |error: FieldError| ScenarioError::Invalid {
+            path: self.path.clone(),
+            error,
+        };
+        let base = self.base_env(profile);
+        let mut points = Vec::new();
+        for case in self.sweep_cases(profile) {
+            let mut idx = vec![0usize; case.axes.len()];
+            'points: loop {
+                let mut env = base.clone();
+                let mut vars = BTreeMap::new();
+                if case
+                    .axes
+                    .iter()
+                    .any(|(k, _)| BUFFER_KEYS.contains(&k.as_str()))
+                {
+                    env.retain(|k, _| !BUFFER_KEYS.contains(&k.as_str()));
+                }
+                for ((name, values), &i) in case.axes.iter().zip(&idx) {
+                    env.insert(
+                        name.clone(),
+                        Sourced {
+                            value: values[i],
+                            field: format!("{}.{name}[{i}]", case.at),
+                        },
+                    );
+                    vars.insert(name.clone(), values[i]);
+                }
+                let point = self
+                    .point(profile, points.len(), env, vars, seed)
+                    .map_err(invalid)?;
+                points.push(point);
+                // Odometer: the last axis varies fastest.
+                let mut d = idx.len();
+                loop {
+                    if d == 0 {
+                        break 'points;
+                    }
+                    d -= 1;
+                    idx[d] += 1;
+                    if idx[d] < case.axes[d].1.len() {
+                        break;
+                    }
+                    idx[d] = 0;
+                }
+            }
+        }
+        Ok(points)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::scenario::test_input::rejects;
+
+    #[test]
+    fn empty_sweep_lists_are_rejected() {
+        rejects(
+            "sweep = { rtt_ms = [22, 42, 82] }",
+            "sweep = { rtt_ms = [] }",
+            "profiles.ci.sweep.rtt_ms",
+            &["empty list"],
+        );
+        rejects(
+            "sweep = { rtt_ms = [22, 42, 82] }",
+            "sweep = []",
+            "profiles.ci.sweep",
+            &["empty array"],
+        );
+    }
+}
