@@ -147,14 +147,30 @@ impl Loaded {
     }
 }
 
-/// Resolves algorithm names before anything is created: cctl keys (`htcp`) are loaded
-/// (unless already loaded), `<key>@<profile>` (`cubic@linux`) with that parameter profile
-/// under `bpf_<key>_<tag>`; other names, and names written `native:<name>` (the kernel's
-/// own `htcp`, not cctl's), must be registered or loadable as `tcp_<name>` modules.
+/// An algorithm name that is neither one of cctl's nor a congestion control of the
+/// kernel (registered, or a `tcp_<name>` module on disk).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("unknown algorithm '{name}': not one of cctl's ({cctl}) and not registered in the kernel (registered: {registered}) nor a module tcp_{name} of this kernel")]
+pub struct UnknownAlgorithm {
+    /// The name as given (without `native:`).
+    pub name: String,
+    /// cctl's algorithm keys, comma-separated.
+    pub cctl: String,
+    /// The kernel's registered congestion controls, space-separated.
+    pub registered: String,
+}
+
+/// Checks algorithm names as [`resolve_algorithms`] takes them, loading and creating
+/// nothing: cctl keys and `<key>@<profile>` must exist; other names (and `native:<name>`)
+/// must be valid congestion control names and, when `kernel_names` is set, registered
+/// in the running kernel or a `tcp_<name>` module of it. Clear `kernel_names` when the
+/// runs happen in another kernel (the VM), whose congestion controls this one cannot tell.
 ///
-/// Errors list what is available.
-pub fn resolve_algorithms(names: &[String]) -> Result<(Vec<ResolvedCc>, Loaded)> {
-    // First check every name, so that a bad one is refused before anything is loaded.
+/// Errors: [`cctl_loader::Error::UnknownAlgorithm`] (a `<key>@` that is not cctl's),
+/// [`cctl_loader::Error::BadParamCombination`] (a profile the algorithm lacks),
+/// [`cctl_loader::Error::InvalidName`], [`UnknownAlgorithm`], or an error reading
+/// /proc/sys/net/ipv4/tcp_available_congestion_control.
+pub fn check_algorithms(names: &[String], kernel_names: bool) -> Result<()> {
     for name in names {
         let native = name.strip_prefix("native:");
         if let Some((key, profile)) = name.split_once('@') {
@@ -166,17 +182,34 @@ pub fn resolve_algorithms(names: &[String]) -> Result<(Vec<ResolvedCc>, Loaded)>
         }
         let kname = native.unwrap_or(name);
         algos::validate_cc_name(kname)?;
-        if !kernel::available_ccs()?.iter().any(|n| n == kname)
+        if kernel_names
+            && !kernel::available_ccs()?.iter().any(|n| n == kname)
             && kernel::native_module(kname).is_none()
         {
-            bail!(
-                "unknown algorithm '{name}': not one of cctl's ({}) and not registered in the kernel \
-                 (registered: {}) nor a module tcp_{kname} of this kernel",
-                algos::ALGORITHMS.iter().map(|a| a.key).collect::<Vec<_>>().join(", "),
-                kernel::available_ccs()?.join(" ")
-            );
+            return Err(UnknownAlgorithm {
+                name: kname.to_string(),
+                cctl: algos::ALGORITHMS
+                    .iter()
+                    .map(|a| a.key)
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                registered: kernel::available_ccs()?.join(" "),
+            }
+            .into());
         }
     }
+    Ok(())
+}
+
+/// Resolves algorithm names before anything is created: cctl keys (`htcp`) are loaded
+/// (unless already loaded), `<key>@<profile>` (`cubic@linux`) with that parameter profile
+/// under `bpf_<key>_<tag>`; other names, and names written `native:<name>` (the kernel's
+/// own `htcp`, not cctl's), must be registered or loadable as `tcp_<name>` modules.
+///
+/// Errors list what is available.
+pub fn resolve_algorithms(names: &[String]) -> Result<(Vec<ResolvedCc>, Loaded)> {
+    // First check every name, so that a bad one is refused before anything is loaded.
+    check_algorithms(names, true)?;
     let mut out = Vec::new();
     let mut loaded = Loaded { guards: Vec::new() };
     for name in names {
