@@ -38,7 +38,9 @@ pub struct Args {
 pub fn run(args: Args) -> Result<i32> {
     let available = kernel::available_ccs().unwrap_or_default();
     let default = kernel::default_cc().unwrap_or_default();
+    // Reads only: a listing changes nothing, leftovers of crashed runs included.
     let loaded = registry::list_loaded().unwrap_or_default();
+    let leftovers = registry::leftovers();
     // Established sockets per (name, version), from a socket census of every network
     // namespace (a BPF iterator, root only); empty = unknown, not shown.
     let counts = if loaded.is_empty() {
@@ -75,6 +77,12 @@ pub fn run(args: Args) -> Result<i32> {
                 "versions": ours.map(|o| versions_json(o, &counts)),
             });
             outln!("{line}")?;
+        }
+        for path in &leftovers {
+            outln!(
+                "{}",
+                serde_json::json!({"kind": "leftover", "path": path.display().to_string()})
+            )?;
         }
         if args.bpf_stats {
             print_bpf_stats(args.bpf_stats_ms, true)?;
@@ -163,6 +171,16 @@ pub fn run(args: Args) -> Result<i32> {
             for line in versions_table(l, &counts) {
                 outln!("      {line}")?;
             }
+        }
+    }
+    if !leftovers.is_empty() {
+        outln!()?;
+        outln!(
+            "Leftovers of crashed runs (no registration; removed by the next cctl load, unload, \
+             upgrade or rollback):"
+        )?;
+        for path in &leftovers {
+            outln!("  {}", path.display())?;
         }
     }
     if args.bpf_stats {
