@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use cctl_bench::report;
-use cctl_bench::runner::{self, RunOptions};
+use cctl_bench::runner::{self, RunKernel, RunOptions};
 use cctl_bench::scenario::{self, Profile};
 use cctl_bench::sweep::{point_indices, run_list, Shard};
 use cctl_bench::testbed::netem_available;
@@ -256,10 +256,15 @@ fn run_bench(a: RunArgs) -> Result<i32> {
         Err(e) => usage!("--points: {e}"),
     };
     if a.dry_run {
-        // Kernel names are checked against this kernel unless the runs are sure to happen
-        // in the VM's (telling whether `--vm auto` would need the VM takes a netem probe,
-        // which creates a namespace: not for a dry run).
-        runner::check_algorithms(&a.algo, a.vm != VmMode::Always)?;
+        // Whether `--vm auto` would need the VM takes a netem probe, which creates a
+        // namespace: not for a dry run. So kernel names may be modules of any installed
+        // kernel (the VM's included) unless the runs are sure to stay on this one.
+        let kernel = if a.vm == VmMode::Never {
+            RunKernel::Running
+        } else {
+            RunKernel::Installed
+        };
+        runner::check_algorithms(&a.algo, kernel)?;
         let repeat = a.repeat.unwrap_or_else(|| sc.repeat(profile));
         if let Some(shard) = shard {
             let list = shard.select(run_list(&point_indices(&points), &a.algo, repeat));
@@ -305,8 +310,15 @@ fn run_bench(a: RunArgs) -> Result<i32> {
         VmMode::Never => false,
         VmMode::Auto => needs_netem && !netem_available(),
     };
-    // Refused here, before a VM boots; the guest's kernel decides on kernel names.
-    runner::check_algorithms(&a.algo, !in_vm)?;
+    // Refused here, before a VM boots (whose kernel is one of those in /lib/modules).
+    runner::check_algorithms(
+        &a.algo,
+        if in_vm {
+            RunKernel::Installed
+        } else {
+            RunKernel::Running
+        },
+    )?;
     if let Some(dir) = &a.resume {
         if let Some(ended) = vm::end_recorded_vm(dir)? {
             eprintln!("cctl bench: {ended}");
