@@ -4,7 +4,7 @@ export PATH := $(HOME)/.cargo/bin:$(PATH)
 CARGO ?= cargo
 CCTL := target/release/cctl
 
-.PHONY: compare all deps vm-deps vm-deps-if-needed build test demo demo-tbf bench-collector lint fmt install clean
+.PHONY: compare all deps vm-deps vm-deps-if-needed build check test demo demo-tbf bench-collector lint fmt install clean
 .PHONY: bench-migrate
 .PHONY: bench-top
 .PHONY: bench
@@ -28,11 +28,28 @@ build: deps
 vm-deps-if-needed:
 	@bash scripts/netem-available.sh || bash scripts/install-vm-deps.sh
 
-# Unit tests, CLI tests and kernel integration tests (root), and the netem scenario tests
-# (in a VM when the kernel lacks netem). Kernel tests share global state (CC names,
-# namespaces), hence one test thread.
+# The tests that need neither root nor the kernel: every crate's unit tests and the CLI
+# tests (cli/tests/cli.rs), in parallel. Tests beside them that need root are
+# #[ignore = "root: ..."]d here and run by ROOT_TESTS.
+UNIT_TESTS := $(CARGO) test --workspace --lib --bins --test cli
+# Those root tests, then the kernel integration tests (tests/tests/*.rs: loading, migration,
+# the netem scenarios, in a VM when the kernel lacks netem). They share global state (CC
+# names, namespaces, the bench lock), hence one test thread.
+ROOT_TESTS := $(CARGO) test --workspace --lib --bins --test cli -- --ignored --test-threads=1 \
+	&& $(CARGO) test -p cctl-tests --tests -- --test-threads=1
+
+# The fast tier, while working (no root, no kernel): build, clippy with warnings as
+# errors, the unit and CLI tests.
+check:
+	$(CARGO) build --workspace
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	$(UNIT_TESTS)
+
+# Everything (CI's command, .ci/run; root): the unit and CLI tests in parallel, then the
+# root and kernel tests serially.
 test: deps vm-deps-if-needed
-	$(CARGO) test --workspace -- --test-threads=1
+	$(UNIT_TESTS)
+	$(ROOT_TESTS)
 
 # The main job: a short, real benchmark run — [P0]'s convergence test (T0.7) for bpf_htcp
 # against bpf_reno in the ci profile, on a netem dumbbell (in a VM where the kernel lacks

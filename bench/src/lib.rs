@@ -5,8 +5,6 @@
 //! on threads that have joined the namespaces, with a chosen congestion control per flow.
 //! Both need root (CAP_NET_ADMIN + CAP_SYS_ADMIN).
 
-#![warn(missing_docs)]
-
 pub mod compare;
 pub mod conform;
 pub mod feed;

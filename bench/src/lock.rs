@@ -45,13 +45,19 @@ pub struct BenchLock {
 /// Errors: [`LockError::Held`] with the holder's PID, [`LockError::Io`] when no socket
 /// could be made.
 pub fn acquire() -> Result<BenchLock, LockError> {
-    let addr = SocketAddr::from_abstract_name(LOCK_NAME.as_bytes())?;
+    acquire_named(LOCK_NAME)
+}
+
+/// [`acquire`] for the lock with abstract socket name `name` (tests use their own, so
+/// that they neither take nor need the machine's).
+fn acquire_named(name: &str) -> Result<BenchLock, LockError> {
+    let addr = SocketAddr::from_abstract_name(name.as_bytes())?;
     match UnixListener::bind_addr(&addr) {
         Ok(listener) => Ok(BenchLock {
             _listener: listener,
         }),
         Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => Err(LockError::Held {
-            pid: holder_pid().unwrap_or(0),
+            pid: holder_pid_named(name).unwrap_or(0),
         }),
         Err(e) => Err(e.into()),
     }
@@ -59,7 +65,12 @@ pub fn acquire() -> Result<BenchLock, LockError> {
 
 /// PID of the process listening on the lock, from the connected socket's SO_PEERCRED.
 pub fn holder_pid() -> Option<i32> {
-    let addr = SocketAddr::from_abstract_name(LOCK_NAME.as_bytes()).ok()?;
+    holder_pid_named(LOCK_NAME)
+}
+
+/// [`holder_pid`] for the lock with abstract socket name `name`.
+fn holder_pid_named(name: &str) -> Option<i32> {
+    let addr = SocketAddr::from_abstract_name(name.as_bytes()).ok()?;
     let stream = UnixStream::connect_addr(&addr).ok()?;
     let cred =
         nix::sys::socket::getsockopt(&stream, nix::sys::socket::sockopt::PeerCredentials).ok()?;
@@ -72,8 +83,10 @@ mod tests {
 
     #[test]
     fn a_second_holder_is_refused_with_the_first_ones_pid_and_the_lock_frees_on_drop() {
-        let first = acquire().expect("the lock is free in a unit test");
-        match acquire() {
+        // A lock of this test's own: the machine's may be held by a real sweep.
+        let name = format!("{LOCK_NAME}.test-{}", std::process::id());
+        let first = acquire_named(&name).expect("a lock of the test's own is free");
+        match acquire_named(&name) {
             Err(LockError::Held { pid }) => {
                 assert_eq!(pid, std::process::id() as i32);
                 let msg = LockError::Held { pid }.to_string();
@@ -85,6 +98,6 @@ mod tests {
             other => panic!("expected Held, got {other:?}"),
         }
         drop(first);
-        assert!(acquire().is_ok());
+        assert!(acquire_named(&name).is_ok());
     }
 }

@@ -147,14 +147,57 @@ impl Loaded {
     }
 }
 
-/// Resolves algorithm names before anything is created: cctl keys (`htcp`) are loaded
-/// (unless already loaded), `<key>@<profile>` (`cubic@linux`) with that parameter profile
-/// under `bpf_<key>_<tag>`; other names, and names written `native:<name>` (the kernel's
-/// own `htcp`, not cctl's), must be registered or loadable as `tcp_<name>` modules.
+/// An algorithm name that is neither one of cctl's nor a congestion control of the
+/// kernel (registered, or a `tcp_<name>` module on disk).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("unknown algorithm '{name}': not one of cctl's ({cctl}) and not registered in the kernel (registered: {registered}) nor a module tcp_{name} of {modules}")]
+pub struct UnknownAlgorithm {
+    /// The name as given (without `native:`).
+    pub name: String,
+    /// cctl's algorithm keys, comma-separated.
+    pub cctl: String,
+    /// The kernel's registered congestion controls, space-separated.
+    pub registered: String,
+    /// Which kernels' modules were looked at: `this kernel`, or `any kernel in /lib/modules`.
+    pub modules: &'static str,
+}
+
+/// Which kernel the runs will use, for [`check_algorithms`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunKernel {
+    /// The running kernel: a kernel name must be registered or a module of it.
+    Running,
+    /// Possibly another one installed here (the VM boots one, with its modules from the
+    /// host's /lib/modules): a module of any kernel in /lib/modules will do too.
+    Installed,
+}
+
+/// Whether a module `tcp_<name>` exists for any kernel in /lib/modules.
+fn module_of_an_installed_kernel(name: &str) -> bool {
+    let stem = format!("tcp_{name}.ko");
+    let Ok(kernels) = std::fs::read_dir("/lib/modules") else {
+        return false;
+    };
+    kernels.flatten().any(|k| {
+        std::fs::read_dir(k.path().join("kernel/net/ipv4"))
+            .map(|dir| {
+                dir.flatten()
+                    .any(|e| e.file_name().to_str().is_some_and(|f| f.starts_with(&stem)))
+            })
+            .unwrap_or(false)
+    })
+}
+
+/// Checks algorithm names as [`resolve_algorithms`] takes them, loading and creating
+/// nothing: cctl keys and `<key>@<profile>` must exist; other names (and `native:<name>`)
+/// must be valid congestion control names, registered in the running kernel or a
+/// `tcp_<name>` module of the kernel the runs use (`run_kernel`).
 ///
-/// Errors list what is available.
-pub fn resolve_algorithms(names: &[String]) -> Result<(Vec<ResolvedCc>, Loaded)> {
-    // First check every name, so that a bad one is refused before anything is loaded.
+/// Errors: [`cctl_loader::Error::UnknownAlgorithm`] (a `<key>@` that is not cctl's),
+/// [`cctl_loader::Error::BadParamCombination`] (a profile the algorithm lacks),
+/// [`cctl_loader::Error::InvalidName`], [`UnknownAlgorithm`], or an error reading
+/// /proc/sys/net/ipv4/tcp_available_congestion_control.
+pub fn check_algorithms(names: &[String], run_kernel: RunKernel) -> Result<()> {
     for name in names {
         let native = name.strip_prefix("native:");
         if let Some((key, profile)) = name.split_once('@') {
@@ -166,17 +209,38 @@ pub fn resolve_algorithms(names: &[String]) -> Result<(Vec<ResolvedCc>, Loaded)>
         }
         let kname = native.unwrap_or(name);
         algos::validate_cc_name(kname)?;
-        if !kernel::available_ccs()?.iter().any(|n| n == kname)
-            && kernel::native_module(kname).is_none()
-        {
-            bail!(
-                "unknown algorithm '{name}': not one of cctl's ({}) and not registered in the kernel \
-                 (registered: {}) nor a module tcp_{kname} of this kernel",
-                algos::ALGORITHMS.iter().map(|a| a.key).collect::<Vec<_>>().join(", "),
-                kernel::available_ccs()?.join(" ")
-            );
+        let known = kernel::available_ccs()?.iter().any(|n| n == kname)
+            || kernel::native_module(kname).is_some()
+            || (run_kernel == RunKernel::Installed && module_of_an_installed_kernel(kname));
+        if !known {
+            return Err(UnknownAlgorithm {
+                name: kname.to_string(),
+                cctl: algos::ALGORITHMS
+                    .iter()
+                    .map(|a| a.key)
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                registered: kernel::available_ccs()?.join(" "),
+                modules: match run_kernel {
+                    RunKernel::Running => "this kernel",
+                    RunKernel::Installed => "any kernel in /lib/modules",
+                },
+            }
+            .into());
         }
     }
+    Ok(())
+}
+
+/// Resolves algorithm names before anything is created: cctl keys (`htcp`) are loaded
+/// (unless already loaded), `<key>@<profile>` (`cubic@linux`) with that parameter profile
+/// under `bpf_<key>_<tag>`; other names, and names written `native:<name>` (the kernel's
+/// own `htcp`, not cctl's), must be registered or loadable as `tcp_<name>` modules.
+///
+/// Errors list what is available.
+pub fn resolve_algorithms(names: &[String]) -> Result<(Vec<ResolvedCc>, Loaded)> {
+    // First check every name, so that a bad one is refused before anything is loaded.
+    check_algorithms(names, RunKernel::Running)?;
     let mut out = Vec::new();
     let mut loaded = Loaded { guards: Vec::new() };
     for name in names {

@@ -1085,6 +1085,7 @@ mod tests {
 
     /// Needs root and the VM deps (`make vm-deps`): boots the 6.12 guest once (~30 s under TCG).
     #[test]
+    #[ignore = "root and the VM: boots the 6.12 guest; `make test` runs it serially"]
     fn guest_kernel_has_netem_and_native_htcp() {
         let spec = guest_test_spec("loads modules and builds a netns in its guest");
         let script = "\
@@ -1135,6 +1136,7 @@ mod tests {
     /// Needs root and the VM deps: a guest whose kernel dies mid-script is reported as such,
     /// with the kernel's last words (~30 s under TCG).
     #[test]
+    #[ignore = "root and the VM: boots the 6.12 guest; `make test` runs it serially"]
     fn a_guest_that_dies_is_reported_with_its_kernel_log() {
         let spec = guest_test_spec("crashes its guest's kernel");
         let script = "\

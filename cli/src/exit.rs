@@ -53,6 +53,25 @@ pub fn code_for(err: &anyhow::Error) -> i32 {
         {
             return USAGE;
         }
+        if cause
+            .downcast_ref::<cctl_bench::runner::UnknownAlgorithm>()
+            .is_some()
+        {
+            return USAGE;
+        }
+        // A scenario name, id or file given on the command line that is not there or not
+        // valid; a file that exists but cannot be read is a runtime failure.
+        if let Some(e) = cause.downcast_ref::<cctl_bench::scenario::ScenarioError>() {
+            use cctl_bench::scenario::ScenarioError;
+            return match e {
+                ScenarioError::Read { error, .. }
+                    if error.kind() != std::io::ErrorKind::NotFound =>
+                {
+                    FAILURE
+                }
+                _ => USAGE,
+            };
+        }
         if let Some(cctl_bench::lock::LockError::Held { .. }) = cause.downcast_ref() {
             return CONFLICT;
         }

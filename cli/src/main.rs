@@ -2,6 +2,7 @@
 
 mod cmd;
 mod exit;
+mod out;
 mod top;
 
 use clap::{Parser, Subcommand};
@@ -67,6 +68,11 @@ fn main() {
     };
     match result {
         Ok(code) => std::process::exit(code),
+        // The reader of a pipe went away (`cctl list | head -1`): it wanted no more
+        // output, which is no failure of cctl; the command's guards have run. Exit 0,
+        // quietly, rather than the shell's 141 for a death by SIGPIPE, so that
+        // `set -o pipefail` scripts taking the first lines do not fail.
+        Err(e) if out::is_stdout_closed(&e) => std::process::exit(exit::OK),
         Err(e) => {
             eprintln!("cctl: {e:#}");
             std::process::exit(exit::code_for(&e));

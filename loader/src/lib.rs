@@ -2,8 +2,6 @@
 //! them as BPF struct_ops congestion controls, kernel probes, and the collector
 //! that streams per-flow samples from a BPF ring buffer.
 
-#![warn(missing_docs)]
-
 pub mod algo;
 pub mod algos;
 pub mod bpfstats;

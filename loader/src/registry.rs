@@ -209,8 +209,10 @@ pub fn load(algo: &str, opts: &LoadOptions) -> Result<LoadedCc> {
         .map_err(|e| Error::io("creating pin directory", PIN_DIR, e))?;
     std::fs::create_dir_all(META_DIR)
         .map_err(|e| Error::io("creating metadata directory", META_DIR, e))?;
-    // Version pins of a name without link pin are leftovers of a crashed run.
+    // Version pins of a name without link pin are leftovers of a crashed run: this
+    // name's must go; the others' go too, best effort (a state-changing command).
     remove_version_pins(&name)?;
+    let _ = clean_leftovers();
 
     let mut reg = algorithm.load(&name, &params)?;
     let Some(mut link) = reg.link.take() else {
@@ -270,8 +272,8 @@ pub fn load(algo: &str, opts: &LoadOptions) -> Result<LoadedCc> {
     Ok(record)
 }
 
-/// The congestion controls cctl has loaded (pinned), with their metadata.
-/// Metadata files and version pins left without a link pin are removed.
+/// The congestion controls cctl has loaded (pinned), with their metadata, sorted by
+/// name. Reads only: leftovers of crashed runs stay (see [`leftovers`]).
 pub fn list_loaded() -> Result<Vec<LoadedCc>> {
     let mut out = Vec::new();
     if let Ok(dir) = std::fs::read_dir(PIN_DIR) {
@@ -295,14 +297,24 @@ pub fn list_loaded() -> Result<Vec<LoadedCc>> {
             out.push(record);
         }
     }
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(out)
+}
+
+/// Leftovers of crashed runs: metadata files (`/run/cctl/<name>.json`) and version pin
+/// directories (`/sys/fs/bpf/cctl-versions/<name>`) of names without a link pin, sorted.
+/// Reads only; [`clean_leftovers`] removes them.
+pub fn leftovers() -> Vec<PathBuf> {
+    let mut out = Vec::new();
     if let Ok(dir) = std::fs::read_dir(META_DIR) {
         for entry in dir.flatten() {
-            let path = entry.path();
-            let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned());
-            if let Some(stem) = stem {
-                if !pin_path(&stem).exists() {
-                    let _ = std::fs::remove_file(&path);
-                }
+            let file = entry.file_name().to_string_lossy().into_owned();
+            // `<name>.json`, or `<name>.json.tmp` of a write that was cut short.
+            let name = file
+                .strip_suffix(".json")
+                .or_else(|| file.strip_suffix(".json.tmp"));
+            if name.is_some_and(|n| !pin_path(n).exists()) {
+                out.push(entry.path());
             }
         }
     }
@@ -310,12 +322,48 @@ pub fn list_loaded() -> Result<Vec<LoadedCc>> {
         for entry in dir.flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();
             if !pin_path(&name).exists() {
-                let _ = remove_version_pins(&name);
+                out.push(entry.path());
             }
         }
     }
-    out.sort_by(|a, b| a.name.cmp(&b.name));
-    Ok(out)
+    out.sort();
+    out
+}
+
+/// Removes the leftovers of crashed runs ([`leftovers`]): metadata files and version
+/// pins of names without a link pin. Registrations are not touched (a crashed owner's
+/// registration is [`remove_orphans`]' business). Called by the operations that change
+/// cctl's state ([`load`], [`unload`], [`crate::upgrade::upgrade`],
+/// [`crate::upgrade::rollback`], [`remove_orphans`]), never by the ones that read it.
+///
+/// Returns the paths removed; a path that vanished meanwhile is not an error.
+///
+/// Errors: [`Error::Io`] for a path that could not be removed (the others still are).
+pub fn clean_leftovers() -> Result<Vec<PathBuf>> {
+    let mut removed = Vec::new();
+    let mut first_error = None;
+    for path in leftovers() {
+        let r = if path.starts_with(VERSION_DIR) {
+            std::fs::remove_dir_all(&path)
+        } else {
+            std::fs::remove_file(&path)
+        };
+        match r {
+            Ok(()) => removed.push(path),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => {
+                first_error.get_or_insert(Error::io(
+                    "removing a leftover of a crashed run",
+                    &path,
+                    e,
+                ));
+            }
+        }
+    }
+    match first_error {
+        Some(e) => Err(e),
+        None => Ok(removed),
+    }
 }
 
 /// Resolves what `cctl unload ARG` means: a name cctl pinned, or an algorithm key
@@ -369,6 +417,8 @@ pub fn unload(arg: &str) -> Result<LoadedCc> {
     std::fs::remove_file(&pin).map_err(|e| Error::io("removing pinned link", &pin, e))?;
     let _ = std::fs::remove_file(meta_path(&name));
     remove_version_pins(&name)?;
+    // Other names' leftovers of crashed runs, best effort.
+    let _ = clean_leftovers();
     // The link is released asynchronously once its last reference is gone.
     let deadline = Instant::now() + Duration::from_secs(2);
     while Instant::now() < deadline {
@@ -401,11 +451,11 @@ impl LoadedCc {
 }
 
 /// Unloads registrations whose owning process is gone (a crashed `cctl demo` or
-/// test), and removes version pins and metadata without a link pin. Returns the
-/// names unloaded.
+/// test), and removes version pins and metadata without a link pin
+/// ([`clean_leftovers`]). Returns the names unloaded.
 pub fn remove_orphans() -> Result<Vec<String>> {
     let mut removed = Vec::new();
-    // list_loaded removes the pins and files of names without a link pin.
+    clean_leftovers()?;
     for r in list_loaded()? {
         if let Some(pid) = r.owner_pid {
             if !process_alive(pid) {

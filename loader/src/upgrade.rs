@@ -192,6 +192,8 @@ fn current_version(name: &str, rec: &LoadedCc) -> Result<Version> {
 pub fn upgrade(arg: &str, opts: &UpgradeOptions) -> Result<Swap> {
     let name = registry::resolve_loaded(arg)?;
     kernel::require_privileges(&format!("upgrading {name}"))?;
+    // Leftovers of crashed runs go with every change of state, best effort.
+    let _ = registry::clean_leftovers();
     let _lock = lock_name(&name)?;
     let link = open_link(&name)?;
     let mut rec = current_record(&name, &link)?;
@@ -308,6 +310,8 @@ pub fn upgrade(arg: &str, opts: &UpgradeOptions) -> Result<Swap> {
 pub fn rollback(arg: &str, to: Option<u32>) -> Result<Swap> {
     let name = registry::resolve_loaded(arg)?;
     kernel::require_privileges(&format!("rolling back {name}"))?;
+    // Leftovers of crashed runs go with every change of state, best effort.
+    let _ = registry::clean_leftovers();
     let _lock = lock_name(&name)?;
     let link = open_link(&name)?;
     let mut rec = current_record(&name, &link)?;

@@ -380,3 +380,62 @@ fn every_algorithm_loads_carries_a_traced_flow_with_its_variables_and_unloads() 
     }
     assert!(failures.is_empty(), "{failures:#?}");
 }
+
+#[test]
+fn listing_changes_nothing_and_a_change_of_state_removes_leftovers() {
+    let _k = KERNEL.lock().unwrap_or_else(|e| e.into_inner());
+    require_root();
+    let (name, other) = ("cctl_it_leftover", "cctl_it_leftover2");
+    clean_slate("cctl-it", &[name, other]);
+    // What a run that crashed between unpinning and cleaning leaves: metadata and a
+    // version pin directory without a link pin.
+    let meta = std::path::Path::new(registry::META_DIR).join(format!("{name}.json"));
+    let versions = std::path::Path::new(registry::VERSION_DIR).join(name);
+    std::fs::create_dir_all(registry::META_DIR).unwrap();
+    std::fs::write(&meta, b"{}").unwrap();
+    std::fs::create_dir_all(&versions).unwrap();
+    let found = registry::leftovers();
+    assert!(
+        found.contains(&meta) && found.contains(&versions),
+        "{found:?}"
+    );
+
+    registry::list_loaded().unwrap();
+    let o = std::process::Command::new(cctl_tests::cctl_bin())
+        .arg("list")
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("Leftovers of crashed runs") && out.contains(&*meta.to_string_lossy()),
+        "{out}"
+    );
+    assert!(
+        meta.exists() && versions.exists(),
+        "a listing removed leftovers"
+    );
+
+    // A change of state (here a load) removes them.
+    registry::load(
+        "reno",
+        &LoadOptions {
+            name: Some(other.into()),
+            owned: true,
+            ..Default::default()
+        },
+    )
+    .expect("load");
+    let guard = LoadGuard::new(other);
+    assert!(
+        !meta.exists() && !versions.exists(),
+        "a load left the leftovers"
+    );
+    guard.unload().unwrap();
+
+    // The explicit step says what it removed.
+    std::fs::write(&meta, b"{}").unwrap();
+    let removed = registry::clean_leftovers().unwrap();
+    assert!(removed.contains(&meta), "{removed:?}");
+    assert!(!meta.exists());
+}

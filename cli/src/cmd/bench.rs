@@ -8,13 +8,14 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use cctl_bench::report;
-use cctl_bench::runner::{self, RunOptions};
+use cctl_bench::runner::{self, RunKernel, RunOptions};
 use cctl_bench::scenario::{self, Profile};
 use cctl_bench::sweep::{point_indices, run_list, Shard};
 use cctl_bench::testbed::netem_available;
 use cctl_bench::vm;
 
 use crate::exit::{self, usage};
+use crate::out::{out, outln};
 
 /// Arguments of `cctl bench`.
 #[derive(Debug, clap::Args)]
@@ -147,8 +148,8 @@ pub fn run(args: Args) -> Result<i32> {
         Cmd::Report(a) => {
             let s = report::rebuild(&a.dir)?;
             let sc = scenario::find(&s.metadata.scenario)?;
-            print!("{}", report::terminal_table(&s, &sc.metrics));
-            println!("report: {}", a.dir.join("summary.md").display());
+            out!("{}", report::terminal_table(&s, &sc.metrics))?;
+            outln!("report: {}", a.dir.join("summary.md").display())?;
             Ok(exit::OK)
         }
     }
@@ -165,16 +166,16 @@ fn list(a: ListArgs) -> Result<i32> {
                 "metrics": sc.metrics, "plots": sc.plots,
                 "ci_seconds_per_algo": ci, "paper_seconds_per_algo": paper,
             });
-            println!("{line}");
+            outln!("{line}")?;
         } else {
-            println!(
+            outln!(
                 "{:<5} {:<28} {:<58} ci {:>5.0} s, paper {:>7.1} h per algorithm",
                 sc.id,
                 sc.name,
                 sc.title,
                 ci,
                 paper / 3600.0
-            );
+            )?;
         }
     }
     Ok(exit::OK)
@@ -196,27 +197,27 @@ fn merge(a: MergeArgs) -> Result<i32> {
         .or_else(|_| scenario::find(&m.summary.metadata.scenario))?;
     if a.json {
         for r in &m.summary.rows {
-            println!("{}", serde_json::to_string(r)?);
+            outln!("{}", serde_json::to_string(r)?)?;
         }
     } else {
-        print!("{}", report::terminal_table(&m.summary, &sc.metrics));
+        out!("{}", report::terminal_table(&m.summary, &sc.metrics))?;
     }
     for id in &m.missing {
-        println!("missing: {id}");
+        outln!("missing: {id}")?;
     }
     for (id, dirs) in &m.duplicates {
         let dirs: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
-        println!("duplicate: {id} in {}", dirs.join(", "));
+        outln!("duplicate: {id} in {}", dirs.join(", "))?;
     }
-    println!(
+    outln!(
         "merged {} directories: {} runs of {} planned, {} missing, {} duplicated",
         a.dirs.len(),
         m.runs,
         m.runs + m.missing.len(),
         m.missing.len(),
         m.duplicates.len()
-    );
-    println!("results: {}", m.dir.display());
+    )?;
+    outln!("results: {}", m.dir.display())?;
     Ok(exit::OK)
 }
 
@@ -255,37 +256,46 @@ fn run_bench(a: RunArgs) -> Result<i32> {
         Err(e) => usage!("--points: {e}"),
     };
     if a.dry_run {
+        // Whether `--vm auto` would need the VM takes a netem probe, which creates a
+        // namespace: not for a dry run. So kernel names may be modules of any installed
+        // kernel (the VM's included) unless the runs are sure to stay on this one.
+        let kernel = if a.vm == VmMode::Never {
+            RunKernel::Running
+        } else {
+            RunKernel::Installed
+        };
+        runner::check_algorithms(&a.algo, kernel)?;
         let repeat = a.repeat.unwrap_or_else(|| sc.repeat(profile));
         if let Some(shard) = shard {
             let list = shard.select(run_list(&point_indices(&points), &a.algo, repeat));
             for id in &list {
-                println!("shard {shard}: {id}");
+                outln!("shard {shard}: {id}")?;
             }
-            println!("shard {shard}: {} runs", list.len());
+            outln!("shard {shard}: {} runs", list.len())?;
         }
         for p in &points {
-            println!(
+            outln!(
                 "point {:>2}: {} ({} flows, {:.0} s)",
                 p.index,
                 p.label(),
                 p.flows.len(),
                 p.duration_s
-            );
+            )?;
         }
         let secs: f64 = points.iter().map(|p| p.duration_s).sum::<f64>()
             * f64::from(repeat)
             * a.algo.len() as f64;
-        println!(
+        outln!(
             "{} ({}) profile {profile}: {} points x {} algorithms x {repeat} repetitions = {:.0} s of traffic",
             sc.name,
             sc.id,
             points.len(),
             a.algo.len(),
             secs
-        );
+        )?;
         let refs: Vec<&scenario::RunPoint> = points.iter().collect();
         if let Some(w) = runner::cpu_warning(&refs, a.jobs as usize) {
-            println!("warning (on this machine): {w}");
+            outln!("warning (on this machine): {w}")?;
         }
         return match runner::check_supported(&sc, &points) {
             Ok(()) => Ok(exit::OK),
@@ -300,6 +310,15 @@ fn run_bench(a: RunArgs) -> Result<i32> {
         VmMode::Never => false,
         VmMode::Auto => needs_netem && !netem_available(),
     };
+    // Refused here, before a VM boots (whose kernel is one of those in /lib/modules).
+    runner::check_algorithms(
+        &a.algo,
+        if in_vm {
+            RunKernel::Installed
+        } else {
+            RunKernel::Running
+        },
+    )?;
     if let Some(dir) = &a.resume {
         if let Some(ended) = vm::end_recorded_vm(dir)? {
             eprintln!("cctl bench: {ended}");
@@ -349,12 +368,12 @@ fn run_bench(a: RunArgs) -> Result<i32> {
     let s = report::write_all(&dir, &meta, &records, &sc)?;
     if a.json {
         for r in &s.rows {
-            println!("{}", serde_json::to_string(r)?);
+            outln!("{}", serde_json::to_string(r)?)?;
         }
     } else {
-        print!("{}", report::terminal_table(&s, &sc.metrics));
+        out!("{}", report::terminal_table(&s, &sc.metrics))?;
     }
-    println!("results: {}", dir.display());
+    outln!("results: {}", dir.display())?;
     if stop.load(Ordering::SeqCst) {
         eprintln!(
             "cctl bench: interrupted; the runs done so far are in the report, everything removed"

@@ -11,6 +11,7 @@ use cctl_bench::conform::{self, script, Outcome, Subject};
 
 use crate::cmd::bench::VmMode;
 use crate::exit::{self, usage};
+use crate::out::{out, outln};
 
 /// Arguments of `cctl conform`.
 #[derive(Debug, clap::Args)]
@@ -198,10 +199,10 @@ pub fn run(a: Args) -> Result<i32> {
 
 fn print_results(dir: &Path, json: bool) -> Result<()> {
     if json {
-        print!("{}", std::fs::read_to_string(dir.join("lines.jsonl"))?);
+        out!("{}", std::fs::read_to_string(dir.join("lines.jsonl"))?)?;
     } else {
-        print!("{}", std::fs::read_to_string(dir.join("conform.md"))?);
-        println!("results: {}", dir.display());
+        out!("{}", std::fs::read_to_string(dir.join("conform.md"))?)?;
+        outln!("results: {}", dir.display())?;
     }
     Ok(())
 }

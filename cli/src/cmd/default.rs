@@ -4,6 +4,7 @@ use anyhow::Result;
 use cctl_loader::{algos, kernel};
 
 use crate::exit::{self, usage};
+use crate::out::outln;
 
 /// Arguments of `cctl default`.
 #[derive(Debug, clap::Args)]
@@ -21,7 +22,7 @@ pub struct Args {
 /// Runs `cctl default`.
 pub fn run(args: Args) -> Result<i32> {
     let Some(name) = args.name else {
-        println!("{}", kernel::default_cc()?);
+        outln!("{}", kernel::default_cc()?)?;
         return Ok(exit::OK);
     };
     algos::validate_cc_name(&name)?;
@@ -43,10 +44,10 @@ pub fn run(args: Args) -> Result<i32> {
     kernel::require_privileges("setting the default congestion control")?;
     let old = kernel::default_cc()?;
     kernel::set_default_cc(&name)?;
-    println!(
+    outln!(
         "default congestion control of this network namespace: {old} -> {name}\n\
          (new sockets here use it; network namespaces created from now on inherit the initial \
          namespace's default; existing namespaces and open sockets are unchanged)"
-    );
+    )?;
     Ok(exit::OK)
 }

@@ -18,6 +18,7 @@ use cctl_loader::summary::{summarize, FlowSummary};
 use cctl_loader::{algos, kernel};
 
 use crate::exit::{self, usage};
+use crate::out::outln;
 
 /// Prefix of every namespace the demo creates.
 pub const PREFIX: &str = "cctl-demo";
@@ -206,22 +207,29 @@ pub fn run(args: Args) -> Result<i32> {
 
     if args.json {
         for r in &reports {
-            println!("{}", serde_json::to_string(r)?);
+            outln!("{}", serde_json::to_string(r)?)?;
         }
     } else {
-        println!(
+        outln!(
             "\n{} flows with {cc} through a {} Mbit/s tbf bottleneck, drop-tail queue {} packets, {:.1} s",
             reports.len(),
             args.rate_mbit,
             args.queue_pkts,
             wall
-        );
-        println!(
+        )?;
+        outln!(
             "{:<4} {:<9} {:>7} {:>7} {:>11} {:>10} {:>10} {:>8}  β at each backoff",
-            "flow", "cc", "start s", "dur s", "thr Mbit/s", "mean cwnd", "srtt ms", "backoffs"
-        );
+            "flow",
+            "cc",
+            "start s",
+            "dur s",
+            "thr Mbit/s",
+            "mean cwnd",
+            "srtt ms",
+            "backoffs"
+        )?;
         for r in &reports {
-            println!(
+            outln!(
                 "{:<4} {:<9} {:>7.1} {:>7.1} {:>11.2} {:>10.1} {:>10.1} {:>8}  {}",
                 r.flow,
                 r.cc,
@@ -232,33 +240,33 @@ pub fn run(args: Args) -> Result<i32> {
                 r.mean_srtt_ms.unwrap_or(f64::NAN),
                 r.backoffs,
                 fmt_betas(&r.betas)
-            );
+            )?;
             if let Some(e) = &r.error {
-                println!("     error: {e}");
+                outln!("     error: {e}")?;
             }
         }
         if let Some(q) = &qdisc {
-            println!(
+            outln!(
                 "bottleneck: {} packets sent, {} dropped ({:.2} %)",
                 q.sent_packets,
                 q.drops,
                 100.0 * q.drops as f64 / (q.sent_packets + q.drops).max(1) as f64
-            );
+            )?;
         }
         if let Some(c) = cpu_busy {
-            println!(
+            outln!(
                 "host CPU busy during the run: {c:.0} % of {} CPUs",
                 std::thread::available_parallelism().map_or(1, |n| n.get())
-            );
+            )?;
         }
-        println!(
+        outln!(
             "trace: {} samples ({:.0}/s), {} flows, {} ring-buffer drops -> {}",
             trace_stats.samples,
             trace_stats.samples as f64 / trace_stats.duration.as_secs_f64().max(1e-9),
             trace_stats.flows,
             trace_stats.dropped,
             samples_path.display()
-        );
+        )?;
     }
     if stop.load(Ordering::SeqCst) {
         eprintln!("cctl demo: interrupted; partial results written, everything removed");

@@ -12,6 +12,7 @@ use cctl_loader::upgrade::SocketCounts;
 use cctl_loader::{algos, kernel, registry};
 
 use crate::exit;
+use crate::out::outln;
 
 /// Arguments of `cctl list`.
 #[derive(Debug, clap::Args)]
@@ -37,7 +38,9 @@ pub struct Args {
 pub fn run(args: Args) -> Result<i32> {
     let available = kernel::available_ccs().unwrap_or_default();
     let default = kernel::default_cc().unwrap_or_default();
+    // Reads only: a listing changes nothing, leftovers of crashed runs included.
     let loaded = registry::list_loaded().unwrap_or_default();
+    let leftovers = registry::leftovers();
     // Established sockets per (name, version), from a socket census of every network
     // namespace (a BPF iterator, root only); empty = unknown, not shown.
     let counts = if loaded.is_empty() {
@@ -62,7 +65,7 @@ pub fn run(args: Args) -> Result<i32> {
                 "paper": a.paper, "spec": a.spec, "native": a.native, "params": a.params,
                 "profiles": a.profiles, "vars": a.var_docs.iter().map(|(n, d)| serde_json::json!({"name": n, "doc": d})).collect::<Vec<_>>(),
             });
-            println!("{line}");
+            outln!("{line}")?;
         }
         for name in &available {
             let ours = loaded.iter().find(|l| &l.name == name);
@@ -73,7 +76,13 @@ pub fn run(args: Args) -> Result<i32> {
                 "version": ours.map(|o| o.version),
                 "versions": ours.map(|o| versions_json(o, &counts)),
             });
-            println!("{line}");
+            outln!("{line}")?;
+        }
+        for path in &leftovers {
+            outln!(
+                "{}",
+                serde_json::json!({"kind": "leftover", "path": path.display().to_string()})
+            )?;
         }
         if args.bpf_stats {
             print_bpf_stats(args.bpf_stats_ms, true)?;
@@ -81,47 +90,50 @@ pub fn run(args: Args) -> Result<i32> {
         return Ok(exit::OK);
     }
 
-    println!("Algorithms carried by cctl (cctl load <key>):");
-    println!("  {:<9} {:<13} {:<80} PAPER", "KEY", "REGISTERS", "SUMMARY");
+    outln!("Algorithms carried by cctl (cctl load <key>):")?;
+    outln!("  {:<9} {:<13} {:<80} PAPER", "KEY", "REGISTERS", "SUMMARY")?;
     for a in algos::ALGORITHMS {
-        println!(
+        outln!(
             "  {:<9} {:<13} {:<80} {}",
-            a.key, a.cc_name, a.summary, a.paper
-        );
+            a.key,
+            a.cc_name,
+            a.summary,
+            a.paper
+        )?;
         if args.params {
             for p in a.profiles {
                 let vals: Vec<String> = p.values.iter().map(|(k, v)| format!("{k}={v}")).collect();
-                println!(
+                outln!(
                     "    profile {} (registers {}_{}): {} [{}]",
                     p.name,
                     a.cc_name,
                     p.tag,
                     p.doc,
                     vals.join(" ")
-                );
+                )?;
             }
             if !a.var_docs.is_empty() {
-                println!(
+                outln!(
                     "    trace vars: {}",
                     a.var_docs
                         .iter()
                         .map(|(n, d)| format!("{n} ({d})"))
                         .collect::<Vec<_>>()
                         .join("; ")
-                );
+                )?;
             }
-            println!(
+            outln!(
                 "{}",
                 a.params_help()
                     .lines()
                     .map(|l| format!("    {l}"))
                     .collect::<Vec<_>>()
                     .join("\n")
-            );
+            )?;
         }
     }
-    println!();
-    println!("Registered in the kernel (/proc/sys/net/ipv4/tcp_available_congestion_control):");
+    outln!()?;
+    outln!("Registered in the kernel (/proc/sys/net/ipv4/tcp_available_congestion_control):")?;
     for name in &available {
         let mut notes = Vec::new();
         if *name == default {
@@ -151,18 +163,28 @@ pub fn run(args: Args) -> Result<i32> {
             notes.push(s);
         }
         if notes.is_empty() {
-            println!("  {name}");
+            outln!("  {name}")?;
         } else {
-            println!("  {name:<16} [{}]", notes.join("; "));
+            outln!("  {name:<16} [{}]", notes.join("; "))?;
         }
         if let Some(l) = loaded.iter().find(|l| &l.name == name) {
             for line in versions_table(l, &counts) {
-                println!("      {line}");
+                outln!("      {line}")?;
             }
         }
     }
+    if !leftovers.is_empty() {
+        outln!()?;
+        outln!(
+            "Leftovers of crashed runs (no registration; removed by the next cctl load, unload, \
+             upgrade or rollback):"
+        )?;
+        for path in &leftovers {
+            outln!("  {}", path.display())?;
+        }
+    }
     if args.bpf_stats {
-        println!();
+        outln!()?;
         print_bpf_stats(args.bpf_stats_ms, false)?;
     }
     Ok(exit::OK)
@@ -195,17 +217,22 @@ fn print_bpf_stats(ms: u64, json: bool) -> Result<()> {
             v["kind"] = "bpf_prog".into();
             v["window_ms"] = ms.into();
             v["ns_per_call"] = serde_json::json!(p.ns_per_call());
-            println!("{v}");
+            outln!("{v}")?;
         }
         return Ok(());
     }
-    println!("cctl's BPF programs over {ms} ms (run-time statistics on meanwhile):");
-    println!(
+    outln!("cctl's BPF programs over {ms} ms (run-time statistics on meanwhile):")?;
+    outln!(
         "  {:<16} {:<4} {:<12} {:<8} {:<16} {:>10} NS/CALL",
-        "CC", "VER", "CALLBACK", "PROG_ID", "NAME", "RUNS"
-    );
+        "CC",
+        "VER",
+        "CALLBACK",
+        "PROG_ID",
+        "NAME",
+        "RUNS"
+    )?;
     for p in &window {
-        println!(
+        outln!(
             "  {:<16} {:<4} {:<12} {:<8} {:<16} {:>10} {}",
             p.cc.as_deref().unwrap_or("(collector)"),
             p.version.map(|v| format!("v{v}")).unwrap_or("-".into()),
@@ -216,10 +243,10 @@ fn print_bpf_stats(ms: u64, json: bool) -> Result<()> {
             p.ns_per_call()
                 .map(|n| format!("{n:.0}"))
                 .unwrap_or("-".into())
-        );
+        )?;
     }
     if window.is_empty() {
-        println!("  (none: no collector running and no congestion control loaded by cctl)");
+        outln!("  (none: no collector running and no congestion control loaded by cctl)")?;
     }
     Ok(())
 }

@@ -4,6 +4,7 @@ use anyhow::Result;
 use cctl_loader::registry::{self, LoadOptions};
 
 use crate::exit;
+use crate::out::outln;
 
 /// Arguments of `cctl load`.
 #[derive(Debug, clap::Args)]
@@ -40,13 +41,13 @@ pub fn run(args: Args) -> Result<i32> {
     let rec = registry::load(&args.algo, &opts)
         .map_err(|e| anyhow::Error::new(e).context(format!("loading {}", args.algo)))?;
     if args.json {
-        println!("{}", serde_json::to_string(&rec)?);
+        outln!("{}", serde_json::to_string(&rec)?)?;
     } else {
-        println!(
+        outln!(
             "loaded {} as '{}' (pinned at {}/{}); select it with `sysctl net.ipv4.tcp_congestion_control={}`, \
              `iperf3 -C {}` or setsockopt(TCP_CONGESTION)",
             rec.algo, rec.name, registry::PIN_DIR, rec.name, rec.name, rec.name
-        );
+        )?;
     }
     Ok(exit::OK)
 }

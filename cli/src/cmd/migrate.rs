@@ -1,12 +1,11 @@
 //! `cctl migrate`: move established TCP flows from one congestion control to another.
 
-use std::net::IpAddr;
-use std::path::PathBuf;
-
 use anyhow::Result;
-use cctl_loader::migrate::{self, Action, MigrateReport, MigrateRequest, SocketFilter};
+use cctl_loader::migrate::{self, Action, MigrateReport, MigrateRequest};
 
+use super::filter::FilterArgs;
 use crate::exit;
+use crate::out::outln;
 
 /// Arguments of `cctl migrate`.
 #[derive(Debug, clap::Args)]
@@ -15,7 +14,8 @@ use crate::exit;
 algorithm starts with fresh state). A filter that matches nothing is an error (exit 7) and \
 changes nothing. In a namespace other than the initial one the target must be in \
 net.ipv4.tcp_allowed_congestion_control (the kernel's rule for a namespace's default) unless \
---allow-restricted is given.\n\
+--allow-restricted is given. With --all-netns every namespace is checked before any socket \
+moves, and there is one report per namespace with matches.\n\
 Exit codes: 0 all moved, 1 some failed (see the report), 2 bad input, 5 target not allowed, 7 nothing matched.\n\
 Examples: cctl migrate --from cubic --to bpf_htcp; \
 cctl migrate --from cubic --to bpf_htcp --netns blue --port 5201 --dry-run; \
@@ -28,27 +28,8 @@ pub struct Args {
     /// Congestion control to move them to (must be registered).
     #[arg(long)]
     to: String,
-    /// Only sockets with this local or remote port.
-    #[arg(long)]
-    port: Option<u16>,
-    /// Only sockets with this local or remote address (IPv4 or IPv6).
-    #[arg(long)]
-    addr: Option<IpAddr>,
-    /// Only the socket with this cookie (`cctl sockets`, the `cookie` of `cctl trace --json`).
-    #[arg(long)]
-    cookie: Option<u64>,
-    /// Network namespace: a name from `ip netns list` or a path (/proc/<pid>/ns/net);
-    /// default: cctl's own.
-    #[arg(long, conflicts_with = "all_netns")]
-    netns: Option<String>,
-    /// Every namespace (cctl's, those in /run/netns, those of running processes) at once:
-    /// all are checked before any socket moves; one report per namespace with matches.
-    #[arg(long)]
-    all_netns: bool,
-    /// Only sockets created in this cgroup v2 or a descendant (absolute, or relative to
-    /// /sys/fs/cgroup).
-    #[arg(long)]
-    cgroup: Option<PathBuf>,
+    #[command(flatten)]
+    filter: FilterArgs,
     /// Show what would move; change nothing.
     #[arg(long)]
     dry_run: bool,
@@ -65,12 +46,17 @@ pub struct Args {
 }
 
 /// Prints a report as text (used by `cctl unload --migrate-to` too).
-pub fn print_report(r: &MigrateReport, verbose: bool) {
+pub fn print_report(r: &MigrateReport, verbose: bool) -> Result<()> {
     if verbose {
-        println!(
+        outln!(
             "{:<8} {:<22} {:<22} {:<12} {:<16} {:<8} NOW",
-            "COOKIE", "LOCAL", "REMOTE", "STATE", "ACTION", "MAP_ID"
-        );
+            "COOKIE",
+            "LOCAL",
+            "REMOTE",
+            "STATE",
+            "ACTION",
+            "MAP_ID"
+        )?;
         for s in &r.sockets {
             let i = &s.socket;
             let action = match (s.action, s.errno) {
@@ -80,7 +66,7 @@ pub fn print_report(r: &MigrateReport, verbose: bool) {
                     .and_then(|v| v.as_str().map(str::to_string))
                     .unwrap_or_default(),
             };
-            println!(
+            outln!(
                 "{:<8} {:<22} {:<22} {:<12} {:<16} {:<8} {}{}",
                 i.cookie,
                 format!("{}:{}", i.saddr, i.sport),
@@ -92,11 +78,11 @@ pub fn print_report(r: &MigrateReport, verbose: bool) {
                 s.new_ca_map_id
                     .map(|m| format!(" (map {m})"))
                     .unwrap_or_default()
-            );
+            )?;
         }
     }
     let verb = if r.dry_run { "would move" } else { "moved" };
-    println!(
+    outln!(
         "{} -> {} in netns {}: matched {} established, {verb} {}, failed {}{} ({} TCP sockets walked in {:.3} ms)",
         r.from,
         r.to,
@@ -114,10 +100,11 @@ pub fn print_report(r: &MigrateReport, verbose: bool) {
         },
         r.sockets_seen,
         r.elapsed_us as f64 / 1000.0
-    );
+    )?;
     for (why, n) in &r.failures {
-        println!("  {n} failed: {why}");
+        outln!("  {n} failed: {why}")?;
     }
+    Ok(())
 }
 
 /// Runs `cctl migrate`.
@@ -125,18 +112,11 @@ pub fn run(args: Args) -> Result<i32> {
     let req = MigrateRequest {
         from: args.from,
         to: args.to,
-        filter: SocketFilter {
-            port: args.port,
-            addr: args.addr,
-            netns: args.netns,
-            cgroup: args.cgroup,
-            cc: None,
-            cookie: args.cookie,
-        },
+        filter: args.filter.to_filter(None),
         dry_run: args.dry_run,
         allow_restricted: args.allow_restricted,
     };
-    let reports = if args.all_netns {
+    let reports = if args.filter.all_netns {
         migrate::migrate_all_namespaces(&req)
     } else {
         migrate::migrate(&req).map(|r| vec![r])
@@ -147,14 +127,14 @@ pub fn run(args: Args) -> Result<i32> {
             for s in &report.sockets {
                 let mut v = serde_json::to_value(s)?;
                 v["kind"] = "socket".into();
-                println!("{v}");
+                outln!("{v}")?;
             }
             let mut v = serde_json::to_value(report)?;
             v.as_object_mut().map(|o| o.remove("sockets"));
             v["kind"] = "report".into();
-            println!("{v}");
+            outln!("{v}")?;
         } else {
-            print_report(report, args.verbose);
+            print_report(report, args.verbose)?;
         }
     }
     Ok(if reports.iter().any(|r| r.failed > 0) {

@@ -12,6 +12,7 @@ use cctl_bench::perf::{self, Part, PartOutcome, PerfReport, Site};
 
 use crate::cmd::bench::VmMode;
 use crate::exit::{self, usage};
+use crate::out::{out, outln};
 
 /// Algorithms whose native module the per-ACK part needs besides the built-in reno/cubic.
 const GUEST_MODULES: &[&str] = &[
@@ -173,12 +174,12 @@ pub fn run(a: PerfArgs) -> Result<i32> {
     perf::write(&dir, &report)?;
     if a.json {
         for r in report.rows() {
-            println!("{}", serde_json::to_string(r)?);
+            outln!("{}", serde_json::to_string(r)?)?;
         }
     } else {
-        print!("{}", perf::markdown(&report));
+        out!("{}", perf::markdown(&report))?;
     }
-    println!("results: {}", dir.display());
+    outln!("results: {}", dir.display())?;
     if stop.load(Ordering::SeqCst) {
         eprintln!("cctl bench perf: interrupted; the parts finished so far are in the report");
         return Ok(exit::INTERRUPTED);

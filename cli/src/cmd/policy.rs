@@ -6,6 +6,7 @@ use anyhow::{Context, Result};
 use cctl_loader::policy::{self, Rule, RuleSpec, Target};
 
 use crate::exit;
+use crate::out::outln;
 
 /// Arguments of `cctl policy`.
 #[derive(Debug, clap::Args)]
@@ -95,17 +96,19 @@ fn add(a: AddArgs) -> Result<i32> {
     let spec = spec(a.port, a.cgroup);
     let added = policy::add(&spec, &a.name).with_context(|| "adding a policy rule".to_string())?;
     if a.json {
-        println!("{}", serde_json::to_string(&added)?);
+        outln!("{}", serde_json::to_string(&added)?)?;
     } else if let Some(old) = &added.replaced {
-        println!(
+        outln!(
             "policy: new connections of {} now get {} (replaced {old})",
-            added.target, added.cc
-        );
+            added.target,
+            added.cc
+        )?;
     } else {
-        println!(
+        outln!(
             "policy: new connections of {} now get {}",
-            added.target, added.cc
-        );
+            added.target,
+            added.cc
+        )?;
     }
     Ok(exit::OK)
 }
@@ -138,20 +141,24 @@ fn list(a: ListArgs) -> Result<i32> {
     let rules = policy::list().context("listing policy rules")?;
     if a.json {
         for r in &rules {
-            println!("{}", serde_json::to_string(r)?);
+            outln!("{}", serde_json::to_string(r)?)?;
         }
         return Ok(exit::OK);
     }
     if rules.is_empty() {
-        println!("no policy rules (add one: cctl policy add --port N NAME)");
+        outln!("no policy rules (add one: cctl policy add --port N NAME)")?;
         return Ok(exit::OK);
     }
-    println!(
+    outln!(
         "{:<48} {:<16} {:>9} {:>9} {:>9}",
-        "MATCH", "CC", "APPLIED", "KEPT", "FAILED"
-    );
+        "MATCH",
+        "CC",
+        "APPLIED",
+        "KEPT",
+        "FAILED"
+    )?;
     for r in &rules {
-        println!(
+        outln!(
             "{:<48} {:<16} {:>9} {:>9} {:>9}{}",
             r.target.to_string(),
             r.cc,
@@ -159,7 +166,7 @@ fn list(a: ListArgs) -> Result<i32> {
             r.kept,
             r.failed,
             describe(r)
-        );
+        )?;
     }
     Ok(exit::OK)
 }
@@ -167,17 +174,19 @@ fn list(a: ListArgs) -> Result<i32> {
 fn remove(a: RemoveArgs) -> Result<i32> {
     if a.all {
         let rules = policy::remove_all().context("removing every policy rule")?;
-        println!(
+        outln!(
             "policy: removed {} rule(s); nothing is attached any more",
             rules.len()
-        );
+        )?;
         return Ok(exit::OK);
     }
     let spec = spec(a.port, a.cgroup);
     let rule = policy::remove(&spec).context("removing a policy rule")?;
-    println!(
+    outln!(
         "policy: removed {} → {} (it had applied {} connection(s))",
-        rule.target, rule.cc, rule.applied
-    );
+        rule.target,
+        rule.cc,
+        rule.applied
+    )?;
     Ok(exit::OK)
 }

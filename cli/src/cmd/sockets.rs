@@ -1,13 +1,13 @@
 //! `cctl sockets`: the census of TCP sockets and the congestion control each runs.
 
 use std::collections::BTreeMap;
-use std::net::IpAddr;
-use std::path::PathBuf;
 
 use anyhow::Result;
-use cctl_loader::migrate::{self, SocketFilter};
+use cctl_loader::migrate;
 
+use super::filter::FilterArgs;
 use crate::exit;
+use crate::out::outln;
 
 /// Arguments of `cctl sockets`.
 #[derive(Debug, clap::Args)]
@@ -21,24 +21,8 @@ pub struct Args {
     /// Only sockets running this congestion control.
     #[arg(long)]
     cc: Option<String>,
-    /// Only sockets with this local or remote port.
-    #[arg(long)]
-    port: Option<u16>,
-    /// Only sockets with this local or remote address.
-    #[arg(long)]
-    addr: Option<IpAddr>,
-    /// Only the socket with this cookie (the `cookie` of `cctl trace --json`).
-    #[arg(long)]
-    cookie: Option<u64>,
-    /// Network namespace: a name from `ip netns list` or a path; default: cctl's own.
-    #[arg(long, conflicts_with = "all_netns")]
-    netns: Option<String>,
-    /// Every namespace: cctl's, those in /run/netns, and those of running processes.
-    #[arg(long)]
-    all_netns: bool,
-    /// Only sockets created in this cgroup v2 or a descendant.
-    #[arg(long)]
-    cgroup: Option<PathBuf>,
+    #[command(flatten)]
+    filter: FilterArgs,
     /// Established sockets counted per namespace, congestion control and version.
     #[arg(long)]
     summary: bool,
@@ -49,15 +33,8 @@ pub struct Args {
 
 /// Runs `cctl sockets`.
 pub fn run(args: Args) -> Result<i32> {
-    let filter = SocketFilter {
-        port: args.port,
-        addr: args.addr,
-        netns: args.netns,
-        cgroup: args.cgroup,
-        cc: args.cc,
-        cookie: args.cookie,
-    };
-    let list = if args.all_netns {
+    let filter = args.filter.to_filter(args.cc);
+    let list = if args.filter.all_netns {
         migrate::sockets_all_namespaces(&filter)
     } else {
         migrate::sockets(&filter)
@@ -73,28 +50,33 @@ pub fn run(args: Args) -> Result<i32> {
         if args.json {
             for ((netns, cc, map), n) in &by {
                 let v = serde_json::json!({"netns": netns, "cc": cc, "ca_map_id": map, "established": n});
-                println!("{v}");
+                outln!("{v}")?;
             }
         } else {
-            println!("{:<20} {:<16} {:<8} ESTABLISHED", "NETNS", "CC", "MAP_ID");
+            outln!("{:<20} {:<16} {:<8} ESTABLISHED", "NETNS", "CC", "MAP_ID")?;
             for ((netns, cc, map), n) in &by {
                 let map = map.map(|m| m.to_string()).unwrap_or("-".into());
-                println!("{netns:<20} {cc:<16} {map:<8} {n}");
+                outln!("{netns:<20} {cc:<16} {map:<8} {n}")?;
             }
         }
         return Ok(exit::OK);
     }
     if args.json {
         for s in &list {
-            println!("{}", serde_json::to_string(s)?);
+            outln!("{}", serde_json::to_string(s)?)?;
         }
     } else {
-        println!(
+        outln!(
             "{:<12} {:<8} {:<24} {:<24} {:<12} {:<16} MAP_ID",
-            "NETNS", "COOKIE", "LOCAL", "REMOTE", "STATE", "CC"
-        );
+            "NETNS",
+            "COOKIE",
+            "LOCAL",
+            "REMOTE",
+            "STATE",
+            "CC"
+        )?;
         for s in &list {
-            println!(
+            outln!(
                 "{:<12} {:<8} {:<24} {:<24} {:<12} {:<16} {}",
                 s.netns,
                 s.cookie,
@@ -103,7 +85,7 @@ pub fn run(args: Args) -> Result<i32> {
                 s.state,
                 s.cc,
                 s.ca_map_id.map(|m| m.to_string()).unwrap_or("-".into())
-            );
+            )?;
         }
     }
     Ok(exit::OK)

@@ -10,6 +10,7 @@ use cctl_loader::sample::Sample;
 use cctl_loader::upgrade;
 
 use crate::exit::{self, usage};
+use crate::out::stdout_error;
 
 /// Arguments of `cctl trace`.
 #[derive(Debug, clap::Args)]
@@ -193,13 +194,8 @@ pub fn run(args: Args) -> Result<i32> {
                     Some(s) => {
                         let t0 = *t0.get_or_insert(s.ts_ns);
                         let v = versions.of(&s);
-                        if let Err(e) = out.write(&s, v, t0) {
-                            // A closed pipe (e.g. `| head`) ends the trace quietly.
-                            if e.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe) {
-                                break;
-                            }
-                            return Err(e);
-                        }
+                        // A closed pipe (`| head`) ends the trace: main exits quietly.
+                        out.write(&s, v, t0).map_err(stdout_error)?;
                     }
                     None => break,
                 },
@@ -211,11 +207,9 @@ pub fn run(args: Args) -> Result<i32> {
         for s in trace.drain() {
             let t0 = *t0.get_or_insert(s.ts_ns);
             let v = versions.of(&s);
-            if out.write(&s, v, t0).is_err() {
-                break;
-            }
+            out.write(&s, v, t0).map_err(stdout_error)?;
         }
-        let _ = out.flush();
+        out.flush().map_err(stdout_error)?;
         let stats = trace.finish()?;
         let secs = stats.duration.as_secs_f64().max(1e-9);
         eprintln!(
@@ -226,6 +220,10 @@ pub fn run(args: Args) -> Result<i32> {
             secs,
             stats.samples as f64 / secs
         );
-        Ok(if interrupted { exit::INTERRUPTED } else { exit::OK })
+        Ok(if interrupted {
+            exit::INTERRUPTED
+        } else {
+            exit::OK
+        })
     })
 }

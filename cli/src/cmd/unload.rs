@@ -6,6 +6,7 @@ use cctl_loader::migrate::{self, MigrateRequest, SocketFilter};
 use cctl_loader::{algos, policy, registry, Error};
 
 use crate::exit;
+use crate::out::outln;
 
 /// Arguments of `cctl unload`.
 #[derive(Debug, clap::Args)]
@@ -103,7 +104,11 @@ pub fn run(args: Args) -> Result<i32> {
                     allow_restricted: args.allow_restricted,
                 };
                 match migrate::migrate(&req) {
-                    Ok(r) => super::migrate::print_report(&r, false),
+                    // A closed stdout must not stop the unload halfway: the report is
+                    // lost, and the closing line below ends the command after the unload.
+                    Ok(r) => {
+                        let _ = super::migrate::print_report(&r, false);
+                    }
                     // Closed since the census: nothing left there.
                     Err(Error::NoMatch { .. }) => {}
                     Err(e) => return Err(ctx(e)),
@@ -120,6 +125,6 @@ pub fn run(args: Args) -> Result<i32> {
         }
     }
     let rec = registry::unload(&args.name).map_err(ctx)?;
-    println!("unloaded '{}' ({})", rec.name, rec.algo);
+    outln!("unloaded '{}' ({})", rec.name, rec.algo)?;
     Ok(exit::OK)
 }

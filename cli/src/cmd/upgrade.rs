@@ -7,6 +7,7 @@ use cctl_loader::registry::Version;
 use cctl_loader::upgrade::{self, Swap, UpgradeOptions};
 
 use crate::exit;
+use crate::out::outln;
 
 /// Arguments of `cctl upgrade`.
 #[derive(Debug, clap::Args)]
@@ -69,11 +70,11 @@ pub fn param_changes(from: &Version, to: &Version) -> Vec<String> {
 /// Prints a swap, as text or one JSON object.
 pub fn print_swap(verb: &str, swap: &Swap, json: bool) -> Result<()> {
     if json {
-        println!("{}", serde_json::to_string(swap)?);
+        outln!("{}", serde_json::to_string(swap)?)?;
         return Ok(());
     }
     let changes = param_changes(&swap.from, &swap.to);
-    println!(
+    outln!(
         "{verb} '{}': {} → {}{}; new connections get v{}, established ones keep the version they run",
         swap.name,
         describe(&swap.from),
@@ -84,7 +85,7 @@ pub fn print_swap(verb: &str, swap: &Swap, json: bool) -> Result<()> {
             format!(" [{}]", changes.join(", "))
         },
         swap.to.version
-    );
+    )?;
     Ok(())
 }
 

@@ -1,0 +1,46 @@
+//! The socket-filter flags shared by `cctl sockets` and `cctl migrate`.
+
+use std::net::IpAddr;
+use std::path::PathBuf;
+
+use cctl_loader::migrate::SocketFilter;
+
+/// Which sockets a command looks at: by port, address, cookie, namespace and cgroup.
+#[derive(Debug, Clone, clap::Args)]
+pub struct FilterArgs {
+    /// Only sockets with this local or remote port.
+    #[arg(long)]
+    pub port: Option<u16>,
+    /// Only sockets with this local or remote address (IPv4 or IPv6).
+    #[arg(long)]
+    pub addr: Option<IpAddr>,
+    /// Only the socket with this cookie (`cctl sockets`, the `cookie` of `cctl trace --json`).
+    #[arg(long)]
+    pub cookie: Option<u64>,
+    /// Network namespace: a name from `ip netns list` or a path (/proc/<pid>/ns/net);
+    /// default: cctl's own.
+    #[arg(long, conflicts_with = "all_netns")]
+    pub netns: Option<String>,
+    /// Every namespace: cctl's, those in /run/netns, and those of running processes.
+    #[arg(long)]
+    pub all_netns: bool,
+    /// Only sockets created in this cgroup v2 or a descendant (absolute, or relative to
+    /// /sys/fs/cgroup).
+    #[arg(long)]
+    pub cgroup: Option<PathBuf>,
+}
+
+impl FilterArgs {
+    /// The loader's filter for these flags, with `cc` as its congestion control filter
+    /// (`--all-netns` is the caller's to act on).
+    pub fn to_filter(&self, cc: Option<String>) -> SocketFilter {
+        SocketFilter {
+            port: self.port,
+            addr: self.addr,
+            netns: self.netns.clone(),
+            cgroup: self.cgroup.clone(),
+            cc,
+            cookie: self.cookie,
+        }
+    }
+}
