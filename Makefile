@@ -74,11 +74,10 @@ conform: deps vm-deps-if-needed
 # Every BPF port against its Linux module on the same netem paths (the native-comparison
 # scenario, ci profile): paper defaults, the `linux` profile where the port has one, and
 # the module. Ends with results/native-comparison/<timestamp>/compare.md. ~40 min in the
-# TCG guest.
-COMPARE_ALGOS ?= htcp,native:htcp,scalable,scalable@linux,native:scalable,highspeed,highspeed@linux,native:highspeed,bic,bic@linux,native:bic,cubic,cubic@linux,native:cubic,vegas,vegas@linux,native:vegas,yeah,yeah@linux,native:yeah,illinois,native:illinois,westwood,westwood@linux,native:westwood
+# TCG guest. The list comes from the catalogue (`cctl list --compare-set`); COMPARE_ALGOS=... overrides it.
 compare: deps vm-deps-if-needed
 	$(CARGO) build --release -p cctl
-	$(CCTL) bench run native-comparison --algo $(COMPARE_ALGOS) --profile ci $(COMPARE_ARGS)
+	$(CCTL) bench run native-comparison --algo "$(or $(COMPARE_ALGOS),$$($(CCTL) list --compare-set))" --profile ci $(COMPARE_ARGS)
 
 # Performance, each figure next to its reference in one run (issue 7): BPF ports vs native
 # modules per ACK (host: reno, cubic; the rest in the 6.12 guest), the collector vs `ss -ti`,

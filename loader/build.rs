@@ -76,12 +76,14 @@ fn main() {
     let progs = stems(&bpf_dir, ".bpf.c");
     let mut skels = String::new();
     for prog in &progs {
+        let src = bpf_dir.join(format!("{prog}.bpf.c"));
         skels += &format!(
             "/// bpf/{prog}.bpf.c\npub mod {prog} {{\n    include!(concat!(env!(\"OUT_DIR\"), \"/{prog}.skel.rs\"));\n    \
+             /// The program's source text (its header: references, differences, tolerances).\n    \
+             pub const SOURCE: &str = include_str!({src:?});\n    \
              /// The compiled object (ELF with BTF), as embedded in the binary.\n    \
              pub const OBJECT: &[u8] = include_bytes!(concat!(env!(\"OUT_DIR\"), \"/{prog}.bpf.o\"));\n}}\n"
         );
-        let src = bpf_dir.join(format!("{prog}.bpf.c"));
         let skel = out.join(format!("{prog}.skel.rs"));
         SkeletonBuilder::new()
             .source(&src)

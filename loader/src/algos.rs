@@ -131,6 +131,10 @@ pub struct Algorithm {
     /// The compiled BPF object (`bpf/<key>.bpf.c`), embedded in the binary.
     #[serde(skip)]
     pub object: &'static [u8],
+    /// The program's source text, `bpf/<key>.bpf.c` (its header names the paper, the
+    /// differences from the Linux module and any conformance tolerance).
+    #[serde(skip)]
+    pub program: &'static str,
     /// Decodes the algorithm's variables from a sample's raw `icsk_ca_priv`.
     #[serde(skip)]
     pub vars: fn(&[u8]) -> Vec<Var>,
@@ -302,6 +306,22 @@ impl Algorithm {
     }
 }
 
+/// The `--algo` list that compares every port with a Linux module against it on the
+/// same paths (`make compare`): per such algorithm its port, its `linux` profile where
+/// it has one, and the module (`native:<module>`), in catalogue order.
+pub fn ports_and_modules() -> Vec<String> {
+    let mut v = Vec::new();
+    for a in ALGORITHMS {
+        let Some(module) = a.native else { continue };
+        v.push(a.key.to_string());
+        if a.profiles.iter().any(|p| p.name == "linux") {
+            v.push(format!("{}@linux", a.key));
+        }
+        v.push(format!("native:{module}"));
+    }
+    v
+}
+
 /// Checks a congestion-control name the way the kernel limits it (TCP_CA_NAME_MAX
 /// is 16 bytes with the NUL) and restricts it to `[A-Za-z0-9_]` (the name is also the
 /// pin's file name, and bpffs refuses '.'), before anything touches the kernel.
@@ -415,6 +435,37 @@ mod tests {
                 a.key,
                 info.kfuncs
             );
+        }
+    }
+
+    #[test]
+    fn the_readme_table_lists_the_catalogue() {
+        let readme = include_str!("../../README.md");
+        let section = readme
+            .split("## Algorithms")
+            .nth(1)
+            .and_then(|s| s.split("\n## ").next())
+            .expect("README has an Algorithms section");
+        let rows: Vec<Vec<&str>> = section
+            .lines()
+            .filter(|l| l.starts_with("| `"))
+            .map(|l| l.trim_matches('|').split(" | ").map(str::trim).collect())
+            .collect();
+        let keys: Vec<String> = rows.iter().map(|r| r[0].trim_matches('`').into()).collect();
+        let cat: Vec<&str> = ALGORITHMS.iter().map(|a| a.key).collect();
+        assert_eq!(keys, cat, "README's Algorithms table against the catalogue");
+        for (r, a) in rows.iter().zip(ALGORITHMS) {
+            assert_eq!(r[1], a.spec, "{}: spec section", a.key);
+            let module = match a.native {
+                None => "none".to_string(),
+                Some("reno") => "`reno`".to_string(),
+                Some(m) => format!("`tcp_{m}`"),
+            };
+            assert_eq!(r[2], module, "{}: native module", a.key);
+            let vars: Vec<String> = a.var_docs.iter().map(|(n, _)| format!("`{n}`")).collect();
+            if !vars.is_empty() {
+                assert_eq!(r[4], vars.join(" "), "{}: traced variables", a.key);
+            }
         }
     }
 

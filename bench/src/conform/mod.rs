@@ -527,33 +527,10 @@ fn run_model_case(
     })
 }
 
-macro_rules! program_sources {
-    ($($key:literal),* $(,)?) => {
-        /// The BPF program source of `key` (for the header's declared tolerance).
-        pub fn program_source(key: &str) -> &'static str {
-            match key {
-                $($key => include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../bpf/", $key, ".bpf.c")),)*
-                _ => "",
-            }
-        }
-    };
+/// The source text of `key`'s BPF program (empty for an unknown key).
+pub fn program_source(key: &str) -> &'static str {
+    algos::find(key).map_or("", |a| a.program)
 }
-
-program_sources!(
-    "reno",
-    "htcp",
-    "scalable",
-    "highspeed",
-    "bic",
-    "cubic",
-    "fast",
-    "vegas",
-    "yeah",
-    "africa",
-    "compound",
-    "illinois",
-    "westwood"
-);
 
 /// Fails unless every subject can be checked somewhere (module or model).
 ///

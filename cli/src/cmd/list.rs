@@ -32,10 +32,18 @@ pub struct Args {
     #[arg(long, default_value_t = 1000, requires = "bpf_stats",
           value_parser = clap::value_parser!(u64).range(1..=60_000))]
     bpf_stats_ms: u64,
+    /// Print the `--algo` list of `make compare` (every port with a Linux module, its
+    /// `linux` profile where it has one, and the module as `native:<name>`), and exit.
+    #[arg(long, conflicts_with_all = ["json", "params", "bpf_stats"])]
+    compare_set: bool,
 }
 
 /// Runs `cctl list`.
 pub fn run(args: Args) -> Result<i32> {
+    if args.compare_set {
+        outln!("{}", algos::ports_and_modules().join(","))?;
+        return Ok(exit::OK);
+    }
     let available = kernel::available_ccs().unwrap_or_default();
     let default = kernel::default_cc().unwrap_or_default();
     // Reads only: a listing changes nothing, leftovers of crashed runs included.

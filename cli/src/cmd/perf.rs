@@ -14,17 +14,15 @@ use crate::cmd::bench::VmMode;
 use crate::exit::{self, usage};
 use crate::out::{out, outln};
 
-/// Algorithms whose native module the per-ACK part needs besides the built-in reno/cubic.
-const GUEST_MODULES: &[&str] = &[
-    "htcp",
-    "scalable",
-    "highspeed",
-    "bic",
-    "vegas",
-    "yeah",
-    "illinois",
-    "westwood",
-];
+/// Linux modules of the carried algorithms (from the catalogue) that the per-ACK part
+/// needs besides the host's built-in reno and cubic.
+fn guest_modules() -> Vec<&'static str> {
+    cctl_loader::algos::ALGORITHMS
+        .iter()
+        .filter_map(|a| a.native)
+        .filter(|m| !matches!(*m, "reno" | "cubic"))
+        .collect()
+}
 
 /// Arguments of `cctl bench perf`.
 #[derive(Debug, clap::Args)]
@@ -136,7 +134,7 @@ pub fn run(a: PerfArgs) -> Result<i32> {
         };
     if want_guest {
         let host_can = cctl_bench::testbed::netem_available()
-            && GUEST_MODULES
+            && guest_modules()
                 .iter()
                 .all(|m| cctl_loader::kernel::native_module(m).is_some());
         let res = if a.vm == VmMode::Auto && host_can {

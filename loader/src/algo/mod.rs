@@ -265,6 +265,7 @@ macro_rules! declare_algorithm {
             var_docs: VAR_DOCS,
             check: $crate::algo::declare_algorithm!(@check $($check)?),
             object: $crate::skel::$key::OBJECT,
+            program: $crate::skel::$key::SOURCE,
             vars: $vars,
         };
     };
