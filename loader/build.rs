@@ -168,7 +168,7 @@ fn catalogue(algo_dir: &Path, progs: &[String], out: &Path) {
         );
     }
     text += "\n/// Every algorithm this binary carries, in id order (generated from the declarations).\n";
-    text += "pub const ALGORITHMS: &[crate::algos::Algorithm] = &[\n";
+    text += "pub const ALGORITHMS: &[crate::catalogue::Algorithm] = &[\n";
     for (_, key) in &decls {
         text += &format!("    {key}::ALGORITHM,\n");
     }

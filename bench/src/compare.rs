@@ -349,7 +349,7 @@ pub fn native_of(requested: &str) -> Option<&'static str> {
         return None;
     }
     let key = requested.split('@').next().unwrap_or(requested);
-    cctl_loader::algos::find(key).ok()?.native
+    cctl_loader::catalogue::find(key).ok()?.native
 }
 
 /// The kernel name of a requested native (`native:cubic` → `cubic`), `None` for cctl's.

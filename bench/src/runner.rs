@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail, Context, Result};
 use cctl_loader::registry::{self, LoadGuard, LoadOptions};
 use cctl_loader::sample::Sample;
-use cctl_loader::{algos, kernel};
+use cctl_loader::{catalogue, kernel};
 use serde::{Deserialize, Serialize};
 
 use crate::feed::SampleFeed;
@@ -201,21 +201,21 @@ pub fn check_algorithms(names: &[String], run_kernel: RunKernel) -> Result<()> {
     for name in names {
         let native = name.strip_prefix("native:");
         if let Some((key, profile)) = name.split_once('@') {
-            algos::find(key)?.profile(profile)?;
+            catalogue::find(key)?.profile(profile)?;
             continue;
         }
-        if native.is_none() && algos::find(name).is_ok() {
+        if native.is_none() && catalogue::find(name).is_ok() {
             continue;
         }
         let kname = native.unwrap_or(name);
-        algos::validate_cc_name(kname)?;
+        catalogue::validate_cc_name(kname)?;
         let known = kernel::available_ccs()?.iter().any(|n| n == kname)
             || kernel::native_module(kname).is_some()
             || (run_kernel == RunKernel::Installed && module_of_an_installed_kernel(kname));
         if !known {
             return Err(UnknownAlgorithm {
                 name: kname.to_string(),
-                cctl: algos::ALGORITHMS
+                cctl: catalogue::ALGORITHMS
                     .iter()
                     .map(|a| a.key)
                     .collect::<Vec<_>>()
@@ -253,7 +253,7 @@ pub fn resolve_algorithms(names: &[String]) -> Result<(Vec<ResolvedCc>, Loaded)>
             None => (name.as_str(), None),
         };
         let cctl = if native.is_none() {
-            algos::find(key).ok()
+            catalogue::find(key).ok()
         } else {
             None
         };
@@ -289,7 +289,7 @@ pub fn resolve_algorithms(names: &[String]) -> Result<(Vec<ResolvedCc>, Loaded)>
             continue;
         }
         let kname = native.unwrap_or(name).to_string();
-        algos::validate_cc_name(&kname)?;
+        catalogue::validate_cc_name(&kname)?;
         if !kernel::available_ccs()?.contains(&kname) {
             let _ = std::process::Command::new("modprobe")
                 .args(["-q", &format!("tcp_{kname}")])
@@ -300,7 +300,7 @@ pub fn resolve_algorithms(names: &[String]) -> Result<(Vec<ResolvedCc>, Loaded)>
             bail!(
                 "unknown algorithm '{name}': not one of cctl's ({}) and not registered in the kernel \
                  (registered: {}; no module tcp_{name} could be loaded)",
-                algos::ALGORITHMS.iter().map(|a| a.key).collect::<Vec<_>>().join(", "),
+                catalogue::ALGORITHMS.iter().map(|a| a.key).collect::<Vec<_>>().join(", "),
                 kernel::available_ccs()?.join(" ")
             );
         }

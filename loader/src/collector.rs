@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::RingBufferBuilder;
 
-use crate::algos::validate_cc_name;
+use crate::catalogue::validate_cc_name;
 use crate::error::{Error, Result};
 use crate::kernel;
 use crate::sample::Sample;

@@ -3,7 +3,7 @@
 //! that streams per-flow samples from a BPF ring buffer.
 
 pub mod algo;
-pub mod algos;
+pub mod catalogue;
 pub mod bpfstats;
 pub mod collector;
 pub mod error;

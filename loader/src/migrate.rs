@@ -30,7 +30,7 @@ use libbpf_rs::skel::{OpenSkel, SkelBuilder};
 use libbpf_rs::{Iter, OpenObject, RingBufferBuilder};
 
 use crate::algo::{read_name, write_name};
-use crate::algos;
+use crate::catalogue;
 use crate::error::{Error, Result};
 use crate::kernel;
 use crate::skel::migrate::types::mig_rec;
@@ -666,7 +666,7 @@ fn validate_filter(filter: &SocketFilter) -> Result<Option<(u64, i32)>> {
         });
     }
     if let Some(cc) = &filter.cc {
-        algos::validate_cc_name(cc)?;
+        catalogue::validate_cc_name(cc)?;
     }
     filter.cgroup.as_deref().map(resolve_cgroup).transpose()
 }
@@ -747,7 +747,7 @@ fn describe(req: &MigrateRequest, ns: &str) -> String {
 fn check_registered(req: &MigrateRequest) -> Result<()> {
     let available = kernel::available_ccs()?;
     if !available.contains(&req.to) {
-        let hint = if let Ok(a) = algos::find(&req.to) {
+        let hint = if let Ok(a) = catalogue::find(&req.to) {
             format!("; `cctl load {}` registers it as {}", a.key, a.cc_name)
         } else if kernel::native_module(&req.to).is_some() {
             format!(
@@ -798,8 +798,8 @@ fn check_target(req: &MigrateRequest, ns: &Netns) -> Result<()> {
 /// cookie, cgroup), privileges, BTF, that the target is registered. Returns the filter to use (`cc` cleared: `from`
 /// decides) and the resolved cgroup.
 fn check_request(req: &MigrateRequest) -> Result<(SocketFilter, Option<(u64, i32)>)> {
-    algos::validate_cc_name(&req.from)?;
-    algos::validate_cc_name(&req.to)?;
+    catalogue::validate_cc_name(&req.from)?;
+    catalogue::validate_cc_name(&req.to)?;
     if req.from == req.to {
         return Err(Error::BadFilter {
             what: format!("--from {} --to {}", req.from, req.to),

@@ -462,7 +462,7 @@ pub fn add(spec: &RuleSpec, cc: &str) -> Result<Added> {
             }
         }
     };
-    crate::algos::validate_cc_name(cc).map_err(|_| Error::PolicyUnknownCc {
+    crate::catalogue::validate_cc_name(cc).map_err(|_| Error::PolicyUnknownCc {
         name: cc.into(),
         registered: kernel::available_ccs().unwrap_or_default().join(", "),
     })?;

@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::algos::{self, Algorithm};
+use crate::catalogue::{self, Algorithm};
 use crate::error::{Error, Result};
 use crate::kernel;
 
@@ -58,7 +58,7 @@ fn first_version() -> u32 {
 pub struct LoadedCc {
     /// Registered name (as in tcp_available_congestion_control).
     pub name: String,
-    /// Algorithm key (`htcp`), see [`algos::ALGORITHMS`].
+    /// Algorithm key (`htcp`), see [`catalogue::ALGORITHMS`].
     pub algo: String,
     /// Profile the parameters started from, if any.
     #[serde(default)]
@@ -89,7 +89,7 @@ pub struct LoadedCc {
 pub struct LoadOptions {
     /// Name to register under; default `bpf_<algo>`.
     pub name: Option<String>,
-    /// Named parameter set to start from (`linux`), see [`algos::Profile`].
+    /// Named parameter set to start from (`linux`), see [`catalogue::Profile`].
     pub profile: Option<String>,
     /// `key=value` tunables (applied over the profile's values).
     pub params: Vec<String>,
@@ -192,12 +192,12 @@ fn check_name_free(name: &str) -> Result<()> {
 /// [`Error::MissingFeature`], [`Error::NameTaken`], [`Error::Rejected`] (verifier, with its
 /// log), [`Error::Bpf`], [`Error::Io`].
 pub fn load(algo: &str, opts: &LoadOptions) -> Result<LoadedCc> {
-    let algorithm: &Algorithm = algos::find(algo)?;
+    let algorithm: &Algorithm = catalogue::find(algo)?;
     let name = match &opts.name {
         Some(n) => n.clone(),
         None => algorithm.default_name(opts.profile.as_deref())?,
     };
-    algos::validate_cc_name(&name)?;
+    catalogue::validate_cc_name(&name)?;
     let params = algorithm.resolve_params_with(opts.profile.as_deref(), &opts.params)?;
 
     kernel::require_privileges(&format!("loading {name}"))?;
@@ -369,10 +369,10 @@ pub fn clean_leftovers() -> Result<Vec<PathBuf>> {
 /// Resolves what `cctl unload ARG` means: a name cctl pinned, or an algorithm key
 /// whose default name cctl pinned.
 pub(crate) fn resolve_loaded(arg: &str) -> Result<String> {
-    if algos::validate_cc_name(arg).is_ok() && pin_path(arg).exists() {
+    if catalogue::validate_cc_name(arg).is_ok() && pin_path(arg).exists() {
         return Ok(arg.to_string());
     }
-    if let Ok(a) = algos::find(arg) {
+    if let Ok(a) = catalogue::find(arg) {
         if pin_path(a.cc_name).exists() {
             return Ok(a.cc_name.to_string());
         }

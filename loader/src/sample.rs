@@ -3,7 +3,7 @@
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use crate::algo::Var;
-use crate::algos;
+use crate::catalogue;
 use crate::skel::trace::types::{cctl_meas, cctl_sample};
 
 // SAFETY: these are plain C structs of integers and byte arrays (bpf/cctl.h) for
@@ -265,7 +265,7 @@ impl Sample {
         if plain::copy_from_bytes(&mut m, &raw.ca_priv).is_err() || m.magic >> 16 != CCTL_CA_MAGIC {
             return;
         }
-        let algo = algos::by_id(((m.magic >> 8) & 0xff) as u8);
+        let algo = catalogue::by_id(((m.magic >> 8) & 0xff) as u8);
         self.algo = algo.map(|a| a.key);
         self.tmin_us = Some(m.tmin_us);
         self.tmax_us = Some(m.tmax_us);

@@ -21,7 +21,7 @@ use std::collections::BTreeMap;
 use std::os::fd::{AsFd, AsRawFd};
 use std::path::{Path, PathBuf};
 
-use crate::algos;
+use crate::catalogue;
 use crate::error::{Error, Result};
 use crate::kernel;
 use crate::registry::{self, LoadedCc, Version};
@@ -235,7 +235,7 @@ pub fn upgrade(arg: &str, opts: &UpgradeOptions) -> Result<Swap> {
                 .or_else(|| rec.versions.iter().rev().find(|v| v.object.is_none()))
                 .cloned()
                 .unwrap_or_else(|| from.clone());
-            let algorithm = algos::find(&rec.algo)?;
+            let algorithm = catalogue::find(&rec.algo)?;
             let (profile, args) = match &opts.profile {
                 Some(p) => (Some(p.clone()), opts.params.clone()),
                 None => {

@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use cctl_loader::algos::ALGORITHMS;
+use cctl_loader::catalogue::ALGORITHMS;
 use cctl_loader::registry;
 use cctl_tests::{cctl_bin, require_root, KERNEL};
 
@@ -115,7 +115,7 @@ fn every_port_matches_its_module_or_model_ack_by_ack_in_the_guest() {
     for l in &got {
         let algo = l["algo"].as_str().unwrap();
         let key = algo.split('@').next().unwrap();
-        let a = cctl_loader::algos::find(key).unwrap();
+        let a = cctl_loader::catalogue::find(key).unwrap();
         let expected = if a.native.is_some() {
             "module"
         } else {

@@ -316,7 +316,7 @@ fn every_algorithm_loads_carries_a_traced_flow_with_its_variables_and_unloads() 
     // prefix) and CCTL_TEST_ALGOS (comma-separated keys). CI sets neither.
     let prefix = std::env::var("CCTL_TEST_PREFIX").unwrap_or_else(|_| "cctl-ia".into());
     let only = std::env::var("CCTL_TEST_ALGOS").ok();
-    let algos: Vec<_> = cctl_loader::algos::ALGORITHMS
+    let algos: Vec<_> = cctl_loader::catalogue::ALGORITHMS
         .iter()
         .filter(|a| {
             only.as_deref()

@@ -7,7 +7,7 @@
 //!
 //! A case is a run of the port and the module side by side, then runs of two module
 //! sockets side by side: the module against itself. Ports whose rules read the clock
-//! ([`cctl_loader::algos::Algorithm::clocked`]) are judged against that spread over
+//! ([`cctl_loader::catalogue::Algorithm::clocked`]) are judged against that spread over
 //! [`BASELINE_RUNS`] such runs; the others must be identical (and get one module run,
 //! which with run 1 checks that the same script gives the module the same trajectory).
 //! Two senders per run, not three: the driver's ACK rate is what limits the windows a
@@ -26,7 +26,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use anyhow::{anyhow, bail, Context, Result};
-use cctl_loader::algos::{self, Algorithm};
+use cctl_loader::catalogue::{self, Algorithm};
 use cctl_loader::collector::{Trace, TraceConfig};
 use cctl_loader::registry::{self, LoadGuard, LoadOptions};
 use cctl_loader::sample::Sample;
@@ -73,7 +73,7 @@ impl Subject {
             Some((k, p)) => (k, Some(p)),
             None => (arg, None),
         };
-        let algo = algos::find(key).map_err(|e| anyhow!("{e}"))?;
+        let algo = catalogue::find(key).map_err(|e| anyhow!("{e}"))?;
         let profile = match profile {
             Some(p) => Some(
                 algo.profiles
@@ -459,7 +459,7 @@ fn run_model_case(
         .into_iter()
         .filter(|x| x.cookie == r.sides[0].cookie)
         .collect();
-    let params: algos::Params = s
+    let params: catalogue::Params = s
         .algo
         .params
         .iter()
@@ -529,7 +529,7 @@ fn run_model_case(
 
 /// The source text of `key`'s BPF program (empty for an unknown key).
 pub fn program_source(key: &str) -> &'static str {
-    algos::find(key).map_or("", |a| a.program)
+    catalogue::find(key).map_or("", |a| a.program)
 }
 
 /// Fails unless every subject can be checked somewhere (module or model).
@@ -554,7 +554,7 @@ mod tests {
 
     #[test]
     fn every_catalogue_algorithm_has_its_program_source_and_a_reference() {
-        for a in algos::ALGORITHMS {
+        for a in catalogue::ALGORITHMS {
             assert!(
                 program_source(a.key).contains("SPDX-License-Identifier"),
                 "{}: program_sources! misses bpf/{}.bpf.c",
@@ -585,7 +585,7 @@ mod tests {
 
     #[test]
     fn ports_with_a_declared_tolerance_give_a_reason() {
-        for a in algos::ALGORITHMS {
+        for a in catalogue::ALGORITHMS {
             if let Some(t) = verdict::header_tolerance(program_source(a.key)) {
                 assert!(a.clocked, "{}: exact ports get no tolerance", a.key);
                 assert!(t.reason.len() > 20, "{}: tolerance without a reason", a.key);

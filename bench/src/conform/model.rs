@@ -18,7 +18,7 @@ use cctl_loader::algo::africa::model::{self as africa_model, AfricaParams};
 use cctl_loader::algo::compound::model::{self as compound_model, CompoundParams};
 use cctl_loader::algo::fast::model::{self as fast_model, FastParams};
 use cctl_loader::algo::highspeed::model::HstcpParams;
-use cctl_loader::algos::{self, Params};
+use cctl_loader::catalogue::{self, Params};
 use cctl_loader::sample::{CaState, Sample};
 
 /// Whether an f64 model exists for `key` (fast, compound, africa).
@@ -65,7 +65,7 @@ pub struct ModelCheck {
 /// Replays `samples` (consecutive samples of ONE socket running the port, one per ACK,
 /// in order; `t0_ns` = the run's start on CLOCK_MONOTONIC, for `t_ms`) through the model
 /// of `key` loaded with `params` (every tunable of the algorithm, as
-/// [`cctl_loader::algos::Params`]; a missing one takes its default).
+/// [`cctl_loader::catalogue::Params`]; a missing one takes its default).
 ///
 /// Errors: `key` has no model; fewer than 2 samples; samples of more than one socket,
 /// of another algorithm, or without the algorithm's variables.
@@ -79,7 +79,7 @@ pub fn check(key: &str, params: &Params, samples: &[Sample], t0_ns: u64) -> Resu
             samples.len()
         );
     }
-    let algo = algos::find(key).map_err(|e| anyhow!("{e}"))?;
+    let algo = catalogue::find(key).map_err(|e| anyhow!("{e}"))?;
     let mut p: Params = algo.params.iter().map(|s| (s.key, s.default)).collect();
     for (k, v) in params {
         p.insert(k, *v);
@@ -1838,7 +1838,7 @@ mod tests {
     }
 
     fn defaults(key: &str) -> Params {
-        algos::find(key)
+        catalogue::find(key)
             .unwrap()
             .params
             .iter()

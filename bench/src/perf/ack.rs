@@ -27,7 +27,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use cctl_loader::algos::ALGORITHMS;
+use cctl_loader::catalogue::ALGORITHMS;
 use cctl_loader::bpfstats::{self, ProgStats, StatsGuard};
 use serde::Serialize;
 use socket2::{Domain, Socket, Type};
@@ -92,7 +92,7 @@ fn algorithms(site: Site, quick: bool) -> Vec<&'static str> {
 
 /// `key@linux` where the algorithm has a `linux` profile, else `key`.
 fn port_variant(key: &str) -> String {
-    match cctl_loader::algos::find(key) {
+    match cctl_loader::catalogue::find(key) {
         Ok(a) if a.profiles.iter().any(|p| p.name == "linux") => format!("{key}@linux"),
         _ => key.to_string(),
     }
@@ -262,7 +262,7 @@ fn spread(xs: &[f64]) -> (f64, f64, f64) {
 /// Measures one algorithm: A/B rounds, then the stats round.
 fn measure(key: &str, index: usize, opts: &PerfOptions) -> Result<AlgoResult> {
     let port = port_variant(key);
-    let native_name = cctl_loader::algos::find(key)?
+    let native_name = cctl_loader::catalogue::find(key)?
         .native
         .context("no native module")?
         .to_string();

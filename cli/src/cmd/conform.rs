@@ -56,7 +56,7 @@ fn subjects(a: &Args) -> Result<Vec<Subject>> {
     for k in &a.algos {
         if k == "all" {
             keys.extend(
-                cctl_loader::algos::ALGORITHMS
+                cctl_loader::catalogue::ALGORITHMS
                     .iter()
                     .map(|x| x.key.to_string()),
             );

@@ -1,7 +1,7 @@
 //! `cctl default`: show or set the network namespace's default congestion control.
 
 use anyhow::Result;
-use cctl_loader::{algos, kernel};
+use cctl_loader::{catalogue, kernel};
 
 use crate::exit::{self, usage};
 use crate::out::outln;
@@ -25,10 +25,10 @@ pub fn run(args: Args) -> Result<i32> {
         outln!("{}", kernel::default_cc()?)?;
         return Ok(exit::OK);
     };
-    algos::validate_cc_name(&name)?;
+    catalogue::validate_cc_name(&name)?;
     let available = kernel::available_ccs()?;
     if !available.contains(&name) {
-        let hint = algos::find(&name)
+        let hint = catalogue::find(&name)
             .map(|a| {
                 format!(
                     " (did you mean `cctl load {}` first, then `cctl default {}`?)",

@@ -15,7 +15,7 @@ use cctl_loader::collector::{Trace, TraceConfig};
 use cctl_loader::registry::{self, LoadGuard, LoadOptions};
 use cctl_loader::sample::Sample;
 use cctl_loader::summary::{summarize, FlowSummary};
-use cctl_loader::{algos, kernel};
+use cctl_loader::{catalogue, kernel};
 
 use crate::exit::{self, usage};
 use crate::out::outln;
@@ -138,7 +138,7 @@ pub fn run(args: Args) -> Result<i32> {
         usage!("--flows must be in [1, 8], got {}", args.flows);
     }
     // One of cctl's algorithms (loaded for the run), or a congestion control the kernel has.
-    let algorithm = match algos::find(&args.algo) {
+    let algorithm = match catalogue::find(&args.algo) {
         Ok(a) => Some(a),
         Err(e) => {
             if !kernel::available_ccs()?.contains(&args.algo) {

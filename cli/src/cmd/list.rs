@@ -9,7 +9,7 @@ use cctl_loader::migrate::{self, SocketFilter};
 use cctl_loader::registry::{LoadedCc, Version};
 use cctl_loader::upgrade;
 use cctl_loader::upgrade::SocketCounts;
-use cctl_loader::{algos, kernel, registry};
+use cctl_loader::{catalogue, kernel, registry};
 
 use crate::exit;
 use crate::out::outln;
@@ -41,7 +41,7 @@ pub struct Args {
 /// Runs `cctl list`.
 pub fn run(args: Args) -> Result<i32> {
     if args.compare_set {
-        outln!("{}", algos::ports_and_modules().join(","))?;
+        outln!("{}", catalogue::ports_and_modules().join(","))?;
         return Ok(exit::OK);
     }
     let available = kernel::available_ccs().unwrap_or_default();
@@ -67,7 +67,7 @@ pub fn run(args: Args) -> Result<i32> {
     };
 
     if args.json {
-        for a in algos::ALGORITHMS {
+        for a in catalogue::ALGORITHMS {
             let line = serde_json::json!({
                 "kind": "algorithm", "key": a.key, "cc_name": a.cc_name, "summary": a.summary,
                 "paper": a.paper, "spec": a.spec, "native": a.native, "params": a.params,
@@ -100,7 +100,7 @@ pub fn run(args: Args) -> Result<i32> {
 
     outln!("Algorithms carried by cctl (cctl load <key>):")?;
     outln!("  {:<9} {:<13} {:<80} PAPER", "KEY", "REGISTERS", "SUMMARY")?;
-    for a in algos::ALGORITHMS {
+    for a in catalogue::ALGORITHMS {
         outln!(
             "  {:<9} {:<13} {:<80} {}",
             a.key,
@@ -148,7 +148,7 @@ pub fn run(args: Args) -> Result<i32> {
             notes.push("default".to_string());
         }
         if let Some(l) = loaded.iter().find(|l| &l.name == name) {
-            let changed: Vec<String> = algos::find(&l.algo)
+            let changed: Vec<String> = catalogue::find(&l.algo)
                 .map(|a| {
                     a.params
                         .iter()
@@ -261,7 +261,7 @@ fn print_bpf_stats(ms: u64, json: bool) -> Result<()> {
 
 /// Tunables of a version that differ from its algorithm's defaults, `key=value`.
 fn changed_params(v: &Version) -> Vec<String> {
-    let defaults: BTreeMap<&str, u32> = algos::find(&v.algo)
+    let defaults: BTreeMap<&str, u32> = catalogue::find(&v.algo)
         .map(|a| a.params.iter().map(|p| (p.key, p.default)).collect())
         .unwrap_or_default();
     v.params

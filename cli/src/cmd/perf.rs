@@ -17,7 +17,7 @@ use crate::out::{out, outln};
 /// Linux modules of the carried algorithms (from the catalogue) that the per-ACK part
 /// needs besides the host's built-in reno and cubic.
 fn guest_modules() -> Vec<&'static str> {
-    cctl_loader::algos::ALGORITHMS
+    cctl_loader::catalogue::ALGORITHMS
         .iter()
         .filter_map(|a| a.native)
         .filter(|m| !matches!(*m, "reno" | "cubic"))

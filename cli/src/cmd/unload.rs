@@ -3,7 +3,7 @@
 
 use anyhow::Result;
 use cctl_loader::migrate::{self, MigrateRequest, SocketFilter};
-use cctl_loader::{algos, policy, registry, Error};
+use cctl_loader::{catalogue, policy, registry, Error};
 
 use crate::exit;
 use crate::out::outln;
@@ -36,7 +36,7 @@ fn registered_name(arg: &str) -> Option<String> {
     if loaded.iter().any(|l| l.name == arg) {
         return Some(arg.to_string());
     }
-    let a = algos::find(arg).ok()?;
+    let a = catalogue::find(arg).ok()?;
     loaded
         .iter()
         .any(|l| l.name == a.cc_name)

@@ -184,7 +184,7 @@ pub(crate) fn load_with_log<T>(
 /// by a test. `id` is stable (build.rs refuses a reused one). `vars(x: T) { name
 /// ("unit: meaning") = expression of x, ... }` decodes the algorithm's variables from
 /// its state struct `T` (of bpf/<key>_math.h). `check` defaults to
-/// [`crate::algos::no_check`].
+/// [`crate::catalogue::no_check`].
 macro_rules! declare_algorithm {
     (
         key: $key:ident,
@@ -245,13 +245,13 @@ macro_rules! declare_algorithm {
      $clocked:expr, [$($param:expr),*], [$($profile:expr),*], [$($check:expr)?], $vars:ident) => {
         /// Tunables: `.rodata` globals of the program, with the defaults it declares
         /// (its header names the paper and section they come from).
-        pub const PARAMS: &[$crate::algos::ParamSpec] = &[$($param),*];
+        pub const PARAMS: &[$crate::catalogue::ParamSpec] = &[$($param),*];
 
         /// Named parameter sets (spec §18.4).
-        pub const PROFILES: &[$crate::algos::Profile] = &[$($profile),*];
+        pub const PROFILES: &[$crate::catalogue::Profile] = &[$($profile),*];
 
         /// The catalogue entry.
-        pub const ALGORITHM: $crate::algos::Algorithm = $crate::algos::Algorithm {
+        pub const ALGORITHM: $crate::catalogue::Algorithm = $crate::catalogue::Algorithm {
             key: stringify!($key),
             cc_name: concat!("bpf_", stringify!($key)),
             id: $id,
@@ -270,7 +270,7 @@ macro_rules! declare_algorithm {
         };
     };
     (@check $check:expr) => { $check };
-    (@check) => { $crate::algos::no_check };
+    (@check) => { $crate::catalogue::no_check };
 }
 pub(crate) use declare_algorithm;
 

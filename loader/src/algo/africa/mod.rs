@@ -2,7 +2,7 @@
 //! No Linux module: its fast mode reuses HighSpeed TCP's a(w) (bpf/highspeed_math.h).
 
 use super::highspeed::{check_response, MODE_TABLE, RESPONSE_PARAMS};
-use crate::algos::{p, Params, ACK_COUNTING};
+use crate::catalogue::{p, Params, ACK_COUNTING};
 
 pub mod model;
 

@@ -1,6 +1,6 @@
 //! BIC-TCP (spec §6; Xu, Harfoush, Rhee 2004; [P0] §IV-D, Table II): bpf/bic.bpf.c.
 
-use crate::algos::{p, Params, Profile, ACK_COUNTING};
+use crate::catalogue::{p, Params, Profile, ACK_COUNTING};
 
 pub mod model;
 

@@ -1,7 +1,7 @@
 //! Compound TCP (spec §12; Tan, Song, Zhang, Sridharan, Infocom 2006; \[P3\] §II, §V):
 //! bpf/compound.bpf.c.
 
-use crate::algos::{p, ACK_COUNTING};
+use crate::catalogue::{p, ACK_COUNTING};
 
 pub mod model;
 

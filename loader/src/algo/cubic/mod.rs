@@ -1,6 +1,6 @@
 //! CUBIC (spec §7; Rhee & Xu 2005, RFC 9438; HyStart: Ha & Rhee 2008): bpf/cubic.bpf.c.
 
-use crate::algos::{p, Params, Profile, ACK_COUNTING};
+use crate::catalogue::{p, Params, Profile, ACK_COUNTING};
 
 pub mod model;
 

@@ -1,7 +1,7 @@
 //! FAST TCP (spec §8; [P1] Jin, Wei, Low 2004, §IV; [P0] §IV-E adaptive α): bpf/fast.bpf.c.
 //! There is no Linux module: the model in [`model`] is the reference.
 
-use crate::algos::{p, Params, ACK_COUNTING};
+use crate::catalogue::{p, Params, ACK_COUNTING};
 
 pub mod model;
 

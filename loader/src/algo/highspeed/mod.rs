@@ -1,7 +1,7 @@
 //! HighSpeed TCP (spec §4; RFC 3649; [P0] §IV-B, Table II): bpf/highspeed.bpf.c.
 //! Its a(w), b(w) (bpf/highspeed_math.h) are shared with TCP Africa.
 
-use crate::algos::{p, ParamSpec, Params, Profile};
+use crate::catalogue::{p, ParamSpec, Params, Profile};
 
 pub mod model;
 

@@ -1,6 +1,6 @@
 //! H-TCP (spec §5; Leith & Shorten 2004; [P0] §IV-C, Table II): bpf/htcp.bpf.c.
 
-use crate::algos::{p, Params, ACK_COUNTING};
+use crate::catalogue::{p, Params, ACK_COUNTING};
 
 pub mod model;
 

@@ -1,6 +1,6 @@
 //! TCP Hybla (spec §19.1; Caini & Firrincieli 2004, §3): bpf/hybla.bpf.c.
 
-use crate::algos::{p, Profile, ACK_COUNTING};
+use crate::catalogue::{p, Profile, ACK_COUNTING};
 
 pub mod model;
 

@@ -1,6 +1,6 @@
 //! TCP Illinois (spec §13; Liu, Başar, Srikant 2008; discussed in \[P2\]): bpf/illinois.bpf.c.
 
-use crate::algos::{p, Params, Profile, ACK_COUNTING};
+use crate::catalogue::{p, Params, Profile, ACK_COUNTING};
 
 pub mod model;
 

@@ -1,6 +1,6 @@
 //! Scalable TCP (spec §3; Kelly 2003; [P0] §IV-A, Table II): bpf/scalable.bpf.c.
 
-use crate::algos::{p, Profile, ACK_COUNTING};
+use crate::catalogue::{p, Profile, ACK_COUNTING};
 
 pub mod model;
 

@@ -1,6 +1,6 @@
 //! TCP Vegas (spec §9; Brakmo & Peterson 1995; [P1] footnote 6): bpf/vegas.bpf.c.
 
-use crate::algos::{p, Params, Profile, ACK_COUNTING};
+use crate::catalogue::{p, Params, Profile, ACK_COUNTING};
 
 pub mod model;
 

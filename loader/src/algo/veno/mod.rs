@@ -1,6 +1,6 @@
 //! TCP Veno (spec §19.2; Fu & Liew, IEEE JSAC 21(2) 2003): bpf/veno.bpf.c.
 
-use crate::algos::{p, Profile, ACK_COUNTING};
+use crate::catalogue::{p, Profile, ACK_COUNTING};
 
 pub mod model;
 

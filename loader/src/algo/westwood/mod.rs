@@ -1,6 +1,6 @@
 //! TCP Westwood+ (spec §14; Mascolo et al. 2001, Grieco & Mascolo 2004): bpf/westwood.bpf.c.
 
-use crate::algos::{p, Profile, ACK_COUNTING};
+use crate::catalogue::{p, Profile, ACK_COUNTING};
 
 pub mod model;
 

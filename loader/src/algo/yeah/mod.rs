@@ -1,6 +1,6 @@
 //! YeAH-TCP (spec §10; [P3] Baiocchi, Castellani, Vacirca 2007, §III): bpf/yeah.bpf.c.
 
-use crate::algos::{p, Params, Profile, ACK_COUNTING};
+use crate::catalogue::{p, Params, Profile, ACK_COUNTING};
 
 pub mod model;
 
