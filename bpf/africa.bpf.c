@@ -61,11 +61,17 @@ static __always_inline __u32 africa_hstcp_a(struct cctl_africa_ca *ca, __u32 cwn
 
 	if (ca->a_cwnd != cwnd) {
 		ca->idx = hstcp_table_index(cwnd);
-		if (hstcp_mode == HSTCP_MODE_TABLE)
+		if (hstcp_mode == HSTCP_MODE_TABLE) {
 			hstcp_table_ab(ca->idx, &a, &b);
-		else
-			hstcp_formula_ab(cwnd, low_window_pkts, high_window_pkts, high_p_ppb,
-					 high_decrease_per_mille, &a, &b);
+		} else {
+			struct highspeed_params p;
+
+			p.low_window = low_window_pkts;
+			p.high_window = high_window_pkts;
+			p.high_p_ppb = high_p_ppb;
+			p.high_decrease_per_mille = high_decrease_per_mille;
+			hstcp_formula_ab(cwnd, &p, &a, &b);
+		}
 		ca->a_cwnd = cwnd;
 		ca->a_q16 = a;
 	}

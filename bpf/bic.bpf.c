@@ -96,11 +96,23 @@ void BPF_PROG(bic_init, struct sock *sk)
 		tp->snd_ssthresh = initial_ssthresh;
 }
 
+static __always_inline void bic_params_get(struct bic_params *p)
+{
+	p->b = bictcp_b;
+	p->smax = max_increment;
+	p->smooth = smooth_part;
+	p->whole_delta = whole_delta;
+	p->low_window = low_window;
+	p->boost_max_cnt = boost_max_cnt;
+}
+
 /* Recomputes f_α and cnt for the current window (spec §6 "ACK"). */
 static __always_inline void bic_update(struct cctl_bic_ca *ca, __u32 cwnd)
 {
-	ca->inc_fp = bic_effective_inc_fp(cwnd, ca->w_max, low_window, bictcp_b, max_increment,
-					  smooth_part, boost_max_cnt, whole_delta);
+	struct bic_params p;
+
+	bic_params_get(&p);
+	ca->inc_fp = bic_effective_inc_fp(cwnd, ca->w_max, &p);
 	/* Linux leaves Reno mode (w <= Low_Window) unscaled */
 	ca->cnt = bic_cnt(cwnd, ca->inc_fp, delayed_ack_rescale && cwnd > low_window,
 			  ca->delayed_ack);

@@ -23,25 +23,36 @@ struct cctl_bic_ca {
 	__u32 delayed_ack;  /* EWMA (gain 1/16) of packets per ACK, << BIC_ACK_RATIO_SHIFT */
 };
 
+/* The tunables bic_inc_fp and bic_effective_inc_fp need, as bic.bpf.c passes them. */
+struct bic_params {
+	__u32 b;             /* B, binary-search divisor (>= 2) */
+	__u32 smax;          /* S_max, max increment per RTT, segments */
+	__u32 smooth;        /* σ: B/σ segments per RTT near the target (>= 1) */
+	__u32 whole_delta;   /* bool: δ = ⌊(w_1 - w)/B⌋ in whole segments (Linux's dist) */
+	__u32 low_window;    /* Low_Window, segments: Reno's 1 per RTT at or below */
+	__u32 boost_max_cnt; /* before the first loss f >= w / this per RTT (0 = off) */
+};
+
 #define BIC_ACK_RATIO_SHIFT 4   /* delayed_ack is packets per ACK << 4 */
 #define BIC_FP_MAX 0xffffffffull
 
 /*
  * f_α(δ, w) of [P0] §IV-D (spec §6 "Rules"): the increase per RTT, segments << 10.
- * w = cwnd, w_1 = w_max (0: no loss yet, so w is always at or above it),
- * b = B (binary-search divisor), smax = S_max (max increment per RTT, segments),
- * smooth = σ (B/σ per RTT near the target). δ = (w_1 - w)/B, kept in 1/1024.
+ * w = cwnd, w_1 = w_max (0: no loss yet, so w is always at or above it);
+ * from p: b = B (binary-search divisor), smax = S_max (max increment per RTT,
+ * segments), smooth = σ (B/σ per RTT near the target), whole_delta.
+ * δ = (w_1 - w)/B, kept in 1/1024.
  *   f = B/σ              if (δ <= 1 and w < w_1) or w_1 <= w < w_1 + B
  *   f = δ                if 1 < δ <= S_max and w < w_1
  *   f = (w - w_1)/(B-1)  if B <= w - w_1 < S_max (B - 1)
  *   f = S_max            otherwise
  * b >= 2 and smooth >= 1 (the loader's limits); guarded anyway.
- * whole_delta: δ = ⌊(w_1 - w)/B⌋ in whole segments, as Linux's `dist` (so "δ <= 1"
+ * p->whole_delta: δ = ⌊(w_1 - w)/B⌋ in whole segments, as Linux's `dist` (so "δ <= 1"
  * covers w_1 - w < 2B, and f = δ takes whole values); else δ is kept in 1/1024.
  */
-CCTL_MATH __u32 bic_inc_fp(__u32 w, __u32 w_1, __u32 b, __u32 smax, __u32 smooth,
-			    __u32 whole_delta)
+CCTL_MATH __u32 bic_inc_fp(__u32 w, __u32 w_1, const struct bic_params *p)
 {
+	__u32 b = p->b, smax = p->smax, smooth = p->smooth;
 	__u64 smax_fp = (__u64)smax << CCTL_FP_SHIFT;
 	__u64 near_fp, f;
 
@@ -52,7 +63,7 @@ CCTL_MATH __u32 bic_inc_fp(__u32 w, __u32 w_1, __u32 b, __u32 smax, __u32 smooth
 	near_fp = ((__u64)b << CCTL_FP_SHIFT) / smooth;
 
 	if (w < w_1) {
-		__u64 delta_fp = whole_delta ? (__u64)((w_1 - w) / b) << CCTL_FP_SHIFT
+		__u64 delta_fp = p->whole_delta ? (__u64)((w_1 - w) / b) << CCTL_FP_SHIFT
 					     : ((__u64)(w_1 - w) << CCTL_FP_SHIFT) / b;
 
 		if (delta_fp <= CCTL_FP_ONE)
@@ -78,21 +89,20 @@ CCTL_MATH __u32 bic_inc_fp(__u32 w, __u32 w_1, __u32 b, __u32 smax, __u32 smooth
 
 /*
  * Whole-window mode switch and the loss-free boost (spec §6 "Mode switch",
- * "Low-utilisation boost"): below or at low_window the increment is Reno's
+ * "Low-utilisation boost"): below or at p->low_window the increment is Reno's
  * 1 per RTT; while no loss has happened (w_1 == 0) it is at least
- * w / boost_max_cnt per RTT (boost_max_cnt = 20: 5 % per RTT; 0 = off).
+ * w / p->boost_max_cnt per RTT (boost_max_cnt = 20: 5 % per RTT; 0 = off);
+ * otherwise bic_inc_fp(w, w_1, p).
  */
-CCTL_MATH __u32 bic_effective_inc_fp(__u32 w, __u32 w_1, __u32 low_window, __u32 b,
-				      __u32 smax, __u32 smooth, __u32 boost_max_cnt,
-				      __u32 whole_delta)
+CCTL_MATH __u32 bic_effective_inc_fp(__u32 w, __u32 w_1, const struct bic_params *p)
 {
 	__u64 f;
 
-	if (w <= low_window)
+	if (w <= p->low_window)
 		return CCTL_FP_ONE;
-	f = bic_inc_fp(w, w_1, b, smax, smooth, whole_delta);
-	if (!w_1 && boost_max_cnt) {
-		__u64 boost = ((__u64)w << CCTL_FP_SHIFT) / boost_max_cnt;
+	f = bic_inc_fp(w, w_1, p);
+	if (!w_1 && p->boost_max_cnt) {
+		__u64 boost = ((__u64)w << CCTL_FP_SHIFT) / p->boost_max_cnt;
 
 		if (boost > f)
 			f = boost;

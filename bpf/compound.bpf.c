@@ -124,8 +124,14 @@ static __always_inline void compound_round_end(struct sock *sk, struct cctl_comp
 
 		ca->diff_fp = compound_diff_fp(tp->snd_cwnd, ca->base_rtt_us, rtt);
 		if (!cc_in_slow_start(tp) && cc_cwnd_limited(sk)) {
+			struct compound_params p;
+
+			p.alpha_pm = alpha_pm;
+			p.k_pm = k_pm;
+			p.zeta_pm = zeta_pm;
+			p.gamma_pkts = gamma_pkts;
 			ca->dwnd_fp = compound_dwnd_update(tp->snd_cwnd, ca->dwnd_fp, ca->diff_fp,
-							   alpha_pm, k_pm, zeta_pm, gamma_pkts);
+							   &p);
 			compound_set_cwnd(ca, tp);
 		}
 	}

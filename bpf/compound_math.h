@@ -31,6 +31,14 @@ struct cctl_compound_ca {
 	__u32 undo_dwnd_fp;    /* dwnd before the current reduction, << 10 */
 };
 
+/* The tunables compound_dwnd_update needs, as compound.bpf.c passes them. */
+struct compound_params {
+	__u32 alpha_pm;   /* α, per-mille */
+	__u32 k_pm;       /* k, exponent of the binomial growth, per-mille */
+	__u32 zeta_pm;    /* ζ, dwnd retreat per packet of diff, per-mille */
+	__u32 gamma_pkts; /* γ, queue target of the delay window, packets */
+};
+
 #define COMPOUND_FP_MAX 0xffffffffull
 
 /* 2^(2^-j) << 30, j = 1..16, rounded to nearest. */
@@ -132,24 +140,24 @@ CCTL_MATH __u32 compound_diff_fp(__u32 win, __u32 base_us, __u32 rtt_us)
  * Once per RTT (spec §12 "per RTT"), dwnd << 10:
  *   diff <  γ:  dwnd += max(α · win^k - 1, 0)    (binomial growth)
  *   diff >= γ:  dwnd  = max(dwnd - ζ · diff, 0)  (retreat as the queue builds)
- * win in packets; α, k, ζ per-mille; γ in packets. Saturates at 2^32 - 1.
+ * win in packets; α, k, ζ (per-mille) and γ (packets) from p. Saturates at
+ * 2^32 - 1.
  */
 CCTL_MATH __u32 compound_dwnd_update(__u32 win, __u32 dwnd_fp, __u32 diff_fp,
-					   __u32 alpha_pm, __u32 k_pm, __u32 zeta_pm,
-					   __u32 gamma_pkts)
+					   const struct compound_params *p)
 {
-	if (diff_fp < ((__u64)gamma_pkts << CCTL_FP_SHIFT)) {
-		__u64 pw = compound_pow_fp(win, k_pm), inc, d;
+	if (diff_fp < ((__u64)p->gamma_pkts << CCTL_FP_SHIFT)) {
+		__u64 pw = compound_pow_fp(win, p->k_pm), inc, d;
 
 		if (pw > (COMPOUND_FP_MAX << 10)) /* keep α · win^k in 64 bits */
 			pw = COMPOUND_FP_MAX << 10;
-		inc = pw * alpha_pm / 1000;
+		inc = pw * p->alpha_pm / 1000;
 		if (inc <= CCTL_FP_ONE)
 			return dwnd_fp;
 		d = (__u64)dwnd_fp + inc - CCTL_FP_ONE;
 		return d > COMPOUND_FP_MAX ? (__u32)COMPOUND_FP_MAX : (__u32)d;
 	} else {
-		__u64 dec = (__u64)diff_fp * zeta_pm / 1000;
+		__u64 dec = (__u64)diff_fp * p->zeta_pm / 1000;
 
 		return dec >= dwnd_fp ? 0 : dwnd_fp - (__u32)dec;
 	}

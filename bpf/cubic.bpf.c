@@ -200,6 +200,7 @@ void BPF_PROG(cubic_pkts_acked, struct sock *sk, const struct ack_sample *sample
 	struct cctl_cubic_ca *ca = cubic_ca(sk);
 	struct tcp_sock *tp = cc_tcp_sk(sk);
 	struct cubic_hystart_params h;
+	struct cubic_hystart_ack a;
 	__u32 now_us = cubic_now_us(tp);
 	__u32 delay;
 
@@ -223,9 +224,13 @@ void BPF_PROG(cubic_pkts_acked, struct sock *sk, const struct ack_sample *sample
 	h.delay_min_us = hystart_delay_min_us;
 	h.delay_max_us = hystart_delay_max_us;
 	h.min_samples = hystart_min_samples;
-	if (cubic_hystart_update(ca, &h, tp->snd_cwnd, delay, now_us, tp->snd_una, tp->snd_nxt,
-				 cubic_hystart_ack_delay_us(sk),
-				 sk->sk_pacing_status != SK_PACING_NONE))
+	a.delay_us = delay;
+	a.now_us = now_us;
+	a.snd_una = tp->snd_una;
+	a.snd_nxt = tp->snd_nxt;
+	a.ack_delay_us = cubic_hystart_ack_delay_us(sk);
+	a.paced = sk->sk_pacing_status != SK_PACING_NONE;
+	if (cubic_hystart_update(ca, &h, tp->snd_cwnd, &a))
 		tp->snd_ssthresh = tp->snd_cwnd;
 }
 

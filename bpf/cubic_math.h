@@ -54,6 +54,16 @@ struct cubic_hystart_params {
 	__u32 min_samples;      /* RTT samples per round before the delay test */
 };
 
+/* What cubic_hystart_update learns from one ACK. */
+struct cubic_hystart_ack {
+	__u32 delay_us;     /* the ACK's RTT sample, usec (> 0) */
+	__u32 now_us;       /* low 32 bits of tcp_mstamp, usec */
+	__u32 snd_una;      /* snd_una after the ACK (sequence number) */
+	__u32 snd_nxt;      /* snd_nxt (sequence number) */
+	__u32 ack_delay_us; /* allowance for delayed/stretched ACKs in the ACK-train test, usec */
+	int paced;          /* bool: the socket is paced (no halving of the train threshold) */
+};
+
 #define CUBIC_TIME_SHIFT 10            /* t and K in 1/1024 s */
 #define CUBIC_OFFS_MAX (1ull << 20)    /* |t - K| is capped at 1024 s */
 #define CUBIC_U32_MAX 0xffffffffull
@@ -290,30 +300,31 @@ CCTL_MATH __u32 cubic_hystart_delay_thresh(__u32 delay_min_us, __u32 lo, __u32 h
  * HyStart (Ha & Rhee 2008; spec §7 "Slow start", [LINUX]) on one RTT sample in
  * slow start. Returns 1 when slow start should end now (the caller sets
  * ssthresh = cwnd), having set ca->found:
- *   - ACK train: ACKs arriving back to back (<= ack_delta_us apart) have
- *     spanned more than (RTT_min + ack_delay_us)/2 since the round started
- *     (not halved when paced: pacing stretches the trains);
- *   - delay: the smallest RTT of the round's first min_samples samples
- *     exceeds RTT_min + clamp(RTT_min/8, delay_min_us, delay_max_us).
- * snd_una and snd_nxt are sequence numbers; times in usec (low 32 bits).
+ *   - ACK train: ACKs arriving back to back (<= h->ack_delta_us apart) have
+ *     spanned more than (RTT_min + a->ack_delay_us)/2 since the round started
+ *     (not halved when a->paced: pacing stretches the trains);
+ *   - delay: the smallest RTT (a->delay_us) of the round's first h->min_samples
+ *     samples exceeds RTT_min + clamp(RTT_min/8, h->delay_min_us, h->delay_max_us).
+ * a's snd_una and snd_nxt are sequence numbers; times in usec (low 32 bits).
  */
 CCTL_MATH int cubic_hystart_update(struct cctl_cubic_ca *ca,
 				      const struct cubic_hystart_params *h, __u32 cwnd,
-				      __u32 delay_us, __u32 now_us, __u32 snd_una, __u32 snd_nxt,
-				      __u32 ack_delay_us, int paced)
+				      const struct cubic_hystart_ack *a)
 {
-	if ((__s32)(snd_una - ca->end_seq) > 0)
-		cubic_hystart_round(ca, now_us, snd_nxt);
+	__u32 now_us = a->now_us, delay_us = a->delay_us;
+
+	if ((__s32)(a->snd_una - ca->end_seq) > 0)
+		cubic_hystart_round(ca, now_us, a->snd_nxt);
 
 	if (cwnd < h->low_window)
 		return 0;
 
 	if (h->detect & CUBIC_HYSTART_ACK_TRAIN) {
 		if ((__s32)(now_us - ca->last_ack_us) <= (__s32)h->ack_delta_us) {
-			__u32 threshold = ca->delay_min_us + ack_delay_us;
+			__u32 threshold = ca->delay_min_us + a->ack_delay_us;
 
 			ca->last_ack_us = now_us;
-			if (!paced)
+			if (!a->paced)
 				threshold >>= 1;
 			if ((__s32)(now_us - ca->round_start_us) > (__s32)threshold) {
 				ca->found = 1;

@@ -162,6 +162,16 @@ static __always_inline void fast_update(struct cctl_fast_ca *ca, struct tcp_sock
 		tp->snd_ssthresh = tp->snd_cwnd;
 }
 
+static __always_inline void fast_params_get(struct fast_params *p)
+{
+	p->m0u_kBps = m0u_kBps;
+	p->m1l_kBps = m1l_kBps;
+	p->m1u_kBps = m1u_kBps;
+	p->m2l_kBps = m2l_kBps;
+	p->ss_exit_mode = ss_exit_mode;
+	p->ss_exit_qdelay_pct = ss_exit_qdelay_pct;
+}
+
 SEC("struct_ops/fast_cong_avoid")
 void BPF_PROG(fast_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 {
@@ -169,9 +179,11 @@ void BPF_PROG(fast_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 	struct tcp_sock *tp = cc_tcp_sk(sk);
 	bool boundary = fast_after(ack, ca->beg_snd_nxt);
 	bool update = false, left_slow_start = false;
+	struct fast_params p;
 
 	if (ack_counting)
 		acked = 1;
+	fast_params_get(&p);
 
 	if (boundary) {
 		__u32 elapsed = (__u32)tp->tcp_mstamp - ca->rtt_start_us;
@@ -182,8 +194,7 @@ void BPF_PROG(fast_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 			ca->tput_kBps = fast_tput_kBps(tp->delivered - ca->delivered0,
 						       tp->mss_cache, elapsed);
 		if (alpha_mode)
-			ca->alpha_level = fast_alpha_level(ca->alpha_level, ca->tput_kBps, m0u_kBps,
-							   m1l_kBps, m1u_kBps, m2l_kBps);
+			ca->alpha_level = fast_alpha_level(ca->alpha_level, ca->tput_kBps, &p);
 		ca->alpha_pkts = fast_level_alpha(ca->alpha_level);
 		fast_rtt_begin(ca, tp);
 	}
@@ -195,7 +206,7 @@ void BPF_PROG(fast_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 
 		if (!(initial && boundary &&
 		      fast_ss_exit(tp->snd_cwnd, ca->base_rtt_us, ca->avg_rtt_fp, ca->alpha_pkts,
-				   ss_exit_mode, ss_exit_qdelay_pct))) {
+				   &p))) {
 			ca->phase = FAST_PHASE_SLOW_START;
 			if (cc_cwnd_limited(sk))
 				tcp_slow_start(tp, acked);

@@ -40,6 +40,16 @@ struct cctl_fast_ca {
 #define FAST_ACK_RATIO_MAX (64u << 8)      /* packets per ACK are clamped to [1, 64] */
 #define FAST_U32_MAX 0xffffffffull
 
+/* The tunables fast_alpha_level and fast_ss_exit need, as fast.bpf.c passes them. */
+struct fast_params {
+	__u32 m0u_kBps;           /* α level 0 -> 1 above, kB/s */
+	__u32 m1l_kBps;           /* α level 1 -> 0 below, kB/s */
+	__u32 m1u_kBps;           /* α level 1 -> 2 above, kB/s */
+	__u32 m2l_kBps;           /* α level 2 -> 1 below, kB/s */
+	__u32 ss_exit_mode;       /* 0 = q̂ > qdelay_pct % baseRTT, 1 = diff > α/2 */
+	__u32 ss_exit_qdelay_pct; /* %, of baseRTT (mode 0) */
+};
+
 /*
  * η = min(eta_num · r / w, eta_max) << 16 ([P1] §IV-A: min(3/w, 1/4); with
  * use_ack_ratio the spec's [CHOICE] r = packets per ACK, else r = 1).
@@ -119,21 +129,21 @@ CCTL_MATH __u32 fast_window(__u32 cwnd, __u32 base_us, __u64 avg_fp, __u32 alpha
 }
 
 /*
- * [P0]'s adaptive α level, read as hysteresis (spec §8): level 0 → 1 above m0u,
- * 1 → 0 below m1l, 1 → 2 above m1u, 2 → 1 below m2l (throughput in kB/s).
+ * [P0]'s adaptive α level, read as hysteresis (spec §8): level 0 → 1 above
+ * p->m0u_kBps, 1 → 0 below p->m1l_kBps, 1 → 2 above p->m1u_kBps, 2 → 1 below
+ * p->m2l_kBps (throughput in kB/s).
  */
-CCTL_MATH __u32 fast_alpha_level(__u32 level, __u32 tput_kBps, __u32 m0u, __u32 m1l, __u32 m1u,
-				   __u32 m2l)
+CCTL_MATH __u32 fast_alpha_level(__u32 level, __u32 tput_kBps, const struct fast_params *p)
 {
 	switch (level) {
 	case 0:
-		return tput_kBps > m0u ? 1 : 0;
+		return tput_kBps > p->m0u_kBps ? 1 : 0;
 	case 1:
-		if (tput_kBps < m1l)
+		if (tput_kBps < p->m1l_kBps)
 			return 0;
-		return tput_kBps > m1u ? 2 : 1;
+		return tput_kBps > p->m1u_kBps ? 2 : 1;
 	default:
-		return tput_kBps < m2l ? 1 : 2;
+		return tput_kBps < p->m2l_kBps ? 1 : 2;
 	}
 }
 
@@ -149,14 +159,14 @@ CCTL_MATH __u32 fast_tput_kBps(__u32 segments, __u32 mss, __u32 elapsed_us)
 }
 
 /*
- * Whether slow start ends (spec §8 "Slow start" [CHOICE]):
- *   mode 0: q̂ = T̄ − baseRTT > qdelay_pct % of baseRTT;
+ * Whether slow start ends (spec §8 "Slow start" [CHOICE]), by p->ss_exit_mode:
+ *   mode 0: q̂ = T̄ − baseRTT > p->ss_exit_qdelay_pct % of baseRTT;
  *   mode 1: Vegas-style diff = w q̂ / T̄ > α / 2.
  * Mode 0 compares exact integers; mode 1 compares 2 w ⌊2^20 q̂/T̄⌋ with α 2^20
  * (q̂/T̄ truncated to 2^-20, so it may decide late by less than w 2^-19 packets).
  */
-CCTL_MATH int fast_ss_exit(__u32 cwnd, __u32 base_us, __u64 avg_fp, __u32 alpha, __u32 mode,
-			     __u32 qdelay_pct)
+CCTL_MATH int fast_ss_exit(__u32 cwnd, __u32 base_us, __u64 avg_fp, __u32 alpha,
+			     const struct fast_params *p)
 {
 	__u64 base_fp = (__u64)base_us << 10, q_fp, ratio;
 
@@ -165,8 +175,8 @@ CCTL_MATH int fast_ss_exit(__u32 cwnd, __u32 base_us, __u64 avg_fp, __u32 alpha,
 	q_fp = avg_fp - base_fp;
 	if (q_fp > (1ull << 42))
 		q_fp = 1ull << 42; /* T̄ < 2^32 usec anyway */
-	if (mode == 0)
-		return q_fp * 100 > (__u64)qdelay_pct * base_fp;
+	if (p->ss_exit_mode == 0)
+		return q_fp * 100 > (__u64)p->ss_exit_qdelay_pct * base_fp;
 	ratio = (q_fp << 20) / avg_fp; /* q̂ / T̄ << 20, at most 1 << 20 */
 	return 2 * (__u64)cwnd * ratio > ((__u64)alpha << 20);
 }

@@ -73,11 +73,17 @@ static __always_inline void hstcp_update(struct cctl_highspeed_ca *ca, __u32 cwn
 	ca->idx = hstcp_table_index(cwnd);
 	if (ca->a_cwnd == cwnd)
 		return;
-	if (hstcp_mode == HSTCP_MODE_TABLE)
+	if (hstcp_mode == HSTCP_MODE_TABLE) {
 		hstcp_table_ab(ca->idx, &a, &b);
-	else
-		hstcp_formula_ab(cwnd, low_window_pkts, high_window_pkts, high_p_ppb,
-				 high_decrease_per_mille, &a, &b);
+	} else {
+		struct highspeed_params p;
+
+		p.low_window = low_window_pkts;
+		p.high_window = high_window_pkts;
+		p.high_p_ppb = high_p_ppb;
+		p.high_decrease_per_mille = high_decrease_per_mille;
+		hstcp_formula_ab(cwnd, &p, &a, &b);
+	}
 	ca->a_q16 = a;
 	ca->b_q16 = b;
 	ca->a_cwnd = cwnd;

@@ -22,6 +22,14 @@ struct cctl_highspeed_ca {
 	__u16 _pad;
 };
 
+/* RFC 3649's tunables hstcp_formula_ab needs, as highspeed.bpf.c and africa.bpf.c pass them. */
+struct highspeed_params {
+	__u32 low_window;              /* W_L, segments */
+	__u32 high_window;             /* W_H, segments */
+	__u32 high_p_ppb;              /* P_H, per 10^9 */
+	__u32 high_decrease_per_mille; /* b_H, 1/1000 */
+};
+
 #define HSTCP_MODE_TABLE 0       /* RFC 3649 Appendix B rows, Linux's lookup */
 #define HSTCP_MODE_INTERPOLATE 1 /* a(w), b(w) from RFC 3649's formulas */
 
@@ -189,13 +197,14 @@ CCTL_MATH __u32 hstcp_exp2_q16(__s64 x_q16)
  *   b(w) = 0.5 - (0.5 - b_H) t
  *   p(w) = P_L^(1-t) P_H^t,  P_L = 1.5 / W_L²
  *   a(w) = w² p(w) · 2 b(w) / (2 - b(w))
- * For w <= W_L: a = 1, b = 0.5 (Reno). Windows in segments, P_H per 10^9,
- * b_H per mille; results << 16. Needs W_H > W_L >= 1 (the loader checks).
+ * For w <= W_L: a = 1, b = 0.5 (Reno). W_L, W_H, P_H and b_H from p (windows in
+ * segments, P_H per 10^9, b_H per mille); results << 16. Needs W_H > W_L >= 1
+ * (the loader checks; W_H <= W_L or W_L = 0 gives Reno's a and b).
  */
-CCTL_MATH void hstcp_formula_ab(__u32 w, __u32 low_window, __u32 high_window,
-				   __u32 high_p_ppb, __u32 high_decrease_per_mille, __u32 *a_q16,
+CCTL_MATH void hstcp_formula_ab(__u32 w, const struct highspeed_params *p, __u32 *a_q16,
 				   __u32 *b_q16)
 {
+	__u32 low_window = p->low_window, high_window = p->high_window;
 	__u32 lw, ll, lh, bh, t, b;
 	__s64 log2_pl, log2_ph, e;
 	__u64 a;
@@ -214,13 +223,13 @@ CCTL_MATH void hstcp_formula_ab(__u32 w, __u32 low_window, __u32 high_window,
 	if (t > HSTCP_ONE_Q16)
 		t = HSTCP_ONE_Q16;
 
-	bh = (__u32)(((__u64)high_decrease_per_mille << HSTCP_Q16) / 1000);
+	bh = (__u32)(((__u64)p->high_decrease_per_mille << HSTCP_Q16) / 1000);
 	if (bh > HSTCP_HALF_Q16)
 		bh = HSTCP_HALF_Q16;
 	b = HSTCP_HALF_Q16 - (__u32)(((__u64)(HSTCP_HALF_Q16 - bh) * t) >> HSTCP_Q16);
 
 	log2_pl = (__s64)HSTCP_LOG2_1_5_Q16 - 2 * (__s64)ll;
-	log2_ph = (__s64)hstcp_log2_q16(high_p_ppb ? high_p_ppb : 1) - HSTCP_LOG2_1E9_Q16;
+	log2_ph = (__s64)hstcp_log2_q16(p->high_p_ppb ? p->high_p_ppb : 1) - HSTCP_LOG2_1E9_Q16;
 	/* log2(w² p(w)) = 2 log2 w + log2 P_L + t (log2 P_H - log2 P_L) */
 	e = 2 * (__s64)lw + log2_pl + (((log2_ph - log2_pl) * (__s64)t) >> HSTCP_Q16);
 

@@ -64,11 +64,25 @@ static __always_inline struct cctl_htcp_ca *htcp_ca(const struct sock *sk)
 	return cc_priv(sk);
 }
 
-static __always_inline __u32 htcp_factor(const struct cctl_htcp_ca *ca, const struct tcp_sock *tp)
+static __always_inline void htcp_params_get(struct htcp_params *p)
 {
-	return htcp_factor_fp(cc_meas_delta_us(&ca->m, tp), (__u64)delta_l_ms * 1000,
-			      ca->m.tmin_us, use_rtt_scaling, rtt_ref_ms * 1000,
-			      PCT_TO_FP(rtt_scale_min_pct), PCT_TO_FP(rtt_scale_max_pct));
+	p->delta_l_us = (__u64)delta_l_ms * 1000;
+	p->delta_b_pct = delta_b_pct;
+	p->beta_lo = PCT_TO_FP(beta_min_pct);
+	p->beta_hi = PCT_TO_FP(beta_max_pct);
+	p->fixed_beta_fp = PCT_TO_FP(fixed_beta_pct);
+	p->use_rtt_scaling = use_rtt_scaling;
+	p->rtt_ref_us = rtt_ref_ms * 1000;
+	p->s_lo = PCT_TO_FP(rtt_scale_min_pct);
+	p->s_hi = PCT_TO_FP(rtt_scale_max_pct);
+	p->use_bandwidth_switch = use_bandwidth_switch;
+	p->tmin_adaptive_us = adaptive_min_rtt_ms * 1000;
+}
+
+static __always_inline __u32 htcp_factor(const struct cctl_htcp_ca *ca, const struct tcp_sock *tp,
+					 const struct htcp_params *p)
+{
+	return htcp_factor_fp(cc_meas_delta_us(&ca->m, tp), ca->m.tmin_us, p);
 }
 
 SEC("struct_ops/htcp_init")
@@ -140,12 +154,14 @@ void BPF_PROG(htcp_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 {
 	struct cctl_htcp_ca *ca = htcp_ca(sk);
 	struct tcp_sock *tp = cc_tcp_sk(sk);
+	struct htcp_params p;
 
 	acked = cc_slow_start_then(sk, acked, ack_counting);
 	if (!acked)
 		return;
 
-	ca->alpha = htcp_alpha_fp(htcp_factor(ca, tp), ca->beta);
+	htcp_params_get(&p);
+	ca->alpha = htcp_alpha_fp(htcp_factor(ca, tp, &p), ca->beta);
 	tcp_cong_avoid_ai(tp, htcp_ai_divisor(tp->snd_cwnd, ca->alpha), acked);
 }
 
@@ -155,17 +171,20 @@ __u32 BPF_PROG(htcp_ssthresh, struct sock *sk)
 {
 	struct cctl_htcp_ca *ca = htcp_ca(sk);
 	struct tcp_sock *tp = cc_tcp_sk(sk);
-	__u32 maxb = ca->maxb_pps, old_maxb = ca->old_maxb_pps;
 	__u8 modeswitch = ca->modeswitch;
+	struct htcp_params p;
+	struct htcp_event e;
 
+	htcp_params_get(&p);
+	e.maxb = ca->maxb_pps;
+	e.old_maxb = ca->old_maxb_pps;
+	e.tmin_us = ca->m.tmin_us;
+	e.tmax_us = ca->m.tmax_us;
 	if (use_bandwidth_switch)
-		ca->old_maxb_pps = maxb;
-	ca->beta = htcp_beta_fp(maxb, old_maxb, use_bandwidth_switch, delta_b_pct, &modeswitch,
-				ca->m.tmin_us, ca->m.tmax_us, adaptive_min_rtt_ms * 1000,
-				PCT_TO_FP(beta_min_pct), PCT_TO_FP(beta_max_pct),
-				PCT_TO_FP(fixed_beta_pct));
+		ca->old_maxb_pps = e.maxb;
+	ca->beta = htcp_beta_fp(&e, &modeswitch, &p);
 	ca->modeswitch = modeswitch;
-	ca->alpha = htcp_alpha_fp(htcp_factor(ca, tp), ca->beta);
+	ca->alpha = htcp_alpha_fp(htcp_factor(ca, tp, &p), ca->beta);
 	/* slowly forget Tmax so that a route change does not pin β */
 	ca->m.tmax_us = htcp_fade_tmax(ca->m.tmin_us, ca->m.tmax_us);
 

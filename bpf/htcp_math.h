@@ -34,20 +34,43 @@ struct cctl_htcp_ca {
 /* With S <= 10 (the loader's limit) f_α << 10 stays below 2^32; saturate anyway. */
 #define HTCP_FP_MAX 0xffffffffull
 
+/* The tunables htcp_factor_fp and htcp_beta_fp need, as htcp.bpf.c passes them. */
+struct htcp_params {
+	__u64 delta_l_us;           /* Δ_L, usec */
+	__u32 delta_b_pct;          /* Δ_B, % throughput change */
+	__u32 beta_lo;              /* β lower bound, << 10 */
+	__u32 beta_hi;              /* β upper bound, << 10 */
+	__u32 fixed_beta_fp;        /* fixed β, << 10 ([P2]); 0 = adaptive */
+	__u32 use_rtt_scaling;      /* bool */
+	__u32 rtt_ref_us;           /* T_ref of the RTT scaling, usec */
+	__u32 s_lo;                 /* lower clamp of S, << 10 */
+	__u32 s_hi;                 /* upper clamp of S, << 10 */
+	__u32 use_bandwidth_switch; /* bool */
+	__u32 tmin_adaptive_us;     /* Tmin needed for adaptive β, usec */
+};
+
+/* What β at a congestion event is computed from (htcp_beta_fp). */
+struct htcp_event {
+	__u32 maxb;     /* B_max of the ending epoch, packets/s */
+	__u32 old_maxb; /* B_max of the previous epoch, packets/s */
+	__u32 tmin_us;  /* Tmin, usec */
+	__u32 tmax_us;  /* Tmax, usec (0 = none yet) */
+};
+
 /*
  * f_α(Δ) of [P0] §IV-C with the RTT scaling of spec §5 (Linux-compatible form):
  *   f̄ = 1                                   for Δ <= Δ_L
  *   f̄ = 1 + 10 (Δ-Δ_L) + 0.25 (Δ-Δ_L)²      for Δ > Δ_L (Δ in s)
  *   f = max(f̄ · S, 1),  S = clamp(Tmin / T_ref, s_lo, s_hi) when RTT scaling is on.
- * delta_us, delta_l_us, tmin_us, rtt_ref_us in usec; s_lo, s_hi and the result << 10.
+ * Δ_L, the RTT scaling switch, T_ref, s_lo and s_hi from p. delta_us, tmin_us,
+ * p->delta_l_us, p->rtt_ref_us in usec; p->s_lo, p->s_hi and the result << 10.
  */
-CCTL_MATH __u32 htcp_factor_fp(__u64 delta_us, __u64 delta_l_us, __u32 tmin_us,
-				 __u32 use_rtt_scaling, __u32 rtt_ref_us, __u32 s_lo, __u32 s_hi)
+CCTL_MATH __u32 htcp_factor_fp(__u64 delta_us, __u32 tmin_us, const struct htcp_params *p)
 {
 	__u64 f = CCTL_FP_ONE;
 
-	if (delta_us > delta_l_us) {
-		__u64 d_us = delta_us - delta_l_us;
+	if (delta_us > p->delta_l_us) {
+		__u64 d_us = delta_us - p->delta_l_us;
 		__u64 d_ms;
 
 		if (d_us > HTCP_DELTA_CAP_US)
@@ -58,13 +81,13 @@ CCTL_MATH __u32 htcp_factor_fp(__u64 delta_us, __u64 delta_l_us, __u32 tmin_us,
 		f += (256ull * d_ms * d_ms) / 1000000ull;
 	}
 
-	if (use_rtt_scaling && tmin_us && rtt_ref_us) {
-		__u64 s = ((__u64)tmin_us << CCTL_FP_SHIFT) / rtt_ref_us;
+	if (p->use_rtt_scaling && tmin_us && p->rtt_ref_us) {
+		__u64 s = ((__u64)tmin_us << CCTL_FP_SHIFT) / p->rtt_ref_us;
 
-		if (s < s_lo)
-			s = s_lo;
-		if (s > s_hi)
-			s = s_hi;
+		if (s < p->s_lo)
+			s = p->s_lo;
+		if (s > p->s_hi)
+			s = p->s_hi;
 		f = (f * s) >> CCTL_FP_SHIFT;
 		if (f < CCTL_FP_ONE)
 			f = CCTL_FP_ONE;
@@ -84,47 +107,46 @@ CCTL_MATH __u32 htcp_alpha_fp(__u32 factor_fp, __u32 beta_fp)
 }
 
 /*
- * β at a congestion event (spec §5 "Backoff factor").
- *   - fixed_beta_fp != 0: that value ([P2]'s variant).
- *   - With the bandwidth switch on, if B_max of the ending epoch differs from
- *     the previous epoch's by more than Δ_B (delta_b_pct %), β = beta_lo and
- *     adaptive mode is left (*modeswitch = 0).
- *   - Otherwise, in adaptive mode with Tmin > tmin_adaptive_us and Tmax > 0,
+ * β at a congestion event (spec §5 "Backoff factor"), from the event's e
+ * (B_max, the previous B_max, Tmin, Tmax) and the tunables p:
+ *   - p->fixed_beta_fp != 0: that value ([P2]'s variant).
+ *   - With the bandwidth switch on (p->use_bandwidth_switch), if B_max of the
+ *     ending epoch differs from the previous epoch's by more than Δ_B
+ *     (p->delta_b_pct %), β = beta_lo and adaptive mode is left (*modeswitch = 0).
+ *   - Otherwise, in adaptive mode with Tmin > p->tmin_adaptive_us and Tmax > 0,
  *     β = clamp(Tmin / Tmax, beta_lo, beta_hi); else β = beta_lo and adaptive
  *     mode starts (*modeswitch = 1).
  * Throughputs in packets/s, times in usec, β << 10.
  */
-CCTL_MATH __u32 htcp_beta_fp(__u32 maxb, __u32 old_maxb, __u32 use_bandwidth_switch,
-			       __u32 delta_b_pct, __u8 *modeswitch, __u32 tmin_us, __u32 tmax_us,
-			       __u32 tmin_adaptive_us, __u32 beta_lo, __u32 beta_hi,
-			       __u32 fixed_beta_fp)
+CCTL_MATH __u32 htcp_beta_fp(const struct htcp_event *e, __u8 *modeswitch,
+			       const struct htcp_params *p)
 {
 	__u64 b;
 
-	if (fixed_beta_fp)
-		return fixed_beta_fp;
+	if (p->fixed_beta_fp)
+		return p->fixed_beta_fp;
 
-	if (use_bandwidth_switch) {
-		__u64 now = 100ull * maxb;
-		__u64 lo = (__u64)(100 - delta_b_pct) * old_maxb;
-		__u64 hi = (__u64)(100 + delta_b_pct) * old_maxb;
+	if (p->use_bandwidth_switch) {
+		__u64 now = 100ull * e->maxb;
+		__u64 lo = (__u64)(100 - p->delta_b_pct) * e->old_maxb;
+		__u64 hi = (__u64)(100 + p->delta_b_pct) * e->old_maxb;
 
 		if (now < lo || now > hi) {
 			*modeswitch = 0;
-			return beta_lo;
+			return p->beta_lo;
 		}
 	}
 
-	if (!*modeswitch || tmin_us <= tmin_adaptive_us || !tmax_us) {
+	if (!*modeswitch || e->tmin_us <= p->tmin_adaptive_us || !e->tmax_us) {
 		*modeswitch = 1;
-		return beta_lo;
+		return p->beta_lo;
 	}
 
-	b = ((__u64)tmin_us << CCTL_FP_SHIFT) / tmax_us;
-	if (b < beta_lo)
-		b = beta_lo;
-	if (b > beta_hi)
-		b = beta_hi;
+	b = ((__u64)e->tmin_us << CCTL_FP_SHIFT) / e->tmax_us;
+	if (b < p->beta_lo)
+		b = p->beta_lo;
+	if (b > p->beta_hi)
+		b = p->beta_hi;
 	return (__u32)b;
 }
 

@@ -116,23 +116,35 @@ void BPF_PROG(illinois_pkts_acked, struct sock *sk, const struct ack_sample *sam
 	ca->sum_rtt_us += (__u32)rtt;
 }
 
+static __always_inline void illinois_params_get(struct illinois_params *p)
+{
+	p->theta = theta;
+	p->d1_pm = d1_pm;
+	p->d2_pm = d2_pm;
+	p->d3_pm = d3_pm;
+	p->amin = PM_TO_ALPHA(alpha_min_pm);
+	p->amax = PM_TO_ALPHA(alpha_max_pm);
+	p->bmin = PM_TO_BETA(beta_min_pm);
+	p->bmax = PM_TO_BETA(beta_max_pm);
+}
+
 /* Once per RTT: α and β from the delays of the RTT that just ended. */
 static __always_inline void illinois_update(struct cctl_illinois_ca *ca, const struct tcp_sock *tp)
 {
 	if (ca->cnt_rtt) {
-		__u8 above = ca->rtt_above, low = ca->rtt_low;
+		struct illinois_theta_state st;
+		struct illinois_params p;
 
+		st.rtt_above = ca->rtt_above;
+		st.rtt_low = ca->rtt_low;
 		ca->dm_us = ca->max_rtt_us > ca->base_rtt_us ? ca->max_rtt_us - ca->base_rtt_us : 0;
 		ca->da_us = illinois_avg_delay(ca->sum_rtt_us, ca->cnt_rtt, ca->base_rtt_us);
 		if (tp->snd_cwnd >= win_thresh) {
-			ca->alpha = illinois_alpha_fp(ca->da_us, ca->dm_us, ca->alpha, &above, &low,
-						      theta, d1_pm, PM_TO_ALPHA(alpha_min_pm),
-						      PM_TO_ALPHA(alpha_max_pm));
-			ca->beta = illinois_beta_fp(ca->da_us, ca->dm_us, d2_pm, d3_pm,
-						    PM_TO_BETA(beta_min_pm),
-						    PM_TO_BETA(beta_max_pm));
-			ca->rtt_above = above;
-			ca->rtt_low = low;
+			illinois_params_get(&p);
+			ca->alpha = illinois_alpha_fp(ca->da_us, ca->dm_us, ca->alpha, &st, &p);
+			ca->beta = illinois_beta_fp(ca->da_us, ca->dm_us, &p);
+			ca->rtt_above = st.rtt_above;
+			ca->rtt_low = st.rtt_low;
 		}
 	}
 	if (tp->snd_cwnd < win_thresh) {

@@ -36,6 +36,24 @@ struct cctl_illinois_ca {
 	__u8 rtt_low;       /* consecutive RTTs with d_a <= d1 since then */
 };
 
+/* The tunables illinois_alpha_fp and illinois_beta_fp need, as illinois.bpf.c passes them. */
+struct illinois_params {
+	__u32 theta; /* θ, low-delay RTTs before α_max again */
+	__u32 d1_pm; /* d1, per-mille of d_m */
+	__u32 d2_pm; /* d2, per-mille of d_m */
+	__u32 d3_pm; /* d3, per-mille of d_m */
+	__u32 amin;  /* α_min, packets per RTT << 7 (> 0) */
+	__u32 amax;  /* α_max, packets per RTT << 7 (>= amin) */
+	__u32 bmin;  /* β_min, decrease fraction << 6 */
+	__u32 bmax;  /* β_max, decrease fraction << 6 */
+};
+
+/* α's θ bookkeeping, as illinois_alpha_fp updates it (cctl_illinois_ca's two bytes). */
+struct illinois_theta_state {
+	__u8 rtt_above; /* 1 once d_a has been above d1 (α left α_max) */
+	__u8 rtt_low;   /* consecutive RTTs with d_a <= d1 since then */
+};
+
 /* d1, d2, d3 are per-mille fractions of d_m (spec §13 table), rounded down to a usec. */
 CCTL_MATH __u32 illinois_frac(__u32 dm, __u32 pm)
 {
@@ -48,27 +66,29 @@ CCTL_MATH __u32 illinois_frac(__u32 dm, __u32 pm)
  *              such RTTs (until then α keeps its current value cur_alpha);
  *   d_a >  d1: κ1 / (κ2 + d_a) through (d1, α_max) and (d_m, α_min), in the form
  *              α = (d_m - d1) α_max / ((d_m - d1) + (d_a - d1)(α_max - α_min) / α_min).
- * rtt_above / rtt_low are the θ bookkeeping (updated in place); theta in RTTs.
- * amin must be > 0 and <= amax (the loader checks).
+ * st is the θ bookkeeping (rtt_above / rtt_low, updated in place). θ (RTTs),
+ * d1 (per-mille), α_min and α_max from p; p->amin must be > 0 and <= p->amax
+ * (the loader checks).
  */
-CCTL_MATH __u32 illinois_alpha_fp(__u32 da, __u32 dm, __u32 cur_alpha, __u8 *rtt_above,
-					__u8 *rtt_low, __u32 theta, __u32 d1_pm, __u32 amin,
-					__u32 amax)
+CCTL_MATH __u32 illinois_alpha_fp(__u32 da, __u32 dm, __u32 cur_alpha,
+					struct illinois_theta_state *st,
+					const struct illinois_params *p)
 {
-	__u32 d1 = illinois_frac(dm, d1_pm);
+	__u32 d1 = illinois_frac(dm, p->d1_pm);
+	__u32 amin = p->amin, amax = p->amax;
 	__u64 num, den;
 
 	if (da <= d1) {
-		if (!*rtt_above)
+		if (!st->rtt_above)
 			return amax;
 		/* one good RTT must not cause a sudden jump back to α_max */
-		if (++*rtt_low < theta)
+		if (++st->rtt_low < p->theta)
 			return cur_alpha;
-		*rtt_low = 0;
-		*rtt_above = 0;
+		st->rtt_low = 0;
+		st->rtt_above = 0;
 		return amax;
 	}
-	*rtt_above = 1;
+	st->rtt_above = 1;
 
 	if (da > dm) /* the average cannot exceed the maximum; guard anyway */
 		da = dm;
@@ -83,16 +103,17 @@ CCTL_MATH __u32 illinois_alpha_fp(__u32 da, __u32 dm, __u32 cur_alpha, __u8 *rtt
 
 /*
  * β(d_a) (spec §13 "Rules"), << 6: β_min up to d2, β_max from d3 on, linear in
- * between (β_max also when d3 <= d2, i.e. d_m too small to tell).
+ * between (β_max also when d3 <= d2, i.e. d_m too small to tell). d2, d3,
+ * β_min and β_max from p.
  */
-CCTL_MATH __u32 illinois_beta_fp(__u32 da, __u32 dm, __u32 d2_pm, __u32 d3_pm, __u32 bmin,
-				       __u32 bmax)
+CCTL_MATH __u32 illinois_beta_fp(__u32 da, __u32 dm, const struct illinois_params *p)
 {
-	__u32 d2 = illinois_frac(dm, d2_pm), d3;
+	__u32 d2 = illinois_frac(dm, p->d2_pm), d3;
+	__u32 bmin = p->bmin, bmax = p->bmax;
 
 	if (da <= d2)
 		return bmin;
-	d3 = illinois_frac(dm, d3_pm);
+	d3 = illinois_frac(dm, p->d3_pm);
 	if (da >= d3 || d3 <= d2)
 		return bmax;
 	return (__u32)(((__u64)bmin * (d3 - da) + (__u64)bmax * (da - d2)) / (d3 - d2));

@@ -75,7 +75,8 @@ void BPF_PROG(scalable_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 {
 	struct cctl_scalable_ca *ca = scalable_ca(sk);
 	struct tcp_sock *tp = cc_tcp_sk(sk);
-	__u32 w, n;
+	struct scalable_params p;
+	struct scalable_ai ai;
 	__u8 mode;
 
 	acked = cc_slow_start_then(sk, acked, ack_counting);
@@ -91,8 +92,9 @@ void BPF_PROG(scalable_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 			tp->snd_cwnd_cnt = 0;
 	}
 	ca->incr_ppm = scalable_incr_ppm(mode, tp->snd_cwnd, a_per_10k);
-	scalable_ai_args(mode, tp->snd_cwnd, acked, a_per_10k, &w, &n);
-	tcp_cong_avoid_ai(tp, w, n);
+	p.a_per_10k = a_per_10k;
+	scalable_ai_args(mode, tp->snd_cwnd, acked, &p, &ai);
+	tcp_cong_avoid_ai(tp, ai.w, ai.n);
 }
 
 /* Called when a reduction starts (Recovery, CWR or RTO), before set_state. */

@@ -24,6 +24,17 @@ struct cctl_scalable_ca {
 #define SCALABLE_A_ONE 10000u  /* a == 1.0 packet per acked packet */
 #define SCALABLE_BETA_ONE 1000u /* β == 1.0 */
 
+/* The tunable scalable_ai_args needs, as scalable.bpf.c passes it. */
+struct scalable_params {
+	__u32 a_per_10k; /* a, 1/10000 segment per acked packet (0.01 == 100) */
+};
+
+/* What scalable_ai_args returns: the arguments of tcp_cong_avoid_ai(tp, w, n). */
+struct scalable_ai {
+	__u32 w; /* counted units per +1 segment */
+	__u32 n; /* units this ACK adds to the counter (snd_cwnd_cnt) */
+};
+
 /* Which rule applies at this cwnd (segments): legacy while w <= Low_Window. */
 CCTL_MATH __u8 scalable_mode(__u32 cwnd, __u32 low_window)
 {
@@ -41,7 +52,7 @@ CCTL_MATH int scalable_counts_packets(__u32 a_per_10k)
 }
 
 /*
- * The arguments (w, n) for the kernel's additive-increase helper
+ * The arguments (ai->w, ai->n) for the kernel's additive-increase helper
  * tcp_cong_avoid_ai(tp, w, n), which adds one segment each time its counter
  * (snd_cwnd_cnt) reaches w:
  *   legacy:              (cwnd, acked)            -> w += 1/cwnd per acked packet;
@@ -49,32 +60,35 @@ CCTL_MATH int scalable_counts_packets(__u32 a_per_10k)
  *                                                    Linux's min(cwnd, AI_CNT) above AI_CNT;
  *   scalable, otherwise: (10000, acked * a·10⁴)   -> the counter runs in 1/10000 packets,
  *                                                    exact for every a = k/10000.
- * acked is capped at 65535 so that acked * a·10⁴ stays below 2^30.
+ * a·10⁴ is p->a_per_10k (capped at SCALABLE_A_ONE). acked is capped at 65535 so
+ * that acked * a·10⁴ stays below 2^30.
  */
-CCTL_MATH void scalable_ai_args(__u8 mode, __u32 cwnd, __u32 acked, __u32 a_per_10k,
-				      __u32 *w, __u32 *n)
+CCTL_MATH void scalable_ai_args(__u8 mode, __u32 cwnd, __u32 acked,
+				      const struct scalable_params *p, struct scalable_ai *ai)
 {
+	__u32 a_per_10k = p->a_per_10k;
+
 	if (mode == SCALABLE_MODE_LEGACY) {
-		*w = cwnd ? cwnd : 1;
-		*n = acked;
+		ai->w = cwnd ? cwnd : 1;
+		ai->n = acked;
 		return;
 	}
 	if (a_per_10k > SCALABLE_A_ONE)
 		a_per_10k = SCALABLE_A_ONE;
 	if (!a_per_10k) {
-		*w = 1;
-		*n = 0;
+		ai->w = 1;
+		ai->n = 0;
 		return;
 	}
 	if (scalable_counts_packets(a_per_10k)) {
-		*w = SCALABLE_A_ONE / a_per_10k;
-		*n = acked;
+		ai->w = SCALABLE_A_ONE / a_per_10k;
+		ai->n = acked;
 		return;
 	}
 	if (acked > 65535)
 		acked = 65535;
-	*w = SCALABLE_A_ONE;
-	*n = acked * a_per_10k;
+	ai->w = SCALABLE_A_ONE;
+	ai->n = acked * a_per_10k;
 }
 
 /* The increase per acked packet in this mode, 1e-6 packets (for the trace). */

@@ -134,11 +134,18 @@ void BPF_PROG(vegas_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 		} else {
 			__u32 rtt = ca->min_rtt_us, base = ca->base_rtt_us, what, cwnd;
 			bool ss = cc_in_slow_start(tp);
+			struct vegas_params p;
+			struct vegas_rtt r;
 
+			p.alpha = alpha_pkts;
+			p.beta = beta_pkts;
+			p.gamma = gamma_pkts;
+			p.integer_diff = integer_diff;
+			r.rtt_us = rtt;
+			r.base_us = base;
 			ca->diff_fp = vegas_diff_fp(tp->snd_cwnd, rtt, base);
 			ca->target_cwnd = vegas_target_cwnd(tp->snd_cwnd, rtt, base);
-			cwnd = vegas_update(tp->snd_cwnd, rtt, base, ss, alpha_pkts, beta_pkts,
-					    gamma_pkts, integer_diff, &what);
+			cwnd = vegas_update(tp->snd_cwnd, &r, ss, &p, &what);
 			if (cwnd > tp->snd_cwnd_clamp)
 				cwnd = tp->snd_cwnd_clamp;
 			tp->snd_cwnd = cwnd;

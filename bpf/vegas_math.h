@@ -27,6 +27,20 @@ struct cctl_vegas_ca {
 
 #define VEGAS_U32_MAX 0xffffffffull
 
+/* The tunables vegas_update needs, as vegas.bpf.c passes them. */
+struct vegas_params {
+	__u32 alpha;        /* α: grow while fewer packets are queued */
+	__u32 beta;         /* β: shrink while more packets are queued */
+	__u32 gamma;        /* γ: leave slow start above this many queued */
+	__u32 integer_diff; /* bool: compare ⌊diff⌋ as Linux does */
+};
+
+/* The RTTs vegas_update judges a Vegas RTT by. */
+struct vegas_rtt {
+	__u32 rtt_us;  /* smallest RTT sample of the RTT, usec */
+	__u32 base_us; /* baseRTT, usec (0 = none) */
+};
+
 /* Actions of vegas_update (the bits of *what). */
 #define VEGAS_LEFT_SS 1u  /* diff > γ in slow start: cwnd capped, slow start over */
 #define VEGAS_DECREASE 2u /* diff > β: one segment less */
@@ -83,30 +97,32 @@ CCTL_MATH int vegas_diff_below(__u32 cwnd, __u32 rtt_us, __u32 base_us, __u32 th
 
 /*
  * The once-per-RTT Vegas decision (spec §9 "Rules"), for an RTT with at least
- * three samples, whose smallest is rtt_us:
+ * three samples, whose smallest is r->rtt_us (r->base_us the baseRTT):
  *   slow start: diff > γ -> w = min(w, target + 1) and leave slow start;
  *               otherwise w unchanged (the caller slow-starts);
  *   CA:         diff > β -> w - 1;  diff < α -> w + 1;  otherwise hold;
  *   w >= 2 in every case.
+ * α, β, γ (packets) and integer_diff (see vegas_diff_above) from p.
  * Returns the new window; *what gets VEGAS_* bits saying what happened.
  */
-CCTL_MATH __u32 vegas_update(__u32 cwnd, __u32 rtt_us, __u32 base_us, __u32 in_slow_start,
-				__u32 alpha, __u32 beta, __u32 gamma, __u32 integer_diff,
-				__u32 *what)
+CCTL_MATH __u32 vegas_update(__u32 cwnd, const struct vegas_rtt *r, __u32 in_slow_start,
+				const struct vegas_params *p, __u32 *what)
 {
+	__u32 rtt_us = r->rtt_us, base_us = r->base_us;
+
 	*what = 0;
 	if (in_slow_start) {
-		if (vegas_diff_above(cwnd, rtt_us, base_us, gamma, integer_diff)) {
+		if (vegas_diff_above(cwnd, rtt_us, base_us, p->gamma, p->integer_diff)) {
 			__u32 t = vegas_target_cwnd(cwnd, rtt_us, base_us);
 
 			if (t < 0xffffffffu && t + 1 < cwnd)
 				cwnd = t + 1;
 			*what = VEGAS_LEFT_SS;
 		}
-	} else if (vegas_diff_above(cwnd, rtt_us, base_us, beta, integer_diff)) {
+	} else if (vegas_diff_above(cwnd, rtt_us, base_us, p->beta, p->integer_diff)) {
 		cwnd--;
 		*what = VEGAS_DECREASE;
-	} else if (vegas_diff_below(cwnd, rtt_us, base_us, alpha)) {
+	} else if (vegas_diff_below(cwnd, rtt_us, base_us, p->alpha)) {
 		if (cwnd < 0xffffffffu)
 			cwnd++;
 		*what = VEGAS_INCREASE;

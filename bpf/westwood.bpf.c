@@ -94,9 +94,16 @@ void BPF_PROG(westwood_in_ack_event, struct sock *sk, __u32 flags)
 {
 	struct cctl_westwood_ca *ca = westwood_ca(sk);
 	struct tcp_sock *tp = cc_tcp_sk(sk);
+	struct westwood_ack_info a;
+	struct westwood_params p;
 
-	westwood_ack(ca, (__u32)tp->tcp_mstamp, tp->snd_una, tp->mss_cache,
-		     flags & CA_ACK_SLOWPATH, win_min_ms * 1000, filter_shift);
+	a.now_us = (__u32)tp->tcp_mstamp;
+	a.snd_una = tp->snd_una;
+	a.mss = tp->mss_cache;
+	a.slowpath = flags & CA_ACK_SLOWPATH;
+	p.win_min_us = win_min_ms * 1000;
+	p.shift = filter_shift;
+	westwood_ack(ca, &a, &p);
 }
 
 SEC("struct_ops/westwood_cong_avoid")

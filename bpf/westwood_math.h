@@ -32,6 +32,20 @@ struct cctl_westwood_ca {
 
 #define WESTWOOD_USEC_PER_SEC 1000000ull
 
+/* The tunables westwood_ack needs, as westwood.bpf.c passes them. */
+struct westwood_params {
+	__u32 win_min_us; /* shortest bandwidth sample interval, usec */
+	__u32 shift;      /* filter gain 2^-shift (3: 7/8 old + 1/8 new; at most 8) */
+};
+
+/* What westwood_ack learns from one ACK. */
+struct westwood_ack_info {
+	__u32 now_us;   /* low 32 bits of tcp_mstamp, usec */
+	__u32 snd_una;  /* snd_una after the ACK (sequence number) */
+	__u32 mss;      /* bytes (mss_cache) */
+	__u32 slowpath; /* 0 for the kernel's fast-path ACKs (CA_ACK_SLOWPATH clear) */
+};
+
 /*
  * One bandwidth sample, bk bytes acked over delta_us, fed through the two
  * cascaded low-pass filters of spec §14 with gain 2^-shift (7/8 and 1/8 for
@@ -83,14 +97,15 @@ CCTL_MATH __u32 westwood_acked_count(__u32 cumul, __u32 mss, __u32 *accounted)
 
 /*
  * Per ACK (spec §14 "Bandwidth estimate"): close the sample interval once it is
- * longer than max(RTT, win_min) and filter its bytes; then count this ACK's bytes
- * and update RTT_min from the last RTT sample. now_us: low 32 bits of tcp_mstamp.
- * slowpath = 0 for the kernel's fast-path ACKs (pure in-order advance: no dupACK
- * accounting needed).
+ * longer than max(RTT, p->win_min_us) and filter its bytes (gain 2^-p->shift);
+ * then count this ACK's bytes and update RTT_min from the last RTT sample.
+ * a->now_us: low 32 bits of tcp_mstamp. a->slowpath = 0 for the kernel's
+ * fast-path ACKs (pure in-order advance: no dupACK accounting needed).
  */
-CCTL_MATH void westwood_ack(struct cctl_westwood_ca *ca, __u32 now_us, __u32 snd_una,
-				  __u32 mss, __u32 slowpath, __u32 win_min_us, __u32 shift)
+CCTL_MATH void westwood_ack(struct cctl_westwood_ca *ca, const struct westwood_ack_info *a,
+				  const struct westwood_params *p)
 {
+	__u32 now_us = a->now_us, snd_una = a->snd_una, win_min_us = p->win_min_us;
 	__u32 delta, win;
 
 	if (ca->first_ack) {
@@ -101,13 +116,13 @@ CCTL_MATH void westwood_ack(struct cctl_westwood_ca *ca, __u32 now_us, __u32 snd
 	delta = now_us - ca->win_start_us;
 	win = ca->rtt_us > win_min_us ? ca->rtt_us : win_min_us;
 	if (ca->rtt_us && delta > win) {
-		westwood_filter(ca, ca->bk, delta, shift);
+		westwood_filter(ca, ca->bk, delta, p->shift);
 		ca->bk = 0;
 		ca->win_start_us = now_us;
 	}
 
-	if (slowpath)
-		ca->bk += westwood_acked_count(snd_una - ca->snd_una, mss, &ca->accounted);
+	if (a->slowpath)
+		ca->bk += westwood_acked_count(snd_una - ca->snd_una, a->mss, &ca->accounted);
 	else
 		ca->bk += snd_una - ca->snd_una;
 	ca->snd_una = snd_una;

@@ -148,11 +148,13 @@ void BPF_PROG(yeah_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 	if (yeah_after(ack, ca->beg_snd_nxt)) {
 		if (ca->cnt_rtt > 2) {
 			struct yeah_params p;
+			struct yeah_rtt r;
 			__u32 ssthresh = tp->snd_ssthresh;
 
 			yeah_params_get(&p);
-			tp->snd_cwnd = yeah_per_rtt(ca, tp->snd_cwnd, &ssthresh, ca->min_rtt_us,
-						    ca->base_rtt_us, &p);
+			r.rtt_us = ca->min_rtt_us;
+			r.base_us = ca->base_rtt_us;
+			tp->snd_cwnd = yeah_per_rtt(ca, tp->snd_cwnd, &ssthresh, &r, &p);
 			tp->snd_ssthresh = ssthresh;
 		}
 		ca->beg_snd_nxt = tp->snd_nxt;

@@ -42,6 +42,12 @@ struct yeah_params {
 	__u32 linux_rules;   /* bool: Linux's integer tests and count_reno sentinel */
 };
 
+/* The RTTs yeah_per_rtt judges an RTT by. */
+struct yeah_rtt {
+	__u32 rtt_us;  /* smallest RTT sample of the RTT, usec */
+	__u32 base_us; /* RTT_base, usec */
+};
+
 #define YEAH_SENTINEL 2u           /* count_reno's floor (and Linux's "unset" value), segments */
 #define YEAH_DOING_RENO_MAX 0xffffffu
 
@@ -108,7 +114,7 @@ CCTL_MATH int yeah_queue_over(__u32 cwnd, __u32 rtt_us, __u32 base_us,
 
 /*
  * The once-per-RTT YeAH step (spec §10 "Estimators", "Rules"), for an RTT whose
- * smallest RTT sample is rtt_us, given RTT_base base_us. Updates the mode and
+ * smallest RTT sample is r->rtt_us, given RTT_base r->base_us. Updates the mode and
  * the counters in *ca, may lower *ssthresh, and returns the new cwnd:
  *   Slow mode: if Q > Q_max and cwnd > count_reno, cwnd -= min(Q/γ, cwnd >> ε),
  *              floored at count_reno, and ssthresh = cwnd;
@@ -118,8 +124,9 @@ CCTL_MATH int yeah_queue_over(__u32 cwnd, __u32 rtt_us, __u32 base_us,
  *              sentinel) and count_fast = 0; consecutive Slow RTTs = 0.
  */
 CCTL_MATH __u32 yeah_per_rtt(struct cctl_yeah_ca *ca, __u32 cwnd, __u32 *ssthresh,
-			       __u32 rtt_us, __u32 base_us, const struct yeah_params *p)
+			       const struct yeah_rtt *r, const struct yeah_params *p)
 {
+	__u32 rtt_us = r->rtt_us, base_us = r->base_us;
 	__u32 q = yeah_queue(cwnd, rtt_us, base_us);
 
 	ca->l_fp = yeah_level_fp(rtt_us, base_us);

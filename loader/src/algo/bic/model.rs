@@ -158,25 +158,25 @@ mod tests {
                 whole_delta: self.whole != 0,
             }
         }
+        fn c_params(&self) -> crate::math::bic_params {
+            crate::math::bic_params {
+                b: self.b,
+                smax: self.smax,
+                smooth: self.sigma,
+                whole_delta: self.whole,
+                low_window: self.low_window,
+                boost_max_cnt: self.boost,
+            }
+        }
         fn c_inc(&self, w: u32, w_1: u32) -> f64 {
-            // SAFETY: a pure function of integers, no pointers.
-            f64::from(unsafe { crate::math::bic_inc_fp(w, w_1, self.b, self.smax, self.sigma, self.whole) })
-                * ULP
+            let p = self.c_params();
+            // SAFETY: p is a live, initialised struct the function only reads.
+            f64::from(unsafe { crate::math::bic_inc_fp(w, w_1, &p) }) * ULP
         }
         fn c_eff(&self, w: u32, w_1: u32) -> u32 {
-            // SAFETY: a pure function of integers, no pointers.
-            unsafe {
-                crate::math::bic_effective_inc_fp(
-                    w,
-                    w_1,
-                    self.low_window,
-                    self.b,
-                    self.smax,
-                    self.sigma,
-                    self.boost,
-                    self.whole,
-                )
-            }
+            let p = self.c_params();
+            // SAFETY: p is a live, initialised struct the function only reads.
+            unsafe { crate::math::bic_effective_inc_fp(w, w_1, &p) }
         }
     }
 

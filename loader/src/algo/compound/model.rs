@@ -86,8 +86,14 @@ mod tests {
 
     /// compound.bpf.c's update with the default tunables.
     fn c_update(win: u32, dwnd_fp: u32, diff_fp: u32) -> u32 {
-        // SAFETY: a pure function of integers.
-        unsafe { crate::math::compound_dwnd_update(win, dwnd_fp, diff_fp, 125, 750, 1000, 30) }
+        let p = crate::math::compound_params {
+            alpha_pm: 125,
+            k_pm: 750,
+            zeta_pm: 1000,
+            gamma_pkts: 30,
+        };
+        // SAFETY: p is a live, initialised struct the function only reads.
+        unsafe { crate::math::compound_dwnd_update(win, dwnd_fp, diff_fp, &p) }
     }
 
     /// (new cwnd_reno, new dwnd << 10).

@@ -150,20 +150,17 @@ mod tests {
             delay_max_us,
             min_samples,
         };
-        // SAFETY: the caller passes a live, exclusively borrowed `ca`.
-        unsafe {
-            crate::math::cubic_hystart_update(
-                ca,
-                &h,
-                cwnd,
-                delay_us,
-                now_us,
-                snd_una,
-                snd_nxt,
-                ack_delay_us,
-                paced,
-            )
-        }
+        let a = crate::math::cubic_hystart_ack {
+            delay_us,
+            now_us,
+            snd_una,
+            snd_nxt,
+            ack_delay_us,
+            paced,
+        };
+        // SAFETY: the caller passes a live, exclusively borrowed `ca`; `h` and `a` are
+        // live, initialised structs the function only reads.
+        unsafe { crate::math::cubic_hystart_update(ca, &h, cwnd, &a) }
     }
 
     fn cbrt_c(x: u64) -> u32 {

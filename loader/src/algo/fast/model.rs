@@ -120,7 +120,8 @@ mod tests {
     // The C that fast.bpf.c runs (bpf/fast_math.h through loader/csrc/fast_shim.c).
 
 
-    // SAFETY (every wrapper): pure functions of integers; `cnt` is a live local u32.
+    // SAFETY (every wrapper): pure functions of integers; `cnt` is a live local u32,
+    // `p` a live, initialised params struct the function only reads.
     fn c_window(w: u32, base: u32, avg_fp: u64, alpha: u32, gamma_fp: u32) -> u32 {
         unsafe { crate::math::fast_window(w, base, avg_fp, alpha, gamma_fp) }
     }
@@ -130,11 +131,24 @@ mod tests {
     fn c_avg(avg_fp: u64, rtt: u32, eta16: u32) -> u64 {
         unsafe { crate::math::fast_avg_rtt(avg_fp, rtt, eta16) }
     }
+    /// fast.bpf.c's default tunables, with slow start's exit rule given.
+    fn c_params(mode: u32, pct: u32) -> crate::math::fast_params {
+        crate::math::fast_params {
+            m0u_kBps: 1500,
+            m1l_kBps: 1250,
+            m1u_kBps: 15000,
+            m2l_kBps: 12500,
+            ss_exit_mode: mode,
+            ss_exit_qdelay_pct: pct,
+        }
+    }
     fn c_level(level: u32, tput: u32) -> u32 {
-        unsafe { crate::math::fast_alpha_level(level, tput, 1500, 1250, 15000, 12500) }
+        let p = c_params(0, 10);
+        unsafe { crate::math::fast_alpha_level(level, tput, &p) }
     }
     fn c_ss_exit(w: u32, base: u32, avg_fp: u64, alpha: u32, mode: u32, pct: u32) -> bool {
-        unsafe { crate::math::fast_ss_exit(w, base, avg_fp, alpha, mode, pct) != 0 }
+        let p = c_params(mode, pct);
+        unsafe { crate::math::fast_ss_exit(w, base, avg_fp, alpha, &p) != 0 }
     }
     fn c_spread(w: u32, target: u32, reff: u32, cnt: &mut u32, acked: u32) -> u32 {
         unsafe { crate::math::fast_spread(w, target, reff, cnt, acked) }

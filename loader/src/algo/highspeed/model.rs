@@ -142,9 +142,16 @@ mod tests {
 
     /// (a << 16, b << 16) from the C formulas with tunables in BPF units.
     pub(crate) fn c_formula(w: u32, lo: u32, hi: u32, p_ppb: u32, bh_pm: u32) -> (u32, u32) {
+        let p = crate::math::highspeed_params {
+            low_window: lo,
+            high_window: hi,
+            high_p_ppb: p_ppb,
+            high_decrease_per_mille: bh_pm,
+        };
         let (mut a, mut b) = (0, 0);
-        // SAFETY: `a` and `b` are live, exclusively borrowed u32s for the call.
-        unsafe { crate::math::hstcp_formula_ab(w, lo, hi, p_ppb, bh_pm, &mut a, &mut b) };
+        // SAFETY: `p` is a live, initialised struct the function only reads; `a` and `b`
+        // are live, exclusively borrowed u32s for the call.
+        unsafe { crate::math::hstcp_formula_ab(w, &p, &mut a, &mut b) };
         (a, b)
     }
 

@@ -158,20 +158,9 @@ mod tests {
     const FP_ONE: u32 = 1024;
 
     /// The parameters as htcp.bpf.c hands them to htcp_math.h: from its tunables in ms and
-    /// % (PCT_TO_FP truncates, so 0.8 is 819/1024 and 0.1 is 102/1024).
-    struct CParams {
-        delta_l_us: u64,
-        delta_b_pct: u32,
-        beta_lo: u32,
-        beta_hi: u32,
-        fixed_beta_fp: u32,
-        use_rtt_scaling: u32,
-        rtt_ref_us: u32,
-        s_lo: u32,
-        s_hi: u32,
-        use_bandwidth_switch: u32,
-        tmin_adaptive_us: u32,
-    }
+    /// % (PCT_TO_FP truncates, so 0.8 is 819/1024 and 0.1 is 102/1024): htcp_math.h's
+    /// `struct htcp_params`, as htcp.bpf.c's `htcp_params_get` fills it.
+    type CParams = crate::math::htcp_params;
 
     fn pct(x: f64) -> u32 {
         (x * 100.0).round() as u32
@@ -205,18 +194,8 @@ mod tests {
     }
 
     fn c_factor(delta_us: u64, tmin_us: u32, c: &CParams) -> u32 {
-        // SAFETY: a pure function of integers, no pointers.
-        unsafe {
-            crate::math::htcp_factor_fp(
-                delta_us,
-                c.delta_l_us,
-                tmin_us,
-                c.use_rtt_scaling,
-                c.rtt_ref_us,
-                c.s_lo,
-                c.s_hi,
-            )
-        }
+        // SAFETY: `c` is a live, initialised struct the function only reads.
+        unsafe { crate::math::htcp_factor_fp(delta_us, tmin_us, c) }
     }
 
     fn c_alpha(factor_fp: u32, beta_fp: u32) -> u32 {
@@ -233,24 +212,17 @@ mod tests {
         tmax_us: u32,
         c: &CParams,
     ) -> (u32, bool) {
-        let mut ms = u8::from(modeswitch);
-        // SAFETY: `ms` is a live, exclusively borrowed u8 for the duration of the call,
-        // which only reads and writes that byte.
-        let b = unsafe {
-            crate::math::htcp_beta_fp(
-                maxb,
-                old_maxb,
-                c.use_bandwidth_switch,
-                c.delta_b_pct,
-                &mut ms,
-                tmin_us,
-                tmax_us,
-                c.tmin_adaptive_us,
-                c.beta_lo,
-                c.beta_hi,
-                c.fixed_beta_fp,
-            )
+        let e = crate::math::htcp_event {
+            maxb,
+            old_maxb,
+            tmin_us,
+            tmax_us,
         };
+        let mut ms = u8::from(modeswitch);
+        // SAFETY: `e` and `c` are live, initialised structs the function only reads; `ms`
+        // is a live, exclusively borrowed u8 for the duration of the call, which only
+        // reads and writes that byte.
+        let b = unsafe { crate::math::htcp_beta_fp(&e, &mut ms, c) };
         assert!(ms <= 1, "modeswitch must stay a bool, got {ms}");
         (b, ms == 1)
     }

@@ -163,26 +163,41 @@ mod tests {
         }
     }
 
+    /// illinois.bpf.c's params with the default d1, d2, d3 and the setup's θ, α, β.
+    fn c_params(s: &Setup) -> crate::math::illinois_params {
+        crate::math::illinois_params {
+            theta: s.p.theta,
+            d1_pm: 10,
+            d2_pm: 100,
+            d3_pm: 800,
+            amin: s.amin,
+            amax: s.amax,
+            bmin: s.bmin,
+            bmax: s.bmax,
+        }
+    }
+
     fn c_alpha(da: u32, dm: u32, cur: u32, st: &mut AlphaState, s: &Setup) -> u32 {
-        let mut above = u8::from(st.rtt_above);
-        let mut low = st.rtt_low as u8;
-        // SAFETY: the two pointers are live, exclusively borrowed u8s for the call.
-        let a = unsafe {
-            crate::math::illinois_alpha_fp(
-                da, dm, cur, &mut above, &mut low, s.p.theta, 10, s.amin, s.amax,
-            )
+        let mut th = crate::math::illinois_theta_state {
+            rtt_above: u8::from(st.rtt_above),
+            rtt_low: st.rtt_low as u8,
         };
-        assert!(above <= 1);
+        let p = c_params(s);
+        // SAFETY: `th` is a live, exclusively borrowed struct for the call; `p` a live,
+        // initialised struct the function only reads.
+        let a = unsafe { crate::math::illinois_alpha_fp(da, dm, cur, &mut th, &p) };
+        assert!(th.rtt_above <= 1);
         *st = AlphaState {
-            rtt_above: above == 1,
-            rtt_low: low.into(),
+            rtt_above: th.rtt_above == 1,
+            rtt_low: th.rtt_low.into(),
         };
         a
     }
 
     fn c_beta(da: u32, dm: u32, s: &Setup) -> u32 {
-        // SAFETY: a pure function of integers.
-        unsafe { crate::math::illinois_beta_fp(da, dm, 100, 800, s.bmin, s.bmax) }
+        let p = c_params(s);
+        // SAFETY: `p` is a live, initialised struct the function only reads.
+        unsafe { crate::math::illinois_beta_fp(da, dm, &p) }
     }
 
     #[test]

@@ -72,10 +72,12 @@ mod tests {
     }
 
     fn c_ai_args(mode: u8, cwnd: u32, acked: u32, a: u32) -> (u32, u32) {
-        let (mut w, mut n) = (0, 0);
-        // SAFETY: `w` and `n` are live, exclusively borrowed u32s for the call.
-        unsafe { crate::math::scalable_ai_args(mode, cwnd, acked, a, &mut w, &mut n) };
-        (w, n)
+        let p = crate::math::scalable_params { a_per_10k: a };
+        let mut ai = crate::math::scalable_ai::default();
+        // SAFETY: `p` is a live, initialised struct the function only reads; `ai` a live,
+        // exclusively borrowed struct for the call.
+        unsafe { crate::math::scalable_ai_args(mode, cwnd, acked, &p, &mut ai) };
+        (ai.w, ai.n)
     }
 
     fn c_counts_packets(a: u32) -> bool {

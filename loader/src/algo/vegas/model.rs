@@ -119,21 +119,20 @@ mod tests {
     }
 
     fn c_update(cwnd: u32, rtt: u32, base: u32, ss: bool, p: &VegasParams) -> (u32, Action) {
-        let mut what = 0u32;
-        // SAFETY: `what` is a live u32 the call writes once.
-        let w = unsafe {
-            crate::math::vegas_update(
-                cwnd,
-                rtt,
-                base,
-                ss.into(),
-                p.alpha as u32,
-                p.beta as u32,
-                p.gamma as u32,
-                p.integer_diff.into(),
-                &mut what,
-            )
+        let r = crate::math::vegas_rtt {
+            rtt_us: rtt,
+            base_us: base,
         };
+        let cp = crate::math::vegas_params {
+            alpha: p.alpha as u32,
+            beta: p.beta as u32,
+            gamma: p.gamma as u32,
+            integer_diff: p.integer_diff.into(),
+        };
+        let mut what = 0u32;
+        // SAFETY: `r` and `cp` are live, initialised structs the call only reads; `what`
+        // is a live u32 the call writes once.
+        let w = unsafe { crate::math::vegas_update(cwnd, &r, ss.into(), &cp, &mut what) };
         let a = match (ss, what) {
             (true, 0) => Action::SlowStart,
             (true, LEFT_SS) => Action::LeftSlowStart,

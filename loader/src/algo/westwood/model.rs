@@ -112,8 +112,20 @@ mod tests {
     }
 
     fn c_ack(ca: &mut cctl_westwood_ca, now_us: u32, snd_una: u32, mss: u32, slow: bool) {
-        // SAFETY: `ca` is a live, exclusively borrowed struct of the C layout.
-        unsafe { crate::math::westwood_ack(ca, now_us, snd_una, mss, slow.into(), 50_000, 3) }
+        let a = crate::math::westwood_ack_info {
+            now_us,
+            snd_una,
+            mss,
+            slowpath: slow.into(),
+        };
+        // westwood.bpf.c's defaults: win_min_ms = 50, filter_shift = 3
+        let p = crate::math::westwood_params {
+            win_min_us: 50_000,
+            shift: 3,
+        };
+        // SAFETY: `ca` is a live, exclusively borrowed struct of the C layout; `a` and `p`
+        // are live, initialised structs the function only reads.
+        unsafe { crate::math::westwood_ack(ca, &a, &p) }
     }
 
     fn c_count(cumul: u32, mss: u32, accounted: &mut u32) -> u32 {

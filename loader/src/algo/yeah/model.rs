@@ -223,12 +223,14 @@ mod tests {
         p: &YeahParams,
     ) -> (u32, u32) {
         let cp = c_params(p);
+        let r = crate::math::yeah_rtt {
+            rtt_us: rtt,
+            base_us: base,
+        };
         let mut s = ssth;
         // SAFETY: `ca` and `s` are live, exclusively borrowed for the call, which only
-        // reads and writes them.
-        let w = unsafe {
-            crate::math::yeah_per_rtt(ca, cwnd, &mut s, rtt, base, &cp)
-        };
+        // reads and writes them; `r` and `cp` are live and only read.
+        let w = unsafe { crate::math::yeah_per_rtt(ca, cwnd, &mut s, &r, &cp) };
         (w, s)
     }
 
