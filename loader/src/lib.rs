@@ -3,8 +3,8 @@
 //! that streams per-flow samples from a BPF ring buffer.
 
 pub mod algo;
-pub mod catalogue;
 pub mod bpfstats;
+pub mod catalogue;
 pub mod collector;
 pub mod error;
 pub mod kernel;

@@ -27,8 +27,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use cctl_loader::catalogue::ALGORITHMS;
 use cctl_loader::bpfstats::{self, ProgStats, StatsGuard};
+use cctl_loader::catalogue::ALGORITHMS;
 use serde::Serialize;
 use socket2::{Domain, Socket, Type};
 

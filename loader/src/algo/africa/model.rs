@@ -106,7 +106,7 @@ mod tests {
     use crate::math::cctl_africa_ca;
 
     // The C under test is bpf/africa_math.h (and bpf/highspeed_math.h for a(w)), unchanged,
-    // via loader/csrc/africa_shim.c and highspeed_shim.c.
+    // compiled for the host by build.rs (crate::math).
 
 
     const FAST: u8 = 1;

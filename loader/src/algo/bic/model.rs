@@ -127,7 +127,7 @@ pub fn per_ack_ewma(r: f64, pkts: f64) -> f64 {
 mod tests {
     use super::*;
 
-    // The C is bpf/bic_math.h unchanged, through loader/csrc/bic_shim.c (built by
+    // The C is bpf/bic_math.h unchanged, compiled for the host (by
     // build.rs). Fixed point is << 10 (1.0 == 1024).
 
 

@@ -87,7 +87,7 @@ mod tests {
     use super::*;
     use crate::math::cctl_cubic_ca;
 
-    // The C is bpf/cubic_math.h unchanged, through loader/csrc/cubic_shim.c.
+    // The C is bpf/cubic_math.h unchanged, compiled for the host by build.rs.
     #[allow(clippy::too_many_arguments)]
     unsafe fn cctl_cubic_update(
         ca: *mut cctl_cubic_ca,

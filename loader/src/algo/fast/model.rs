@@ -117,7 +117,7 @@ pub fn bottleneck_rtt(w: f64, base: f64, c: f64) -> f64 {
 mod tests {
     use super::*;
 
-    // The C that fast.bpf.c runs (bpf/fast_math.h through loader/csrc/fast_shim.c).
+    // The C that fast.bpf.c runs (bpf/fast_math.h, compiled for the host by build.rs).
 
 
     // SAFETY (every wrapper): pure functions of integers; `cnt` is a live local u32,

@@ -105,7 +105,7 @@ mod tests {
     use super::*;
     use crate::math::cctl_highspeed_ca;
 
-    // The C under test is bpf/highspeed_math.h, unchanged, via loader/csrc/highspeed_shim.c.
+    // The C under test is bpf/highspeed_math.h, unchanged, compiled for the host by build.rs.
 
     const Q16: f64 = 65536.0;
     const ROWS: u32 = 72;

@@ -148,8 +148,8 @@ mod tests {
 
     // These tests run the C that the BPF program runs over grids of inputs and check it
     // against the model within bounds derived from its fixed-point resolution and its
-    // documented truncations. The shim (loader/csrc/htcp_shim.c, built into the static
-    // library cctl_htcp_shim by build.rs) exports bpf/htcp_math.h unchanged; fixed point
+    // documented truncations. build.rs compiles bpf/htcp_math.h unchanged for the host
+    // (crate::math); fixed point
     // is << 10 (1.0 == 1024).
 
 

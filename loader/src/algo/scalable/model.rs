@@ -63,7 +63,7 @@ mod tests {
     use super::*;
     use crate::math::cctl_scalable_ca;
 
-    // The C under test is bpf/scalable_math.h, unchanged, through loader/csrc/scalable_shim.c.
+    // The C under test is bpf/scalable_math.h, unchanged, compiled for the host by build.rs.
 
 
     fn c_mode(cwnd: u32, low: u32) -> u8 {

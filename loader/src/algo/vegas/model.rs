@@ -101,7 +101,7 @@ pub fn update(
 mod tests {
     use super::*;
 
-    // The C that vegas.bpf.c runs (bpf/vegas_math.h through loader/csrc/vegas_shim.c).
+    // The C that vegas.bpf.c runs (bpf/vegas_math.h, compiled for the host by build.rs).
 
 
     const LEFT_SS: u32 = 1;
