@@ -97,7 +97,8 @@ pub(crate) const RESPONSE_PARAMS: [ParamSpec; 5] = [
         100_000,
         "segments",
         "W_L (Low_Window): Reno below, a(w) = 1 and b(w) = 0.5 at W_L",
-    ),
+    )
+    .sym("W_L"),
     p(
         "high_window_pkts",
         83_000,
@@ -105,7 +106,8 @@ pub(crate) const RESPONSE_PARAMS: [ParamSpec; 5] = [
         4_000_000,
         "segments",
         "W_H (High_Window): b(w) = b_H and p(w) = P_H there; a and b stay put beyond",
-    ),
+    )
+    .sym("W_H"),
     p(
         "high_p_ppb",
         100,
@@ -113,7 +115,8 @@ pub(crate) const RESPONSE_PARAMS: [ParamSpec; 5] = [
         1_000_000,
         "per 10^9",
         "P_H (High_P): loss rate at W_H (100 = 1e-7)",
-    ),
+    )
+    .sym("P_H"),
     p(
         "high_decrease_per_mille",
         100,
@@ -121,7 +124,8 @@ pub(crate) const RESPONSE_PARAMS: [ParamSpec; 5] = [
         500,
         "1/1000",
         "b_H (High_Decrease): decrease fraction at W_H (100 = 0.1)",
-    ),
+    )
+    .sym("b_H"),
 ];
 
 /// Forbidden combinations of the response-function tunables (shared with Africa):
