@@ -385,7 +385,7 @@ fn every_algorithm_loads_carries_a_traced_flow_with_its_variables_and_unloads() 
 fn listing_changes_nothing_and_a_change_of_state_removes_leftovers() {
     let _k = KERNEL.lock().unwrap_or_else(|e| e.into_inner());
     require_root();
-    let (name, other) = ("cctl_it_leftover", "cctl_it_leftover2");
+    let (name, other) = ("cit_leftover", "cit_leftover2");
     clean_slate("cctl-it", &[name, other]);
     // What a run that crashed between unpinning and cleaning leaves: metadata and a
     // version pin directory without a link pin.
