@@ -90,6 +90,44 @@ static __always_inline __u32 cc_slow_start_then(struct sock *sk, __u32 acked, __
 	return count_events ? 1 : acked;
 }
 
+/* --- live tunables (spec §18.5) ---------------------------------------------
+ *
+ * Parameters that may change while the algorithm is registered live in a writable
+ * global (.data, mmap-able) instead of .rodata. An algorithm declares them as one
+ * struct and defines it with
+ *
+ *	struct htcp_live { __u32 beta_min_pct; ... };
+ *	CCTL_LIVE_PARAMS(struct htcp_live, { .beta_min_pct = 50, ... });
+ *
+ * which makes two slots, cctl_live[2], and the index of the slot in force,
+ * cctl_live_slot. The loader writes a value into both slots before load; `cctl set`
+ * copies the slot in force into the other one, changes it there, flips
+ * cctl_live_slot, then waits for an RCU grace period (every callback runs inside
+ * one) before the old slot may be written again. A callback reads the index once
+ * (cctl_live_get()) and takes every live value from that slot, so it sees all of a
+ * change or none of it: no torn update of related keys (beta_min_pct with
+ * beta_max_pct). Cost per use: one load (plus one for the index per callback), no
+ * map lookup. The verifier no longer folds these values as constants. */
+#ifndef CCTL_LIVE_CONST
+#define CCTL_LIVE_PARAMS(type, ...)						\
+	type cctl_live[2] SEC(".data") = { __VA_ARGS__, __VA_ARGS__ };		\
+	__u32 cctl_live_slot SEC(".data") = 0;					\
+	static __always_inline const type *cctl_live_get(void)			\
+	{									\
+		return &cctl_live[*(volatile __u32 *)&cctl_live_slot & 1];	\
+	}
+#else
+/* The baseline of `cctl bench perf --parts live`: the same tunables as .rodata
+ * constants, which the verifier folds (as for every load-time tunable). */
+#define CCTL_LIVE_PARAMS(type, ...)						\
+	const volatile type cctl_live[2] = { __VA_ARGS__, __VA_ARGS__ };	\
+	const volatile __u32 cctl_live_slot = 0;				\
+	static __always_inline const type *cctl_live_get(void)			\
+	{									\
+		return (const type *)&cctl_live[cctl_live_slot & 1];		\
+	}
+#endif
+
 /* --- the measurement layer ------------------------------------------------- */
 
 /* The algorithm's stable id (stored in every sample's cctl_meas.magic), set by the

@@ -42,20 +42,41 @@ _Static_assert(sizeof(struct cctl_htcp_ca) <= CCTL_CA_PRIV_BYTES &&
 /* Zeroed instance so that the skeleton carries the layout (see cctl.h). */
 struct cctl_htcp_ca cctl_ca_layout = {};
 
-/* Tunables (set by the loader before load; defaults are [P0] Table II / spec §5). */
-const volatile __u32 delta_l_ms = 1000;          /* Δ_L, ms */
-const volatile __u32 delta_b_pct = 20;           /* Δ_B, % throughput change */
-const volatile __u32 beta_min_pct = 50;          /* β lower bound, % */
-const volatile __u32 beta_max_pct = 80;          /* β upper bound, % */
-const volatile __u32 fixed_beta_pct = 0;         /* fixed β, % ([P2]); 0 = adaptive */
-const volatile __u32 use_rtt_scaling = 1;        /* bool */
-const volatile __u32 rtt_ref_ms = 100;           /* T_ref of the RTT scaling, ms */
-const volatile __u32 rtt_scale_min_pct = 10;     /* lower clamp of S, % */
-const volatile __u32 rtt_scale_max_pct = 200;    /* upper clamp of S, % */
+/* Load-time tunables (set by the loader before load; defaults are [P0] Table II /
+ * spec §5): modes that per-flow state is built for (the throughput of an epoch is
+ * measured only with the bandwidth switch on; the increase counter counts packets or
+ * ACK events). */
 const volatile __u32 use_bandwidth_switch = 1;   /* bool */
-const volatile __u32 adaptive_min_rtt_ms = 10;   /* Tmin needed for adaptive β, ms */
-const volatile __u32 tmax_spike_ms = 20;         /* Tmax spike filter, ms (0 = off) */
 const volatile __u32 ack_counting = 0;           /* 0 = packets (ABC), 1 = ACK events */
+
+/* Live tunables (spec §18.5: bounds, gains and thresholds; `cctl set`), read once
+ * per callback from the slot in force. */
+struct htcp_live {
+	__u32 delta_l_ms;          /* Δ_L, ms */
+	__u32 delta_b_pct;         /* Δ_B, % throughput change */
+	__u32 beta_min_pct;        /* β lower bound, % */
+	__u32 beta_max_pct;        /* β upper bound, % */
+	__u32 fixed_beta_pct;      /* fixed β, % ([P2]); 0 = adaptive */
+	__u32 use_rtt_scaling;     /* bool */
+	__u32 rtt_ref_ms;          /* T_ref of the RTT scaling, ms */
+	__u32 rtt_scale_min_pct;   /* lower clamp of S, % */
+	__u32 rtt_scale_max_pct;   /* upper clamp of S, % */
+	__u32 adaptive_min_rtt_ms; /* Tmin needed for adaptive β, ms */
+	__u32 tmax_spike_ms;       /* Tmax spike filter, ms (0 = off) */
+};
+CCTL_LIVE_PARAMS(struct htcp_live, {
+	.delta_l_ms = 1000,
+	.delta_b_pct = 20,
+	.beta_min_pct = 50,
+	.beta_max_pct = 80,
+	.fixed_beta_pct = 0,
+	.use_rtt_scaling = 1,
+	.rtt_ref_ms = 100,
+	.rtt_scale_min_pct = 10,
+	.rtt_scale_max_pct = 200,
+	.adaptive_min_rtt_ms = 10,
+	.tmax_spike_ms = 20,
+})
 
 #define PCT_TO_FP(p) (((__u32)(p) << CCTL_FP_SHIFT) / 100)
 
@@ -66,17 +87,19 @@ static __always_inline struct cctl_htcp_ca *htcp_ca(const struct sock *sk)
 
 static __always_inline void htcp_params_get(struct htcp_params *p)
 {
-	p->delta_l_us = (__u64)delta_l_ms * 1000;
-	p->delta_b_pct = delta_b_pct;
-	p->beta_lo = PCT_TO_FP(beta_min_pct);
-	p->beta_hi = PCT_TO_FP(beta_max_pct);
-	p->fixed_beta_fp = PCT_TO_FP(fixed_beta_pct);
-	p->use_rtt_scaling = use_rtt_scaling;
-	p->rtt_ref_us = rtt_ref_ms * 1000;
-	p->s_lo = PCT_TO_FP(rtt_scale_min_pct);
-	p->s_hi = PCT_TO_FP(rtt_scale_max_pct);
+	const struct htcp_live *l = cctl_live_get();
+
+	p->delta_l_us = (__u64)l->delta_l_ms * 1000;
+	p->delta_b_pct = l->delta_b_pct;
+	p->beta_lo = PCT_TO_FP(l->beta_min_pct);
+	p->beta_hi = PCT_TO_FP(l->beta_max_pct);
+	p->fixed_beta_fp = PCT_TO_FP(l->fixed_beta_pct);
+	p->use_rtt_scaling = l->use_rtt_scaling;
+	p->rtt_ref_us = l->rtt_ref_ms * 1000;
+	p->s_lo = PCT_TO_FP(l->rtt_scale_min_pct);
+	p->s_hi = PCT_TO_FP(l->rtt_scale_max_pct);
 	p->use_bandwidth_switch = use_bandwidth_switch;
-	p->tmin_adaptive_us = adaptive_min_rtt_ms * 1000;
+	p->tmin_adaptive_us = l->adaptive_min_rtt_ms * 1000;
 }
 
 static __always_inline __u32 htcp_factor(const struct cctl_htcp_ca *ca, const struct tcp_sock *tp,
@@ -93,7 +116,7 @@ void BPF_PROG(htcp_init, struct sock *sk)
 
 	__builtin_memset(ca, 0, sizeof(*ca));
 	cc_meas_init(&ca->m, tp);
-	ca->beta = PCT_TO_FP(beta_min_pct);
+	ca->beta = PCT_TO_FP(cctl_live_get()->beta_min_pct);
 	ca->alpha = htcp_alpha_fp(CCTL_FP_ONE, ca->beta);
 	ca->lasttime_us = (__u32)tp->tcp_mstamp;
 }
@@ -144,7 +167,7 @@ void BPF_PROG(htcp_pkts_acked, struct sock *sk, const struct ack_sample *sample)
 	__u8 state = cc_ca_state(sk);
 
 	if (sample->rtt_us > 0)
-		cc_meas_rtt(&ca->m, sample->rtt_us, state, tmax_spike_ms * 1000);
+		cc_meas_rtt(&ca->m, sample->rtt_us, state, cctl_live_get()->tmax_spike_ms * 1000);
 	if (use_bandwidth_switch)
 		htcp_measure_throughput(ca, tp, state, sample->pkts_acked);
 }

@@ -77,25 +77,51 @@ fn main() {
     let mut skels = String::new();
     for prog in &progs {
         let src = bpf_dir.join(format!("{prog}.bpf.c"));
+        let clang_args = |extra: &[&str]| -> Vec<std::ffi::OsString> {
+            let mut v: Vec<std::ffi::OsString> = vec![
+                "-I".into(),
+                include.clone().into(),
+                "-I".into(),
+                bpf_dir.clone().into(),
+                "-Wall".into(),
+                "-Wno-unused-function".into(),
+            ];
+            v.extend(extra.iter().map(|a| a.into()));
+            v
+        };
+        // A program with live tunables is also built with them as .rodata constants
+        // (CCTL_LIVE_CONST), the baseline `cctl bench perf`'s live part measures the
+        // live build's per-ACK cost against.
+        let has_live = std::fs::read_to_string(&src)
+            .expect("reading a BPF source")
+            .contains("CCTL_LIVE_PARAMS(");
+        let konst = if has_live {
+            SkeletonBuilder::new()
+                .source(&src)
+                .obj(out.join(format!("{prog}.const.bpf.o")))
+                .clang_args(clang_args(&["-DCCTL_LIVE_CONST"]))
+                .build()
+                .unwrap_or_else(|e| panic!("building {} (CCTL_LIVE_CONST): {e:#}", src.display()));
+            format!(
+                "    /// The same program with its live tunables as `.rodata` constants\n    \
+                 /// (built with -DCCTL_LIVE_CONST), for `cctl bench perf --parts live`.\n    \
+                 pub const OBJECT_CONST: Option<&[u8]> = Some(include_bytes!(concat!(env!(\"OUT_DIR\"), \"/{prog}.const.bpf.o\")));\n"
+            )
+        } else {
+            "    /// No live tunables: no constant build.\n    pub const OBJECT_CONST: Option<&[u8]> = None;\n".to_string()
+        };
         skels += &format!(
             "/// bpf/{prog}.bpf.c\npub mod {prog} {{\n    include!(concat!(env!(\"OUT_DIR\"), \"/{prog}.skel.rs\"));\n    \
              /// The program's source text (its header: references, differences, tolerances).\n    \
              pub const SOURCE: &str = include_str!({src:?});\n    \
              /// The compiled object (ELF with BTF), as embedded in the binary.\n    \
-             pub const OBJECT: &[u8] = include_bytes!(concat!(env!(\"OUT_DIR\"), \"/{prog}.bpf.o\"));\n}}\n"
+             pub const OBJECT: &[u8] = include_bytes!(concat!(env!(\"OUT_DIR\"), \"/{prog}.bpf.o\"));\n{konst}}}\n"
         );
         let skel = out.join(format!("{prog}.skel.rs"));
         SkeletonBuilder::new()
             .source(&src)
             .obj(out.join(format!("{prog}.bpf.o")))
-            .clang_args([
-                "-I".as_ref(),
-                include.as_os_str(),
-                "-I".as_ref(),
-                bpf_dir.as_os_str(),
-                "-Wall".as_ref(),
-                "-Wno-unused-function".as_ref(),
-            ])
+            .clang_args(clang_args(&[]))
             .build_and_generate(&skel)
             .unwrap_or_else(|e| panic!("building {}: {e:#}", src.display()));
     }

@@ -83,7 +83,8 @@ pub fn code_for(err: &anyhow::Error) -> i32 {
                 | Error::InvalidName { .. }
                 | Error::UnknownParam { .. }
                 | Error::BadParamValue { .. }
-                | Error::BadParamCombination { .. } => USAGE,
+                | Error::BadParamCombination { .. }
+                | Error::NotLive { .. } => USAGE,
                 Error::PolicyBadRule { .. }
                 | Error::PolicyUnknownCc { .. }
                 | Error::PolicyNoSuchRule { .. } => USAGE,

@@ -28,6 +28,8 @@ enum Command {
     Upgrade(cmd::upgrade::Args),
     /// Return a registered name to an earlier version that is still loaded.
     Rollback(cmd::rollback::Args),
+    /// Change live tunables of a loaded algorithm (running flows see them at their next ACK).
+    Set(cmd::set::Args),
     /// Show or set the default congestion control of this network namespace.
     Default(cmd::default::Args),
     /// Move established TCP flows from one congestion control to another.
@@ -56,6 +58,7 @@ fn main() {
         Command::Unload(a) => cmd::unload::run(a),
         Command::Upgrade(a) => cmd::upgrade::run(a),
         Command::Rollback(a) => cmd::rollback::run(a),
+        Command::Set(a) => cmd::set::run(a),
         Command::Default(a) => cmd::default::run(a),
         Command::Migrate(a) => cmd::migrate::run(a),
         Command::Sockets(a) => cmd::sockets::run(a),

@@ -309,6 +309,32 @@ pub fn cctl_programs() -> Result<Vec<ProgStats>> {
     Ok(out)
 }
 
+/// The callbacks of one struct_ops map (`map_id`, registered as `cc`) with their
+/// run-time statistics, whether or not cctl's registry knows it (e.g. a program
+/// `cctl bench perf` registered for one measurement).
+///
+/// Errors: [`Error::NotPrivileged`], [`Error::MissingFeature`], [`Error::Bpf`].
+pub fn map_programs(cc: &str, map_id: u32) -> Result<Vec<ProgStats>> {
+    kernel::require_privileges("reading BPF program statistics")?;
+    let progs = struct_ops_progs(map_id, callback_offsets()?)?;
+    Ok(ProgInfoIter::default()
+        .filter_map(|info| {
+            let (callback, _) = progs.iter().find(|(_, id)| *id == info.id)?;
+            Some(ProgStats {
+                id: info.id,
+                name: info.name.to_string_lossy().into_owned(),
+                cc: Some(cc.into()),
+                version: None,
+                map_id: Some(map_id),
+                callback: callback.clone(),
+                run_time_ns: info.run_time_ns,
+                run_cnt: info.run_cnt,
+                recursion_misses: info.recursion_misses,
+            })
+        })
+        .collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -9,8 +9,10 @@ use crate::algo::{Registered, Var};
 use crate::error::{Error, Result};
 use crate::object;
 
-/// One load-time tunable of an algorithm (a `const volatile` global of its BPF
-/// program). Values are unsigned integers in `unit`.
+/// One tunable of an algorithm: a `const volatile` (`.rodata`) global of its BPF
+/// program set at load, or, when `live`, a member of its `.data` struct `cctl_live`
+/// that `cctl set` changes while it runs (spec §18.5). Values are unsigned integers in
+/// `unit`.
 #[derive(Debug, Clone, Copy, serde::Serialize)]
 pub struct ParamSpec {
     /// Key used with `--param key=value`; equals the BPF global's name.
@@ -29,7 +31,8 @@ pub struct ParamSpec {
     pub doc: &'static str,
     /// Whether it may change while the algorithm is registered (spec §18.5): a bound,
     /// gain or threshold may; the size or layout of per-flow state, or a mode that
-    /// per-flow state was built for, may not. Today every tunable is set at load time.
+    /// per-flow state was built for, may not. Must agree with the program (checked by
+    /// a unit test against the object's BTF).
     pub live: bool,
 }
 
@@ -131,6 +134,11 @@ pub struct Algorithm {
     /// The compiled BPF object (`bpf/<key>.bpf.c`), embedded in the binary.
     #[serde(skip)]
     pub object: &'static [u8],
+    /// The same program with its live tunables as `.rodata` constants (built with
+    /// `-DCCTL_LIVE_CONST`), when it has live tunables: the baseline of
+    /// `cctl bench perf --parts live`.
+    #[serde(skip)]
+    pub object_const: Option<&'static [u8]>,
     /// The program's source text, `bpf/<key>.bpf.c` (its header names the paper, the
     /// differences from the Linux module and any conformance tolerance).
     #[serde(skip)]
@@ -188,7 +196,7 @@ impl Algorithm {
     }
 
     /// Loads its program with these tunables (every key a `.rodata` global of the
-    /// program, plus `cctl_algo_id` = [`Algorithm::id`]) and registers it as `name`,
+    /// program or a live tunable, plus `cctl_algo_id` = [`Algorithm::id`]) and registers it as `name`,
     /// or leaves it READY when the name is taken (see [`crate::algo::register`]).
     ///
     /// Errors: as [`object::load`].
@@ -412,9 +420,23 @@ mod tests {
                 a.key
             );
             for p in a.params {
-                let g = info.globals.get(p.key).unwrap_or_else(|| {
-                    panic!("{}: parameter {} has no .rodata global", a.key, p.key)
-                });
+                let live = info.live.as_ref().and_then(|l| l.params.get(p.key));
+                assert_eq!(
+                    p.live,
+                    live.is_some(),
+                    "{}.{}: declared live = {}, but the program has it in {}",
+                    a.key,
+                    p.key,
+                    p.live,
+                    if live.is_some() {
+                        ".data's cctl_live"
+                    } else {
+                        ".rodata"
+                    }
+                );
+                let g = live
+                    .or(info.globals.get(p.key))
+                    .unwrap_or_else(|| panic!("{}: parameter {} has no global", a.key, p.key));
                 assert_eq!(
                     g.initial,
                     u64::from(p.default),
@@ -422,6 +444,15 @@ mod tests {
                     a.key,
                     p.key
                 );
+            }
+            if let Some(l) = &info.live {
+                for k in l.params.keys() {
+                    assert!(
+                        a.params.iter().any(|p| p.key == k),
+                        "{}: live tunable {k} is not declared",
+                        a.key
+                    );
+                }
             }
             assert_eq!(
                 info.globals.get("cctl_algo_id").map(|g| g.size),

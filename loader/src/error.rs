@@ -150,6 +150,17 @@ pub enum Error {
         reason: String,
     },
 
+    /// `cctl set` of a parameter that may only change at load (spec §18.5).
+    #[error("parameter '{key}' of {algo} is load-time only: changing it would break an invariant of running flows (it sets the size, layout or mode of their state); change it with `cctl upgrade NAME --param {key}=VALUE` (new connections get it). {live}")]
+    NotLive {
+        /// Algorithm key.
+        algo: String,
+        /// The refused key.
+        key: String,
+        /// The keys that may change live.
+        live: String,
+    },
+
     /// A version of a loaded congestion control that is not (or no longer) loaded.
     #[error("'{name}' {detail}")]
     NoVersion {

@@ -1,14 +1,16 @@
 //! A BPF object that holds one `tcp_congestion_ops`, read through its own BTF: its
 //! struct_ops map and the offset of the `name` member, its `.rodata` globals (offset,
-//! size, initial value) and the kernel functions (kfuncs) it calls; and loading it
-//! under a registered name with chosen globals. The carried algorithms (objects
+//! size, initial value), its live tunables (the members of `.data`'s `cctl_live`,
+//! spec §18.5) and the kernel functions (kfuncs) it calls; and loading it under a
+//! registered name with chosen values of those tunables. The carried algorithms (objects
 //! embedded in the binary) and `cctl upgrade --object FILE` load through here, so
 //! nothing outside the object lists its globals or kfuncs a second time.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use libbpf_rs::btf::types::{DataSec, Func, MemberAttr, Struct, Var};
+use libbpf_rs::btf::types::{Array, DataSec, Func, MemberAttr, Struct, Var};
+use libbpf_rs::btf::HasSize as _;
 use libbpf_rs::{Btf, MapCore as _, ReferencesType as _};
 
 use crate::algo::{self, Registered};
@@ -33,10 +35,118 @@ pub struct Global {
 pub struct ObjectInfo {
     /// Its one `tcp_congestion_ops` struct_ops map.
     pub ops: StructOpsVar,
-    /// Its `.rodata` globals by name.
+    /// Its `.rodata` globals by name (load-time tunables and `cctl_algo_id`).
     pub globals: BTreeMap<String, Global>,
+    /// Its live tunables, if it has any: offsets are within one slot, `initial` is
+    /// the compiled-in value (of slot 0).
+    pub live: Option<LiveLayout>,
     /// Kernel functions it calls (extern functions of its BTF), sorted.
     pub kfuncs: Vec<String>,
+}
+
+/// Name of the `.data` global holding the two slots of live tunables (see
+/// `CCTL_LIVE_PARAMS` in bpf/cc_common.bpf.h).
+pub const LIVE_VAR: &str = "cctl_live";
+/// Name of the `.data` global saying which slot is in force (0 or 1).
+pub const LIVE_SLOT_VAR: &str = "cctl_live_slot";
+
+/// Where an object keeps its live tunables (spec §18.5) in its `.data` map: two
+/// slots of one struct, `cctl_live[2]`, and the index of the slot in force,
+/// `cctl_live_slot`, both read through BTF (the object's own, or the kernel's copy of
+/// it for a loaded version), so a binary never assumes another's layout.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LiveLayout {
+    /// The section holding them: `.data`, or `.rodata` in a program built with
+    /// `-DCCTL_LIVE_CONST` (constants, the baseline of `cctl bench perf --parts live`).
+    pub section: String,
+    /// Byte offset of `cctl_live` in the section.
+    pub base: usize,
+    /// Size of one slot, bytes.
+    pub slot_size: usize,
+    /// Byte offset of `cctl_live_slot` (a `__u32`) in `.data`.
+    pub slot_index: usize,
+    /// The slot's members by name: offset within the slot, size, and (from the object
+    /// file; 0 when read from the kernel) the compiled-in value.
+    pub params: BTreeMap<String, Global>,
+}
+
+impl LiveLayout {
+    /// Byte offset in `.data` of member `g` in slot `slot` (0 or 1).
+    pub fn offset(&self, slot: usize, g: &Global) -> usize {
+        self.base + slot * self.slot_size + g.offset
+    }
+}
+
+/// Reads the live-tunable layout from a `.data` section's BTF (`sec`), if it declares
+/// `cctl_live` (an array of two structs of integer members) and `cctl_live_slot`.
+///
+/// Errors (as text): a `cctl_live` of another shape.
+pub fn live_layout(
+    btf: &Btf<'_>,
+    sec: &DataSec<'_>,
+) -> std::result::Result<Option<LiveLayout>, String> {
+    let mut live = None;
+    let mut slot_index = None;
+    for info in sec.iter() {
+        let Some(var) = btf.type_by_id::<Var<'_>>(info.ty) else {
+            continue;
+        };
+        match var
+            .name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .as_deref()
+        {
+            Some(LIVE_VAR) => live = Some((info.offset as usize, var)),
+            Some(LIVE_SLOT_VAR) => slot_index = Some(info.offset as usize),
+            _ => {}
+        }
+    }
+    let Some((base, var)) = live else {
+        return Ok(None);
+    };
+    let slot_index =
+        slot_index.ok_or_else(|| format!("it has {LIVE_VAR} but no {LIVE_SLOT_VAR}"))?;
+    let arr = Array::try_from(var.referenced_type().skip_mods_and_typedefs())
+        .map_err(|_| format!("{LIVE_VAR} is not an array"))?;
+    if arr.capacity() != 2 {
+        return Err(format!("{LIVE_VAR} has {} slots, not 2", arr.capacity()));
+    }
+    let elem = arr.contained_type().skip_mods_and_typedefs();
+    let st = Struct::try_from(elem).map_err(|_| format!("{LIVE_VAR}'s slots are not structs"))?;
+    let slot_size = st.size();
+    let mut params = BTreeMap::new();
+    for m in st.iter() {
+        let Some(name) = m.name.map(|n| n.to_string_lossy().into_owned()) else {
+            continue;
+        };
+        let MemberAttr::Normal { offset } = m.attr else {
+            return Err(format!("{LIVE_VAR}.{name} is a bit field"));
+        };
+        let size = btf
+            .type_by_id::<libbpf_rs::btf::BtfType<'_>>(m.ty)
+            .map(|t| t.skip_mods_and_typedefs())
+            .and_then(|t| libbpf_rs::btf::types::Int::try_from(t).ok())
+            .map(|i| usize::from(i.bits) / 8)
+            .ok_or_else(|| format!("{LIVE_VAR}.{name} is not an integer"))?;
+        params.insert(
+            name,
+            Global {
+                offset: offset as usize / 8,
+                size,
+                initial: 0,
+            },
+        );
+    }
+    Ok(Some(LiveLayout {
+        section: sec
+            .name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        base,
+        slot_size,
+        slot_index,
+        params,
+    }))
 }
 
 /// One struct_ops variable of a BPF object: map name, struct type name, and the
@@ -199,8 +309,20 @@ pub fn inspect(bytes: &[u8], origin: &Path) -> Result<ObjectInfo> {
     let ops = the_tcp_ca_var(origin, struct_ops_vars(&btf))?;
     let vars = rodata_vars(&btf);
     let kfuncs = extern_funcs(bytes, &btf);
+    let live = data_live_layout(&btf, origin)?;
     drop(btf);
     let open = open_object(bytes, origin)?;
+    let live = live.map(|mut l| {
+        let data: Vec<u8> = open
+            .maps()
+            .find(|m| m.name().to_string_lossy().ends_with(l.section.as_str()))
+            .and_then(|m| m.initial_value().map(<[u8]>::to_vec))
+            .unwrap_or_default();
+        for g in l.params.values_mut() {
+            g.initial = read_uint(&data, l.base + g.offset, g.size).unwrap_or(0);
+        }
+        l
+    });
     let data: Vec<u8> = open
         .maps()
         .find(|m| m.name().to_string_lossy().ends_with(".rodata"))
@@ -225,8 +347,28 @@ pub fn inspect(bytes: &[u8], origin: &Path) -> Result<ObjectInfo> {
     Ok(ObjectInfo {
         ops,
         globals,
+        live,
         kfuncs,
     })
+}
+
+/// The live-tunable layout of an object file: in its `.data` section, or in
+/// `.rodata` for a build with `-DCCTL_LIVE_CONST`.
+fn data_live_layout(btf: &Btf<'_>, origin: &Path) -> Result<Option<LiveLayout>> {
+    for name in [".data", ".rodata"] {
+        for sec in btf.type_by_kind::<DataSec<'_>>() {
+            if sec.name().is_some_and(|n| n == name) {
+                let layout = live_layout(btf, &sec).map_err(|reason| Error::BadObject {
+                    path: origin.into(),
+                    reason,
+                })?;
+                if layout.is_some() {
+                    return Ok(layout);
+                }
+            }
+        }
+    }
+    Ok(None)
 }
 
 fn open_object(bytes: &[u8], origin: &Path) -> Result<libbpf_rs::OpenObject> {
@@ -257,6 +399,7 @@ pub fn load(
     let btf = object_btf(bytes, origin)?;
     let var = the_tcp_ca_var(origin, struct_ops_vars(&btf))?;
     let vars = rodata_vars(&btf);
+    let live = data_live_layout(&btf, origin)?;
     drop(btf);
     let offset = var.name_offset.expect("checked");
     let bad = |reason: String| Error::BadObject {
@@ -288,7 +431,20 @@ pub fn load(
         field.fill(0);
         field[..name.len()].copy_from_slice(name.as_bytes());
     }
-    if !globals.is_empty() {
+    // Each value goes to its .rodata global, or, for a live tunable, into both slots
+    // of .data's cctl_live.
+    let (live_values, rodata_values): (Vec<_>, Vec<_>) = globals.iter().partition(|(k, _)| {
+        !vars.contains_key(*k) && live.as_ref().is_some_and(|l| l.params.contains_key(*k))
+    });
+    let check_fits = |key: &str, size: usize, value: u32| {
+        if size > 8 || (size < 4 && u64::from(value) >= 1u64 << (8 * size)) {
+            return Err(bad(format!(
+                "its global '{key}' ({size} bytes) cannot hold {value}"
+            )));
+        }
+        Ok(u64::from(value).to_ne_bytes())
+    };
+    if !rodata_values.is_empty() {
         let mut map = open
             .maps_mut()
             .find(|m| m.name().to_string_lossy().ends_with(".rodata"))
@@ -296,30 +452,67 @@ pub fn load(
         let data = map
             .initial_value_mut()
             .ok_or_else(|| bad("its .rodata map has no data".into()))?;
-        for (key, value) in globals {
+        for &&(key, value) in &rodata_values {
             let &(off, size) = vars
-                .get(*key)
-                .ok_or_else(|| bad(format!("it has no .rodata global '{key}'")))?;
-            let bytes = u64::from(*value).to_ne_bytes();
-            if size > 8 || (size < 4 && u64::from(*value) >= 1u64 << (8 * size)) {
-                return Err(bad(format!(
-                    "its global '{key}' ({size} bytes) cannot hold {value}"
-                )));
-            }
+                .get(key)
+                .ok_or_else(|| bad(format!("it has no .rodata global or live tunable '{key}'")))?;
+            let bytes = check_fits(key, size, value)?;
             data.get_mut(off..off + size)
                 .ok_or_else(|| bad(format!("its global '{key}' lies outside .rodata")))?
                 .copy_from_slice(&bytes[..size]);
+        }
+    }
+    if let (Some(layout), false) = (&live, live_values.is_empty()) {
+        let mut map = open
+            .maps_mut()
+            .find(|m| {
+                m.name()
+                    .to_string_lossy()
+                    .ends_with(layout.section.as_str())
+            })
+            .ok_or_else(|| {
+                bad(format!(
+                    "it has no {} map for its live tunables",
+                    layout.section
+                ))
+            })?;
+        let data = map
+            .initial_value_mut()
+            .ok_or_else(|| bad(format!("its {} map has no data", layout.section)))?;
+        for &&(key, value) in &live_values {
+            let g = &layout.params[key];
+            let bytes = check_fits(key, g.size, value)?;
+            for slot in 0..2 {
+                let off = layout.offset(slot, g);
+                data.get_mut(off..off + g.size)
+                    .ok_or_else(|| bad(format!("its live tunable '{key}' lies outside .data")))?
+                    .copy_from_slice(&bytes[..g.size]);
+            }
         }
     }
     let mut obj = algo::load_with_log(
         format!("loading {} as {name} (verifier)", origin.display()),
         || open.load(),
     )?;
+    let data = match live {
+        Some(l) if l.section == ".data" => {
+            let map = obj
+                .maps()
+                .find(|m| m.name().to_string_lossy().ends_with(".data"))
+                .ok_or_else(|| bad("libbpf found no .data map in it".into()))?;
+            Some(libbpf_rs::MapHandle::try_from(&map).map_err(|e| {
+                Error::bpf(format!("duplicating the .data map fd of {name}"), e)
+            })?)
+        }
+        _ => None,
+    };
     let mut map = obj
         .maps_mut()
         .find(|m| m.name().to_string_lossy() == var.map)
         .expect("the map opened above is loaded");
-    algo::register(name, &mut map)
+    let mut reg = algo::register(name, &mut map)?;
+    reg.data = data;
+    Ok(reg)
 }
 
 #[cfg(test)]

@@ -45,6 +45,11 @@ pub struct Version {
     /// The BPF object file it was loaded from (`cctl upgrade --object`), if any.
     #[serde(default)]
     pub object: Option<PathBuf>,
+    /// Where its `.data` map, holding its live tunables (spec §18.5, `cctl set`), is
+    /// pinned: `/sys/fs/bpf/cctl-versions/<name>/<n>_data`; `None` for a program
+    /// without live tunables (or a version loaded by a cctl without them).
+    #[serde(default)]
+    pub data_pin: Option<PathBuf>,
     /// Seconds since the Unix epoch when it was loaded.
     pub loaded_at: u64,
 }
@@ -115,6 +120,36 @@ pub fn version_pin(name: &str, n: u32) -> PathBuf {
     versions_dir(name).join(n.to_string())
 }
 
+/// Where version `n` of `name` keeps its `.data` map (its live tunables) pinned
+/// (bpffs refuses '.' in names, hence `_data`).
+pub fn data_pin_path(name: &str, n: u32) -> PathBuf {
+    versions_dir(name).join(format!("{n}_data"))
+}
+
+/// Pins the `.data` map of a freshly loaded version `n` of `name`, if the program has
+/// live tunables; returns the pin's path.
+///
+/// Errors: [`Error::Bpf`] (pinning failed).
+pub(crate) fn pin_data(
+    reg: &crate::algo::Registered,
+    name: &str,
+    n: u32,
+) -> Result<Option<PathBuf>> {
+    let Some(data) = &reg.data else {
+        return Ok(None);
+    };
+    let path = data_pin_path(name, n);
+    let mut map = libbpf_rs::MapHandle::try_from(data)
+        .map_err(|e| Error::bpf(format!("duplicating the .data map fd of {name}"), e))?;
+    map.pin(&path).map_err(|e| {
+        Error::bpf(
+            format!("pinning the live tunables at {}", path.display()),
+            e,
+        )
+    })?;
+    Ok(Some(path))
+}
+
 /// Writes a record to its metadata file (atomically: a temporary file renamed).
 pub(crate) fn write_meta(record: &LoadedCc) -> Result<()> {
     let meta = meta_path(&record.name);
@@ -143,7 +178,7 @@ fn remove_version_pins(name: &str) -> Result<()> {
 }
 
 /// Kernel id of a struct_ops map.
-pub(crate) fn map_id(map: &libbpf_rs::MapHandle, name: &str) -> Result<u32> {
+pub fn map_id(map: &libbpf_rs::MapHandle, name: &str) -> Result<u32> {
     use libbpf_rs::MapCore as _;
     map.info()
         .map(|i| i.info.id)
@@ -231,17 +266,21 @@ pub fn load(algo: &str, opts: &LoadOptions) -> Result<LoadedCc> {
         let _ = remove_version_pins(&name);
     };
     let vpin = version_pin(&name, 1);
-    if let Err(e) = std::fs::create_dir_all(versions_dir(&name))
+    let data_pin = match std::fs::create_dir_all(versions_dir(&name))
         .map_err(|e| Error::io("creating version pin directory", versions_dir(&name), e))
         .and_then(|()| {
             reg.map
                 .pin(&vpin)
                 .map_err(|e| Error::bpf(format!("pinning the map at {}", vpin.display()), e))
         })
+        .and_then(|()| pin_data(&reg, &name, 1))
     {
-        undo(&mut link);
-        return Err(e);
-    }
+        Ok(p) => p,
+        Err(e) => {
+            undo(&mut link);
+            return Err(e);
+        }
+    };
 
     let params: BTreeMap<String, u32> = params.iter().map(|(k, v)| (k.to_string(), *v)).collect();
     let loaded_at = now_s();
@@ -262,6 +301,7 @@ pub fn load(algo: &str, opts: &LoadOptions) -> Result<LoadedCc> {
             profile: opts.profile.clone(),
             params,
             object: None,
+            data_pin,
             loaded_at,
         }],
     };

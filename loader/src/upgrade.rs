@@ -52,11 +52,11 @@ pub struct Swap {
 
 /// Holds an exclusive `flock` on a name's version directory, so that two upgrades
 /// or rollbacks of one name do not interleave their metadata updates.
-struct NameLock {
+pub(crate) struct NameLock {
     _lock: nix::fcntl::Flock<std::fs::File>,
 }
 
-fn lock_name(name: &str) -> Result<NameLock> {
+pub(crate) fn lock_name(name: &str) -> Result<NameLock> {
     let dir = registry::versions_dir(name);
     std::fs::create_dir_all(&dir)
         .map_err(|e| Error::io("creating version pin directory", &dir, e))?;
@@ -97,6 +97,7 @@ fn current_record(name: &str, link: &libbpf_rs::Link) -> Result<LoadedCc> {
             profile: rec.profile.clone(),
             params: rec.params.clone(),
             object: None,
+            data_pin: None,
             loaded_at: rec.loaded_at,
         });
     }
@@ -220,6 +221,7 @@ pub fn upgrade(arg: &str, opts: &UpgradeOptions) -> Result<Swap> {
                 profile: None,
                 params: BTreeMap::new(),
                 object: Some(path.canonicalize().unwrap_or_else(|_| path.clone())),
+                data_pin: None,
                 loaded_at: registry::now_s(),
             };
             (reg, version)
@@ -261,6 +263,7 @@ pub fn upgrade(arg: &str, opts: &UpgradeOptions) -> Result<Swap> {
                 profile,
                 params: params.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
                 object: None,
+                data_pin: None,
                 loaded_at: registry::now_s(),
             };
             (reg, version)
@@ -277,8 +280,21 @@ pub fn upgrade(arg: &str, opts: &UpgradeOptions) -> Result<Swap> {
     }
     to.map_id = registry::map_id(&reg.map, &name)?;
     let vpin = pin_version(&reg.map, &name, n)?;
-    if let Err(e) = update_link(&link, &reg.map, &name) {
+    let remove_pins = |data: &Option<PathBuf>| {
         let _ = std::fs::remove_file(&vpin);
+        if let Some(d) = data {
+            let _ = std::fs::remove_file(d);
+        }
+    };
+    to.data_pin = match registry::pin_data(&reg, &name, n) {
+        Ok(p) => p,
+        Err(e) => {
+            remove_pins(&None);
+            return Err(e);
+        }
+    };
+    if let Err(e) = update_link(&link, &reg.map, &name) {
+        remove_pins(&to.data_pin);
         return Err(e);
     }
     rec.version = n;
@@ -294,7 +310,7 @@ pub fn upgrade(arg: &str, opts: &UpgradeOptions) -> Result<Swap> {
             libbpf_rs::MapHandle::from_pinned_path(registry::version_pin(&name, from.version))
         {
             let _ = update_link(&link, &old, &name);
-            let _ = std::fs::remove_file(&vpin);
+            remove_pins(&to.data_pin);
         }
         return Err(e);
     }

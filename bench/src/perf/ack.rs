@@ -39,11 +39,11 @@ use crate::runner::{cpu_times, resolve_algorithms};
 use crate::testbed::LoopbackNetns;
 
 /// The private namespace of the transfers.
-const NETNS: &str = "pa-ack";
+pub(super) const NETNS: &str = "pa-ack";
 /// Receiver port inside it.
 const PORT: u16 = 5480;
 /// MTU of `lo` in the namespace, bytes.
-const MTU: u32 = 1500;
+pub(super) const MTU: u32 = 1500;
 /// Bytes per write() of the sender.
 const CHUNK: usize = 1 << 16;
 
@@ -119,7 +119,7 @@ const STALL_S: u64 = 20;
 /// `ss -tin` state instead of hanging the benchmark.
 ///
 /// Errors: the flow cannot be set up (listen, `TCP_CONGESTION`, connect), or it stalled.
-fn transfer(cc: &str, secs: f64, stop: &Arc<AtomicBool>) -> Result<Round> {
+pub(super) fn transfer(cc: &str, secs: f64, stop: &Arc<AtomicBool>) -> Result<Round> {
     let listener = spawn_in_netns(NETNS, || -> std::io::Result<TcpListener> {
         let l = TcpListener::bind(("127.0.0.1", PORT))?;
         l.set_nonblocking(true)?;
@@ -253,7 +253,7 @@ fn port_programs(cc: &str) -> Result<Vec<ProgStats>> {
 }
 
 /// Median, min and max of one side's figure.
-fn spread(xs: &[f64]) -> (f64, f64, f64) {
+pub(super) fn spread(xs: &[f64]) -> (f64, f64, f64) {
     let min = xs.iter().copied().fold(f64::INFINITY, f64::min);
     let max = xs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     (median(xs), min, max)

@@ -7,6 +7,9 @@
 //!   algorithm on a CPU-bound transfer (throughput and CPU per GB ratios), plus each
 //!   callback's BPF run time per call (BPF stats). reno and cubic on the host, the other
 //!   modules in the 6.12 guest.
+//! - [`live`]: per-ACK cost of live tunables (spec §18.5): each algorithm that has them
+//!   against the same program with them as `.rodata` constants (BPF run time per GB and
+//!   per call, goodput).
 //! - [`collector`]: the highest sample rate without ring-buffer drops, its CPU, the
 //!   throughput cost of tracing a saturated flow, and polling `ss -ti` at the same rate.
 //! - [`migrate`]: time to move 1,000 and 10,000 established flows.
@@ -18,6 +21,7 @@
 pub mod ack;
 pub mod ceiling;
 pub mod collector;
+pub mod live;
 pub mod migrate;
 
 use std::fmt;
@@ -35,6 +39,8 @@ use serde::{Deserialize, Serialize};
 pub enum Part {
     /// Per-ACK cost: BPF port vs native module.
     Ack,
+    /// Per-ACK cost of live tunables: `.data` vs `.rodata` build of the same port.
+    Live,
     /// Collector rate, CPU and throughput cost vs `ss -ti` polling.
     Collector,
     /// Live migration of 1,000 and 10,000 flows.
@@ -45,12 +51,19 @@ pub enum Part {
 
 impl Part {
     /// Every part, in report order.
-    pub const ALL: [Part; 4] = [Part::Ack, Part::Collector, Part::Migrate, Part::Ceiling];
+    pub const ALL: [Part; 5] = [
+        Part::Ack,
+        Part::Live,
+        Part::Collector,
+        Part::Migrate,
+        Part::Ceiling,
+    ];
 
     /// The name used on the command line and in the JSON.
     pub fn name(self) -> &'static str {
         match self {
             Part::Ack => "ack",
+            Part::Live => "live",
             Part::Collector => "collector",
             Part::Migrate => "migrate",
             Part::Ceiling => "ceiling",
@@ -59,7 +72,7 @@ impl Part {
 
     /// Whether the part has a half that runs in the 6.12 guest (native modules, netem).
     pub fn has_guest_half(self) -> bool {
-        matches!(self, Part::Ack | Part::Ceiling)
+        matches!(self, Part::Ack | Part::Live | Part::Ceiling)
     }
 }
 
@@ -347,6 +360,7 @@ pub fn run_parts(
         let t0 = std::time::Instant::now();
         let res = match part {
             Part::Ack => ack::run(&opts),
+            Part::Live => live::run(&opts),
             Part::Collector => collector::run(&opts),
             Part::Migrate => migrate::run(&opts),
             Part::Ceiling => ceiling::run(&opts),

@@ -11,6 +11,7 @@ pub mod migrate;
 pub mod perf;
 pub mod policy;
 pub mod rollback;
+pub mod set;
 pub mod sockets;
 pub mod trace;
 pub mod unload;

@@ -30,11 +30,11 @@ fn guest_modules() -> Vec<&'static str> {
 Results go to <out>/<UTC timestamp>/perf.json and perf.md. Figures are ratios of side-by-side \
 runs; --quick is a smoke run whose figures only show that the benchmark works.")]
 pub struct PerfArgs {
-    /// Parts to run, comma-separated: ack, collector, migrate, ceiling.
+    /// Parts to run, comma-separated: ack, live, collector, migrate, ceiling.
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "ack,collector,migrate,ceiling"
+        default_value = "ack,live,collector,migrate,ceiling"
     )]
     parts: Vec<String>,
     /// Short smoke version (CI): fewer and shorter rounds, fewer flows.
@@ -74,7 +74,7 @@ pub fn run(a: PerfArgs) -> Result<i32> {
         }
     }
     if parts.is_empty() {
-        usage!("--parts: give at least one of ack, collector, migrate, ceiling");
+        usage!("--parts: give at least one of ack, live, collector, migrate, ceiling");
     }
     parts.sort();
     cctl_loader::kernel::require_privileges("measuring cctl's performance")?;

@@ -77,6 +77,9 @@ pub struct Registered {
     pub link: Option<libbpf_rs::Link>,
     /// The struct_ops map (a file descriptor of its own: it outlives the BPF object).
     pub map: libbpf_rs::MapHandle,
+    /// The `.data` map holding the live tunables (spec §18.5), when the program has
+    /// any (see [`crate::live`]).
+    pub data: Option<libbpf_rs::MapHandle>,
 }
 
 /// Makes the loaded struct_ops `map` READY and tries to register it under `name`
@@ -94,10 +97,12 @@ pub(crate) fn register(name: &str, map: &mut libbpf_rs::MapMut<'_>) -> Result<Re
         Ok(link) => Ok(Registered {
             link: Some(link),
             map: handle,
+            data: None,
         }),
         Err(e) if e.kind() == libbpf_rs::ErrorKind::AlreadyExists => Ok(Registered {
             link: None,
             map: handle,
+            data: None,
         }),
         Err(e) => Err(attach_error(name, e)),
     }
@@ -265,6 +270,7 @@ macro_rules! declare_algorithm {
             var_docs: VAR_DOCS,
             check: $crate::algo::declare_algorithm!(@check $($check)?),
             object: $crate::skel::$key::OBJECT,
+            object_const: $crate::skel::$key::OBJECT_CONST,
             program: $crate::skel::$key::SOURCE,
             vars: $vars,
         };

@@ -21,7 +21,7 @@ crate::algo::declare_algorithm! {
             "ms",
             "Δ_L: time after a congestion event before the quadratic increase starts",
         )
-        .sym("Δ_L"),
+        .sym("Δ_L").live(),
         p(
             "delta_b_pct",
             20,
@@ -30,7 +30,7 @@ crate::algo::declare_algorithm! {
             "%",
             "Δ_B: change of the epoch's max throughput that forces β = beta_min",
         )
-        .sym("Δ_B"),
+        .sym("Δ_B").live(),
         p(
             "beta_min_pct",
             50,
@@ -38,7 +38,7 @@ crate::algo::declare_algorithm! {
             100,
             "%",
             "lower bound of the adaptive backoff β",
-        ),
+        ).live(),
         p(
             "beta_max_pct",
             80,
@@ -46,7 +46,7 @@ crate::algo::declare_algorithm! {
             100,
             "%",
             "upper bound of the adaptive backoff β",
-        ),
+        ).live(),
         p(
             "fixed_beta_pct",
             0,
@@ -54,7 +54,7 @@ crate::algo::declare_algorithm! {
             100,
             "%",
             "fixed β ([P2]'s variant); 0 = adaptive",
-        ),
+        ).live(),
         p(
             "use_rtt_scaling",
             1,
@@ -62,7 +62,7 @@ crate::algo::declare_algorithm! {
             1,
             "bool",
             "scale the increase by S = Tmin / T_ref",
-        ),
+        ).live(),
         p(
             "rtt_ref_ms",
             100,
@@ -70,9 +70,9 @@ crate::algo::declare_algorithm! {
             10_000,
             "ms",
             "T_ref of the RTT scaling",
-        ),
-        p("rtt_scale_min_pct", 10, 1, 1_000, "%", "lower clamp of S"),
-        p("rtt_scale_max_pct", 200, 1, 1_000, "%", "upper clamp of S"),
+        ).live(),
+        p("rtt_scale_min_pct", 10, 1, 1_000, "%", "lower clamp of S").live(),
+        p("rtt_scale_max_pct", 200, 1, 1_000, "%", "upper clamp of S").live(),
         p(
             "use_bandwidth_switch",
             1,
@@ -88,7 +88,7 @@ crate::algo::declare_algorithm! {
             10_000,
             "ms",
             "Tmin must exceed this for the adaptive β = Tmin/Tmax",
-        ),
+        ).live(),
         p(
             "tmax_spike_ms",
             20,
@@ -96,7 +96,7 @@ crate::algo::declare_algorithm! {
             10_000,
             "ms",
             "accept a new Tmax only if within this of the old one (0 = no filter)",
-        ),
+        ).live(),
         ACK_COUNTING,
     ],
     profiles: [],
