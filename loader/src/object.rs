@@ -556,8 +556,11 @@ mod tests {
     fn every_carried_object_is_read_from_its_btf() {
         let info = inspect(crate::skel::htcp::OBJECT, Path::new("bpf/htcp.bpf.c")).unwrap();
         assert_eq!(info.ops.map, "htcp");
-        assert_eq!(info.globals["delta_l_ms"].initial, 1000);
-        assert_eq!(info.globals["delta_l_ms"].size, 4);
+        assert_eq!(info.globals["ack_counting"].initial, 0);
+        assert_eq!(info.globals["ack_counting"].size, 4);
+        let live = info.live.expect("htcp has live tunables");
+        assert_eq!(live.section, ".data");
+        assert_eq!(live.params["delta_l_ms"].initial, 1000);
         assert!(
             info.kfuncs.contains(&"tcp_slow_start".to_string()),
             "{:?}",
