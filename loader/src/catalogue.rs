@@ -206,7 +206,8 @@ impl Algorithm {
         object::load(self.object, Path::new(&self.source()), name, &globals)
     }
 
-    /// Human-readable table of the parameters: key, unit, range, default, doc.
+    /// Human-readable table of the parameters: key, unit, range, default, `live:` for
+    /// one `cctl set` may change while registered (spec §18.5), doc.
     pub fn params_help(&self) -> String {
         if self.params.is_empty() {
             return format!("  ({} has no parameters)", self.key);
@@ -215,8 +216,14 @@ impl Algorithm {
         for p in self.params {
             let _ = writeln!(
                 s,
-                "  {:<22} {:<18} [{}..={}] default {}  {}",
-                p.key, p.unit, p.min, p.max, p.default, p.doc
+                "  {:<22} {:<18} [{}..={}] default {} {} {}",
+                p.key,
+                p.unit,
+                p.min,
+                p.max,
+                p.default,
+                if p.live { " live:" } else { "" },
+                p.doc
             );
         }
         s.pop();

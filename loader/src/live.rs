@@ -214,6 +214,28 @@ pub fn values(name: &str, v: &Version) -> Result<BTreeMap<String, u32>> {
     }
 }
 
+/// Replaces the recorded values of live tunables in `rec` (every version, and the
+/// record's own `params` from the current version) with the values in force in the
+/// kernel, so that what is shown is what runs. A version whose map cannot be read
+/// keeps its recorded values.
+pub fn refresh(rec: &mut LoadedCc) {
+    let name = rec.name.clone();
+    for v in &mut rec.versions {
+        if let Ok(vals) = values(&name, v) {
+            v.params.extend(vals);
+        }
+    }
+    if let Some(cur) = rec.versions.iter().find(|v| v.version == rec.version) {
+        let vals: Vec<(String, u32)> = cur
+            .params
+            .iter()
+            .filter(|(k, _)| rec.params.contains_key(*k))
+            .map(|(k, v)| (k.clone(), *v))
+            .collect();
+        rec.params.extend(vals);
+    }
+}
+
 /// The keys of `algorithm` that may change live, for messages.
 fn live_keys(a: &Algorithm) -> String {
     let keys: Vec<&str> = a.params.iter().filter(|p| p.live).map(|p| p.key).collect();

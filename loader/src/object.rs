@@ -494,18 +494,19 @@ pub fn load(
         format!("loading {} as {name} (verifier)", origin.display()),
         || open.load(),
     )?;
-    let data = match live {
-        Some(l) if l.section == ".data" => {
-            let map = obj
-                .maps()
-                .find(|m| m.name().to_string_lossy().ends_with(".data"))
-                .ok_or_else(|| bad("libbpf found no .data map in it".into()))?;
-            Some(libbpf_rs::MapHandle::try_from(&map).map_err(|e| {
-                Error::bpf(format!("duplicating the .data map fd of {name}"), e)
-            })?)
-        }
-        _ => None,
-    };
+    let data =
+        match live {
+            Some(l) if l.section == ".data" => {
+                let map = obj
+                    .maps()
+                    .find(|m| m.name().to_string_lossy().ends_with(".data"))
+                    .ok_or_else(|| bad("libbpf found no .data map in it".into()))?;
+                Some(libbpf_rs::MapHandle::try_from(&map).map_err(|e| {
+                    Error::bpf(format!("duplicating the .data map fd of {name}"), e)
+                })?)
+            }
+            _ => None,
+        };
     let mut map = obj
         .maps_mut()
         .find(|m| m.name().to_string_lossy() == var.map)
