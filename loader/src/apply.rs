@@ -876,7 +876,7 @@ pub fn execute(plan: &Plan, progress: &mut dyn FnMut(&Done)) -> Result<Vec<Done>
                     total,
                     step: step.to_string(),
                     undone,
-                    source: Box::new(source),
+                    cause: Box::new(source),
                 });
             }
         }

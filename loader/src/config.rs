@@ -215,7 +215,7 @@ fn de_at<T: serde::de::DeserializeOwned>(
         let wrong = allowed.iter().find_map(|k| {
             let v = table.get(*k)?;
             let want = expected_kind(k);
-            (!want.is_empty() && !want.contains(&kind(v))).then(|| (*k, v))
+            (!want.is_empty() && !want.contains(&kind(v))).then_some((*k, v))
         });
         match wrong {
             Some((k, v)) => bad(

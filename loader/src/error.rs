@@ -268,7 +268,7 @@ pub enum Error {
 
     /// A step of `cctl apply` failed; the steps before it were undone as far as
     /// `undone` says.
-    #[error("step {index}/{total} ({step}) failed: {source}; {undone}")]
+    #[error("step {index}/{total} ({step}) failed: {cause}; {undone}")]
     StepFailed {
         /// 1-based number of the failed step.
         index: usize,
@@ -279,9 +279,8 @@ pub enum Error {
         /// What undoing the earlier steps did (`undone: 2 earlier steps; the kernel is
         /// as before`), or why nothing needed undoing.
         undone: String,
-        /// Why the step failed.
-        #[source]
-        source: Box<Error>,
+        /// Why the step failed (part of the message, so not repeated as a source).
+        cause: Box<Error>,
     },
 }
 
