@@ -46,9 +46,11 @@ check:
 	$(UNIT_TESTS)
 
 # Everything (CI's command, .ci/run; root): the unit and CLI tests in parallel, then the
-# root and kernel tests serially.
+# root and kernel tests serially. The fuzzers of the TOML parsers (the `cctl apply`
+# configuration, the scenarios) run 60 s each here, 2 s in `make check` (FUZZ_SECONDS=...).
+FUZZ_SECONDS ?= 60
 test: deps vm-deps-if-needed
-	$(UNIT_TESTS)
+	CCTL_FUZZ_SECONDS=$(FUZZ_SECONDS) $(UNIT_TESTS)
 	$(ROOT_TESTS)
 
 # The main job: a short, real benchmark run — [P0]'s convergence test (T0.7) for bpf_htcp

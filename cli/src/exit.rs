@@ -20,6 +20,9 @@ pub const CONFLICT: i32 = 5;
 pub const IN_USE: i32 = 6;
 /// A migration filter matched no established socket; nothing was changed.
 pub const NO_MATCH: i32 = 7;
+/// A file or directory cctl decides from (the `cctl apply` configuration, /run/cctl) is
+/// writable by someone other than root; it was not used.
+pub const UNTRUSTED: i32 = 8;
 /// Stopped by SIGINT/SIGTERM.
 pub const INTERRUPTED: i32 = 130;
 
@@ -96,6 +99,9 @@ pub fn code_for(err: &anyhow::Error) -> i32 {
                 Error::NotAllowed { .. } => CONFLICT,
                 Error::NoMatch { .. } => NO_MATCH,
                 Error::InUse { .. } | Error::NamedByPolicy { .. } => IN_USE,
+                Error::ConfigSyntax { .. } | Error::BadConfig { .. } => USAGE,
+                Error::Untrusted { .. } => UNTRUSTED,
+                Error::StepFailed { .. } => FAILURE,
             };
         }
     }

@@ -48,6 +48,8 @@ enum Command {
     Conform(cmd::conform::Args),
     /// Congestion control for new connections, chosen by port or cgroup.
     Policy(cmd::policy::Args),
+    /// Make the kernel match a configuration file (algorithms, default, policy rules).
+    Apply(cmd::apply::Args),
 }
 
 fn main() {
@@ -68,6 +70,7 @@ fn main() {
         Command::Bench(a) => cmd::bench::run(a),
         Command::Conform(a) => cmd::conform::run(a),
         Command::Policy(a) => cmd::policy::run(a),
+        Command::Apply(a) => cmd::apply::run(a),
     };
     match result {
         Ok(code) => std::process::exit(code),

@@ -621,3 +621,72 @@ fn sockets_and_migrate_share_the_socket_filter_flags() {
         assert_eq!(o.status.code(), Some(2), "cctl {args:?}: {}", stderr(&o));
     }
 }
+
+/// A scratch directory (mode 0755) with `text` written to `cctl.toml` in it (mode `mode`).
+fn config_file(tag: &str, text: &str, mode: u32) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = std::env::temp_dir().join(format!("cctl-cli-apply-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let f = dir.join("cctl.toml");
+    std::fs::write(&f, text).unwrap();
+    std::fs::set_permissions(&f, std::fs::Permissions::from_mode(mode)).unwrap();
+    f
+}
+
+#[test]
+fn apply_refuses_an_invalid_file_naming_the_field_and_changes_nothing() {
+    let before = available();
+    for (text, field, hint) in [
+        (
+            "[[algorithm]]\nalgo = \"htcp\"\nparams = { beta_min_pct = 101 }\n",
+            "algorithm[0].params.beta_min_pct",
+            "[10, 100] %",
+        ),
+        (
+            "[[algorithm]]\nalgo = \"htcp9\"\n",
+            "algorithm[0].algo",
+            "allowed: reno, htcp",
+        ),
+        (
+            "[[policy]]\nport = 0\ncc = \"reno\"\n",
+            "policy[0].port",
+            "1-65535",
+        ),
+        (
+            "defualt = \"reno\"\n",
+            "defualt",
+            "allowed keys: default, algorithm, policy",
+        ),
+        ("[[algorithm]\n", "line 1, column", ""),
+    ] {
+        let f = config_file("bad", text, 0o644);
+        for extra in [&[][..], &["--dry-run"][..]] {
+            let mut args = vec!["apply", f.to_str().unwrap()];
+            args.extend_from_slice(extra);
+            let o = cctl(&args);
+            let e = stderr(&o);
+            assert_eq!(o.status.code(), Some(2), "{text}: {e}");
+            assert!(
+                e.starts_with(&format!("cctl: {}: {field}", f.display())),
+                "{text}: {e}"
+            );
+            assert!(e.contains(hint), "{text}: {e}");
+        }
+        std::fs::remove_dir_all(f.parent().unwrap()).unwrap();
+    }
+    assert_eq!(available(), before);
+}
+
+#[test]
+fn apply_refuses_a_file_others_can_write_and_says_how_to_fix_it() {
+    let f = config_file("untrusted", "default = \"reno\"\n", 0o646);
+    let o = cctl(&["apply", f.to_str().unwrap(), "--dry-run"]);
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(8), "{e}");
+    assert!(
+        e.contains("writable by others") && e.contains(&format!("chmod go-w {}", f.display())),
+        "{e}"
+    );
+    std::fs::remove_dir_all(f.parent().unwrap()).unwrap();
+}

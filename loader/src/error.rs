@@ -243,6 +243,56 @@ pub enum Error {
         /// What to do.
         hint: String,
     },
+
+    /// A file or directory cctl makes decisions from that someone other than root could
+    /// have written (see [`crate::security`]); it is not used.
+    #[error("refusing to use {path}: {reason}; fix it with `{fix}`")]
+    Untrusted {
+        /// The file or directory at fault.
+        path: PathBuf,
+        /// Who could write it, and how.
+        reason: String,
+        /// The command that fixes it (`chmod go-w /etc/cctl/cctl.toml`).
+        fix: String,
+    },
+
+    /// A `cctl apply` configuration file that is not valid TOML.
+    #[error("{path}: {message}")]
+    ConfigSyntax {
+        /// The file.
+        path: PathBuf,
+        /// Line, column and what the TOML parser said.
+        message: String,
+    },
+
+    /// A `cctl apply` configuration that is valid TOML but not a valid configuration
+    /// (or that cannot be made to hold on this kernel); nothing was changed.
+    #[error("{path}: {field}: {message}")]
+    BadConfig {
+        /// The file.
+        path: PathBuf,
+        /// Dotted path of the field (`algorithm[1].params.beta_min_pct`).
+        field: String,
+        /// What is wrong and what is allowed.
+        message: String,
+    },
+
+    /// A step of `cctl apply` failed; the steps before it were undone as far as
+    /// `undone` says.
+    #[error("step {index}/{total} ({step}) failed: {cause}; {undone}")]
+    StepFailed {
+        /// 1-based number of the failed step.
+        index: usize,
+        /// Number of steps of the plan.
+        total: usize,
+        /// The step in words (`upgrade bpf_htcp: beta_min_pct 50→60`).
+        step: String,
+        /// What undoing the earlier steps did (`undone: 2 earlier steps; the kernel is
+        /// as before`), or why nothing needed undoing.
+        undone: String,
+        /// Why the step failed (part of the message, so not repeated as a source).
+        cause: Box<Error>,
+    },
 }
 
 /// Result alias of the loader.

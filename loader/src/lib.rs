@@ -3,10 +3,14 @@
 //! that streams per-flow samples from a BPF ring buffer.
 
 pub mod algo;
+pub mod apply;
 pub mod bpfstats;
 pub mod catalogue;
 pub mod collector;
+pub mod config;
 pub mod error;
+#[cfg(any(test, feature = "fuzz"))]
+pub mod fuzz;
 pub mod kernel;
 pub mod live;
 pub mod math {
@@ -28,6 +32,7 @@ pub mod object;
 pub mod policy;
 pub mod registry;
 pub mod sample;
+pub mod security;
 pub mod summary;
 pub mod upgrade;
 

@@ -96,6 +96,8 @@
 
 mod error;
 mod expr;
+#[cfg(test)]
+mod fuzz;
 mod point;
 mod rng;
 mod schema;

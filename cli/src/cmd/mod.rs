@@ -1,5 +1,6 @@
 //! One module per `cctl` subcommand.
 
+pub mod apply;
 pub mod bench;
 pub mod conform;
 pub mod default;

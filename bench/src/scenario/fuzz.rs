@@ -1,0 +1,122 @@
+//! The scenario parser fuzzed (proptest, through `cctl_loader::fuzz`): random documents
+//! under the schema's keys and mutated shipped scenarios never panic, and every error
+//! names its field (or, for TOML syntax, its line and column).
+
+use std::path::Path;
+
+use cctl_loader::fuzz;
+
+use super::{Scenario, ScenarioError, BUILTIN_FILES};
+
+/// The schema's keys and plausible values.
+const WORDS: &[&str] = &[
+    "id",
+    "name",
+    "title",
+    "source",
+    "metrics",
+    "plots",
+    "x",
+    "choices",
+    "defaults",
+    "flows",
+    "profiles",
+    "paper",
+    "ci",
+    "rate_mbit",
+    "reverse_rate_mbit",
+    "rtt_ms",
+    "buffer_bdp",
+    "buffer_pkts",
+    "buffer_ms",
+    "buffer_floor_pkts",
+    "bdp_rtt",
+    "loss",
+    "loss_model",
+    "init_ssthresh_bdp",
+    "web_sessions",
+    "web_model",
+    "web_cc",
+    "duration_s",
+    "repeat",
+    "seed",
+    "note",
+    "vars",
+    "sweep",
+    "cc",
+    "start_s",
+    "stop_s",
+    "count",
+    "start_step_s",
+    "size_mb",
+    "on_s",
+    "off_s",
+    "uniform",
+    "choice",
+    "exponential",
+    "{algo}",
+    "{rtt_ms}",
+    "{duration_s}*2",
+    "T0.1",
+    "M1",
+    "M17",
+    "cwnd",
+    "flow1",
+    "min",
+    "random",
+    "periodic",
+    "p0",
+    "surge",
+    "reno",
+];
+
+/// The last segment of a field path (`flows[1].start_s` → `start_s`), without index.
+fn last_segment(field: &str) -> &str {
+    let last = field.rsplit('.').next().unwrap_or(field);
+    last.split('[').next().unwrap_or(last)
+}
+
+fn check(doc: &str) {
+    match Scenario::parse(doc, Path::new("/tmp/fuzz.toml")) {
+        Ok(_) => {}
+        Err(ScenarioError::Syntax { message, .. }) => {
+            assert!(!message.trim().is_empty(), "an empty syntax error");
+        }
+        Err(ScenarioError::Invalid { error, .. }) => {
+            assert!(
+                !error.field.is_empty(),
+                "an error without field: {}",
+                error.message
+            );
+            assert!(
+                !error.message.is_empty(),
+                "{}: an empty message",
+                error.field
+            );
+            let seg = last_segment(&error.field).trim_matches('`');
+            // Missing keys are not in the document; derived names (a sweep case, an
+            // expression) are checked to be non-empty only.
+            if !error.message.starts_with("missing")
+                && seg.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+            {
+                assert!(
+                    doc.contains(seg),
+                    "{} ({seg}) is not in the document: {}",
+                    error.field,
+                    error.message
+                );
+            }
+        }
+        Err(other) => panic!("an error of another kind: {other}"),
+    }
+}
+
+#[test]
+fn random_and_mutated_scenarios_never_panic_and_every_error_names_its_field() {
+    let seeds = BUILTIN_FILES
+        .iter()
+        .map(|(_, text)| text.to_string())
+        .collect();
+    let n = fuzz::run("the scenario parser", fuzz::documents(seeds, WORDS), check);
+    assert!(n > 0);
+}
