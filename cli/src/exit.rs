@@ -22,7 +22,7 @@ pub const IN_USE: i32 = 6;
 pub const NO_MATCH: i32 = 7;
 /// A file or directory cctl decides from (the `cctl apply` configuration, /run/cctl) is
 /// writable by someone other than root; it was not used.
-pub const UNTRUSTED: i32 = 8;
+pub const UNTRUSTED: i32 = 9;
 /// Stopped by SIGINT/SIGTERM.
 pub const INTERRUPTED: i32 = 130;
 

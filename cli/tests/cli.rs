@@ -683,7 +683,7 @@ fn apply_refuses_a_file_others_can_write_and_says_how_to_fix_it() {
     let f = config_file("untrusted", "default = \"reno\"\n", 0o646);
     let o = cctl(&["apply", f.to_str().unwrap(), "--dry-run"]);
     let e = stderr(&o);
-    assert_eq!(o.status.code(), Some(8), "{e}");
+    assert_eq!(o.status.code(), Some(9), "{e}");
     assert!(
         e.contains("writable by others") && e.contains(&format!("chmod go-w {}", f.display())),
         "{e}"

@@ -14,13 +14,14 @@
 //! are never touched.
 //!
 //! # A loaded name whose parameters differ
-//! is upgraded in place ([`crate::upgrade::upgrade`]): new connections get the new
-//! version, established ones keep theirs. A name is up to date when its algorithm and
-//! every parameter value are the file's; the profile is how the file arrives at the
-//! values and is not compared. A name loaded with another algorithm than the file's is
-//! refused (upgrade changes parameters, not the algorithm): unload it, or use another
-//! name. The decision is [`params_step`], the one place where live changes (`cctl set`)
-//! will plug in.
+//! gets them live ([`crate::live::set`], as `cctl set`) when every differing parameter
+//! is live (spec §18.5): running and new flows see the values at their next ACK, no new
+//! version. Otherwise it is upgraded in place ([`crate::upgrade::upgrade`]): new
+//! connections get the new version, established ones keep theirs. A name is up to date
+//! when its algorithm and every parameter value in force are the file's; the profile is
+//! how the file arrives at the values and is not compared. A name loaded with another
+//! algorithm than the file's is refused (upgrade changes parameters, not the algorithm):
+//! unload it, or use another name. The decision is [`params_step`].
 //!
 //! # In use
 //! A name to unload that established TCP sockets still run is **not** unloaded (as
@@ -142,6 +143,15 @@ pub enum Step {
         /// The version running now (undoing rolls back to it).
         from_version: u32,
     },
+    /// Change live parameters of a loaded name in place (`cctl set`, spec §18.5).
+    Set {
+        /// The registered name.
+        name: String,
+        /// Algorithm key.
+        algo: String,
+        /// What differs from the values in force (every key live).
+        changes: Vec<ParamChange>,
+    },
     /// Set the default congestion control (`cctl default`).
     Default {
         /// The default now.
@@ -215,6 +225,20 @@ impl std::fmt::Display for Step {
                     .collect();
                 write!(f, "upgrade {name} ({algo}): {}", c.join(", "))
             }
+            Step::Set {
+                name,
+                algo,
+                changes,
+            } => {
+                let c: Vec<String> = changes
+                    .iter()
+                    .map(|c| {
+                        let show = |v: Option<u32>| v.map_or("-".to_string(), |v| v.to_string());
+                        format!("{} {}→{}", c.key, show(c.from), show(c.to))
+                    })
+                    .collect();
+                write!(f, "set {name} ({algo}, live): {}", c.join(", "))
+            }
             Step::Default { from, to } => write!(f, "default {from} → {to}"),
             Step::AddRule {
                 target,
@@ -264,9 +288,9 @@ fn config_error(cfg: &Config, field: impl Into<String>, message: impl Into<Strin
 }
 
 /// How a loaded name's parameters become the file's: `None` when they already are,
-/// else the step that changes them. Today every change is an upgrade (a new version
-/// loaded and swapped in); this is the one place where a change of live parameters
-/// only (`ParamSpec::live`, spec §18.5) will become a `cctl set` step instead.
+/// else the step that changes them: [`Step::Set`] when the algorithm is the file's and
+/// every differing parameter is live (`ParamSpec::live`, spec §18.5), else
+/// [`Step::Upgrade`] (a new version loaded and swapped in).
 pub fn params_step(current: &ObservedCc, desired: &DesiredCc) -> Option<Step> {
     if !current.object && current.params == desired.params {
         return None;
@@ -285,7 +309,23 @@ pub fn params_step(current: &ObservedCc, desired: &DesiredCc) -> Option<Step> {
                 to,
             })
         })
-        .collect();
+        .collect::<Vec<ParamChange>>();
+    let all_live = !current.object
+        && current.algo == desired.algo
+        && crate::catalogue::find(&desired.algo).is_ok_and(|a| {
+            changes.iter().all(|c| {
+                c.from.is_some()
+                    && c.to.is_some()
+                    && a.params.iter().any(|p| p.key == c.key && p.live)
+            })
+        });
+    if all_live {
+        return Some(Step::Set {
+            name: desired.name.clone(),
+            algo: desired.algo.clone(),
+            changes,
+        });
+    }
     Some(Step::Upgrade {
         name: desired.name.clone(),
         algo: desired.algo.clone(),
@@ -563,7 +603,9 @@ pub fn observe(cfg: &Config) -> Result<Observed> {
         std::path::Path::new(policy::META_DIR),
         "the policy's metadata directory",
     )?;
-    let records = registry::list_loaded()?;
+    let mut records = registry::list_loaded()?;
+    // Live tunables as they are in the kernel (`cctl set` by hand included).
+    records.iter_mut().for_each(crate::live::refresh);
     let loaded: Vec<ObservedCc> = records
         .iter()
         .map(|r| {
@@ -661,6 +703,7 @@ pub fn lock() -> Result<ApplyLock> {
 enum Undo {
     Unload(String),
     Rollback { name: String, to: u32 },
+    Set { name: String, values: Vec<String> },
     Default(String),
     AddRule { spec: RuleSpec, cc: String },
     RemoveRule(RuleSpec),
@@ -678,6 +721,7 @@ impl Undo {
         match self {
             Undo::Unload(name) => registry::unload(name).map(|_| ()),
             Undo::Rollback { name, to } => upgrade::rollback(name, Some(*to)).map(|_| ()),
+            Undo::Set { name, values } => crate::live::set(name, values).map(|_| ()),
             Undo::Default(name) => kernel::set_default_cc(name),
             Undo::AddRule { spec, cc } => policy::add(spec, cc).map(|_| ()),
             Undo::RemoveRule(spec) => policy::remove(spec).map(|_| ()),
@@ -694,6 +738,7 @@ impl std::fmt::Display for Undo {
         match self {
             Undo::Unload(n) => write!(f, "unload {n}"),
             Undo::Rollback { name, to } => write!(f, "roll {name} back to v{to}"),
+            Undo::Set { name, values } => write!(f, "set {name} {} again", values.join(" ")),
             Undo::Default(d) => write!(f, "default back to {d}"),
             Undo::AddRule { spec: s, cc } => write!(f, "policy {} → {cc} again", spec(s)),
             Undo::RemoveRule(s) => write!(f, "remove policy {}", spec(s)),
@@ -757,6 +802,28 @@ fn run_step(step: &Step) -> Result<(String, Option<Undo>)> {
         } => {
             let (what, undo) = change_params(name, profile, params)?;
             Ok((what, Some(undo)))
+        }
+        Step::Set { name, changes, .. } => {
+            let kv = |pick: fn(&ParamChange) -> Option<u32>| -> Vec<String> {
+                changes
+                    .iter()
+                    .filter_map(|c| pick(c).map(|v| format!("{}={v}", c.key)))
+                    .collect()
+            };
+            let report = crate::live::set(name, &kv(|c| c.to))?;
+            let written: Vec<String> = report
+                .versions
+                .iter()
+                .filter(|v| v.skipped.is_none())
+                .map(|v| format!("v{}", v.version))
+                .collect();
+            Ok((
+                format!("set live in {}", written.join(", ")),
+                Some(Undo::Set {
+                    name: name.clone(),
+                    values: kv(|c| c.from),
+                }),
+            ))
         }
         Step::Default { from, to } => {
             kernel::set_default_cc(to)?;

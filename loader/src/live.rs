@@ -68,6 +68,19 @@ fn open_live(name: &str, v: &Version) -> Result<Option<LiveMap>> {
     let Some(pin) = &v.data_pin else {
         return Ok(None);
     };
+    // The record says where to write; only a pin of this name's version directory is
+    // taken (a record edited to point elsewhere is refused, not followed).
+    if pin.parent() != Some(registry::versions_dir(name).as_path()) {
+        return Err(Error::NoVersion {
+            name: name.into(),
+            detail: format!(
+                "version {}: its record points its live tunables at {}, outside {}; refusing it",
+                v.version,
+                pin.display(),
+                registry::versions_dir(name).display()
+            ),
+        });
+    }
     let map = libbpf_rs::MapHandle::from_pinned_path(pin).map_err(|e| Error::NoVersion {
         name: name.into(),
         detail: format!(
@@ -318,10 +331,15 @@ pub fn check(
 /// Errors: [`Error::NotOurs`] (not loaded by cctl), [`Error::UnknownParam`],
 /// [`Error::NotLive`] (a load-time key: `cctl upgrade` changes those),
 /// [`Error::BadParamValue`], [`Error::BadParamCombination`], [`Error::NoVersion`] (no
-/// loaded version has the keys), [`Error::NotPrivileged`], [`Error::Bpf`], [`Error::Io`].
+/// loaded version has the keys), [`Error::Untrusted`] (/run/cctl writable by others),
+/// [`Error::NotPrivileged`], [`Error::Bpf`], [`Error::Io`].
 pub fn set(arg: &str, assignments: &[String]) -> Result<SetReport> {
     let name = registry::resolve_loaded(arg)?;
     crate::kernel::require_privileges(&format!("setting live tunables of {name}"))?;
+    crate::security::check_trusted_dir(
+        std::path::Path::new(registry::META_DIR),
+        "cctl's metadata directory",
+    )?;
     let _lock = crate::upgrade::lock_name(&name)?;
     let mut rec: LoadedCc = registry::list_loaded()?
         .into_iter()

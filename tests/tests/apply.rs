@@ -294,12 +294,13 @@ fn apply_round_trip_dry_run_invalid_file_and_failed_step() {
     );
     assert_eq!(state(), applied, "a second apply changes nothing");
 
-    // Edit: other parameters, ap_reno gone, one rule replaced, one added.
+    // Edit: other parameters (one load-time: a new version), ap_reno gone, one rule
+    // replaced, one added.
     let v2 = write(
         &dir,
         "v2.toml",
         &format!(
-            "{base}[[algorithm]]\nname = \"ap_htcp\"\nalgo = \"htcp\"\nparams = {{ beta_min_pct = 55 }}\n\
+            "{base}[[algorithm]]\nname = \"ap_htcp\"\nalgo = \"htcp\"\nparams = {{ beta_min_pct = 55, use_bandwidth_switch = 0 }}\n\
              [[policy]]\nport = 47301\ncc = \"reno\"\n[[policy]]\nport = 47302\ncc = \"ap_htcp\"\n"
         )
         .replace(&format!("default = \"{original}\""), "default = \"ap_htcp\""),
@@ -343,7 +344,7 @@ fn apply_round_trip_dry_run_invalid_file_and_failed_step() {
     );
     std::fs::set_permissions(&v2, std::fs::Permissions::from_mode(0o666)).unwrap();
     let o = apply(&[], &v2);
-    assert_eq!(o.status.code(), Some(8), "{}", stderr(&o));
+    assert_eq!(o.status.code(), Some(9), "{}", stderr(&o));
     assert!(
         stderr(&o).contains("writable by") && stderr(&o).contains("chmod go-w"),
         "{}",
@@ -357,14 +358,14 @@ fn apply_round_trip_dry_run_invalid_file_and_failed_step() {
     );
 
     // A failing step: the cgroup rule cannot be added (its pinned map is incompatible);
-    // the load, upgrade, default and rule before it are undone.
+    // the load, live change, default and rule before it are undone.
     std::fs::create_dir_all(cgroup_dir()).unwrap();
     let swapped = IncompatibleCgroupMap::install();
     let v3 = write(
         &dir,
         "v3.toml",
         &format!(
-            "{base}[[algorithm]]\nname = \"ap_htcp\"\nalgo = \"htcp\"\nparams = {{ beta_min_pct = 65 }}\n\
+            "{base}[[algorithm]]\nname = \"ap_htcp\"\nalgo = \"htcp\"\nparams = {{ beta_min_pct = 65, use_bandwidth_switch = 0 }}\n\
              [[algorithm]]\nname = \"ap_new\"\nalgo = \"reno\"\n\
              [[policy]]\nport = 47301\ncc = \"ap_new\"\n[[policy]]\nport = 47302\ncc = \"ap_htcp\"\n\
              [[policy]]\ncgroup = \"{CGROUP}\"\ncc = \"ap_new\"\n"
@@ -390,7 +391,17 @@ fn apply_round_trip_dry_run_invalid_file_and_failed_step() {
     assert_eq!(
         (rec.version, rec.params["beta_min_pct"]),
         (2, 55),
-        "rolled back to the version that ran (v3 stays loaded for rollback)"
+        "the live change was set back"
+    );
+    let running = rec
+        .versions
+        .iter()
+        .find(|v| v.version == rec.version)
+        .unwrap();
+    assert_eq!(
+        cctl_loader::live::values("ap_htcp", running).unwrap()["beta_min_pct"],
+        55,
+        "the kernel's value in force was set back"
     );
     drop(swapped);
 

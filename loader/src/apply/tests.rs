@@ -114,7 +114,7 @@ fn a_profile_that_differs_but_gives_the_same_values_changes_nothing() {
 }
 
 #[test]
-fn changed_params_upgrade_only_that_name_and_list_the_changes() {
+fn changed_live_params_are_set_in_place_and_list_the_changes() {
     let mut o = with(vec![
         loaded("bpf_htcp", "htcp", &["beta_min_pct=50"]),
         loaded("bpf_reno", "reno", &[]),
@@ -124,7 +124,23 @@ fn changed_params_upgrade_only_that_name_and_list_the_changes() {
     o.loaded[0].version = 3;
     let text = format!("{FILE}[[algorithm]]\nalgo = \"reno\"\n");
     let p = plan(&cfg(&text), &o).unwrap();
-    assert_eq!(words(&p), ["upgrade bpf_htcp (htcp): beta_min_pct 50→60"]);
+    assert_eq!(words(&p), ["set bpf_htcp (htcp, live): beta_min_pct 50→60"]);
+    assert!(matches!(&p.steps[0], Step::Set { name, .. } if name == "bpf_htcp"));
+}
+
+#[test]
+fn a_load_time_change_upgrades_only_that_name_with_every_change() {
+    // ack_counting is load-time: the whole difference goes into one new version.
+    let mut o = with(vec![loaded("bpf_htcp", "htcp", &["beta_min_pct=50"])]);
+    o.default = "bpf_htcp".into();
+    o.rules = vec![port_rule(5201, "bpf_htcp")];
+    o.loaded[0].version = 3;
+    let text = FILE.replace("beta_min_pct = 60", "beta_min_pct = 60, ack_counting = 1");
+    let p = plan(&cfg(&text), &o).unwrap();
+    assert_eq!(
+        words(&p),
+        ["upgrade bpf_htcp (htcp): ack_counting 0→1, beta_min_pct 50→60"]
+    );
     match &p.steps[0] {
         Step::Upgrade {
             from_version,
@@ -132,7 +148,7 @@ fn changed_params_upgrade_only_that_name_and_list_the_changes() {
             ..
         } => {
             assert_eq!(*from_version, 3);
-            assert_eq!(to, &params("htcp", &["beta_min_pct=60"]));
+            assert_eq!(to, &params("htcp", &["beta_min_pct=60", "ack_counting=1"]));
         }
         s => panic!("{s:?}"),
     }
@@ -384,6 +400,12 @@ fn a_plan_applied_to_its_own_result_is_empty() {
                 l.params = params.clone();
                 l.version += 1;
             }
+            Step::Set { name, changes, .. } => {
+                let l = o.loaded.iter_mut().find(|l| &l.name == name).unwrap();
+                for c in changes {
+                    l.params.insert(c.key.clone(), c.to.unwrap());
+                }
+            }
             Step::Default { to, .. } => o.default = to.clone(),
             Step::AddRule { target, cc, .. } => {
                 o.rules.retain(|r| !same_target(&r.target, target));
@@ -403,7 +425,7 @@ fn a_plan_applied_to_its_own_result_is_empty() {
         words(&p),
         [
             "load two (reno)",
-            "upgrade bpf_htcp (htcp): beta_min_pct 50→60",
+            "set bpf_htcp (htcp, live): beta_min_pct 50→60",
             "default cubic → bpf_htcp",
             "policy port 5201 → bpf_htcp (new rule)",
             "policy port 80 → two (was gone)",
