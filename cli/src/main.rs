@@ -2,6 +2,7 @@
 
 mod cmd;
 mod exit;
+mod exporter;
 mod out;
 mod top;
 
@@ -46,6 +47,8 @@ enum Command {
     Conform(cmd::conform::Args),
     /// Congestion control for new connections, chosen by port or cgroup.
     Policy(cmd::policy::Args),
+    /// Serve Prometheus metrics (aggregates by congestion control) until SIGTERM.
+    Exporter(cmd::exporter::Args),
 }
 
 fn main() {
@@ -65,6 +68,7 @@ fn main() {
         Command::Bench(a) => cmd::bench::run(a),
         Command::Conform(a) => cmd::conform::run(a),
         Command::Policy(a) => cmd::policy::run(a),
+        Command::Exporter(a) => cmd::exporter::run(a),
     };
     match result {
         Ok(code) => std::process::exit(code),
