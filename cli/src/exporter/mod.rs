@@ -184,6 +184,7 @@ pub async fn pump(
                     let mut batch = vec![s];
                     batch.extend(trace.drain_ready());
                     exporter.observe(&batch);
+                    exporter.set_collector_counters(trace.counters());
                 }
                 None => break,
             },
