@@ -63,7 +63,10 @@ pub fn parse_listen(s: &str) -> Result<SocketAddr> {
         ),
     };
     if addr.port() == 0 {
-        usage!("--listen '{s}': port 0; give a port from 1 to 65535 (default 9977)");
+        usage!(
+            "--listen '{s}': port 0; give a port from 1 to 65535, e.g. 127.0.0.1:9977 (the \
+             default, local scrapes only) or 0.0.0.0:9977 (every interface)"
+        );
     }
     Ok(addr)
 }
@@ -158,7 +161,14 @@ mod tests {
         );
         assert!(parse_listen("[::1]:9977").is_ok());
         assert!(parse_listen(DEFAULT_LISTEN).is_ok());
-        for bad in ["localhost:9977", "9977", "1.2.3.4", "1.2.3.4:99999", "1.2.3.4:0", ""] {
+        for bad in [
+            "localhost:9977",
+            "9977",
+            "1.2.3.4",
+            "1.2.3.4:99999",
+            "1.2.3.4:0",
+            "",
+        ] {
             let e = parse_listen(bad).unwrap_err();
             assert!(e.downcast_ref::<exit::Usage>().is_some(), "{bad}: {e}");
         }

@@ -342,7 +342,13 @@ pub(crate) mod tests {
         }
     }
 
-    fn counter(f: &prometheus_client::metrics::family::Family<CcLabels, prometheus_client::metrics::counter::Counter>, cc: &str) -> u64 {
+    fn counter(
+        f: &prometheus_client::metrics::family::Family<
+            CcLabels,
+            prometheus_client::metrics::counter::Counter,
+        >,
+        cc: &str,
+    ) -> u64 {
         f.get(&CcLabels { cc: cc.into() }).map_or(0, |c| c.get())
     }
 

@@ -309,11 +309,14 @@ pub(crate) mod lint {
     /// Every rule violated by the families of `text`, one message each.
     pub fn problems(text: &str) -> Vec<String> {
         let mut bad = Vec::new();
-        assert!(text.ends_with("# EOF\n"), "OpenMetrics text ends with # EOF");
+        assert!(
+            text.ends_with("# EOF\n"),
+            "OpenMetrics text ends with # EOF"
+        );
         let units = ["seconds", "bytes", "segments", "ratio"];
         let wrong_units = [
-            "_ms", "_msec", "_us", "_usec", "_ns", "_nsec", "_millis", "_micros", "_kb",
-            "_mb", "_kib", "_mib", "_pct", "_percent", "_mbit", "_bits",
+            "_ms", "_msec", "_us", "_usec", "_ns", "_nsec", "_millis", "_micros", "_kb", "_mb",
+            "_kib", "_mib", "_pct", "_percent", "_mbit", "_bits",
         ];
         for (name, f) in parse(text) {
             let mut say = |m: String| bad.push(format!("{name}: {m}"));
@@ -400,7 +403,10 @@ mod tests {
         }
         assert_eq!(cwnd_buckets().last(), Some(&65536.0));
         assert!((rtt_buckets()[0] - 25e-6).abs() < 1e-12);
-        assert!(rtt_buckets().last().unwrap() > &6.0, "RTT buckets reach seconds");
+        assert!(
+            rtt_buckets().last().unwrap() > &6.0,
+            "RTT buckets reach seconds"
+        );
         let beta = beta_buckets();
         assert!((beta[0] - 0.5).abs() < 1e-9 && (beta.last().unwrap() - 1.0).abs() < 1e-9);
     }

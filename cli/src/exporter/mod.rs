@@ -104,7 +104,11 @@ impl Exporter {
 
     /// Forgets flows silent for long when no scrape has pruned them with a census lately.
     pub fn prune_if_unscraped(&self, after: Duration) {
-        let last = self.scrape.lock().unwrap_or_else(|e| e.into_inner()).last_scrape;
+        let last = self
+            .scrape
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .last_scrape;
         if last.is_none_or(|t| t.elapsed() >= after) {
             let mut t = self.flows.lock().unwrap_or_else(|e| e.into_inner());
             t.prune(None, &self.metrics, Instant::now());
@@ -216,7 +220,10 @@ mod tests {
     use std::collections::BTreeMap;
 
     fn record() -> LoadedCc {
-        let params = BTreeMap::from([("beta_min_pct".to_string(), 50), ("delta_l_ms".into(), 1000)]);
+        let params = BTreeMap::from([
+            ("beta_min_pct".to_string(), 50),
+            ("delta_l_ms".into(), 1000),
+        ]);
         let v = |version, map_id| Version {
             version,
             map_id,
@@ -264,7 +271,8 @@ mod tests {
         });
         let mut batch = Vec::new();
         for cookie in 1..=3u64 {
-            let mut s = flows::tests::sample(cookie, if cookie == 1 { "cubic" } else { "bpf_htcp" });
+            let mut s =
+                flows::tests::sample(cookie, if cookie == 1 { "cubic" } else { "bpf_htcp" });
             s.bytes_acked = 1 << 20;
             s.total_retrans = 3;
             s.backoffs = Some(1);
@@ -285,9 +293,15 @@ mod tests {
             .get_or_create(&SourceLabels { source: "census" })
             .inc();
         e.encode_with(Snapshot {
-            established: Some(BTreeMap::from([("bpf_htcp".into(), 2), ("cubic".into(), 1)])),
+            established: Some(BTreeMap::from([
+                ("bpf_htcp".into(), 2),
+                ("cubic".into(), 1),
+            ])),
             loaded: vec![record()],
-            bpf: Some(vec![prog(Some("bpf_htcp"), "cong_avoid"), prog(None, "tcp_probe")]),
+            bpf: Some(vec![
+                prog(Some("bpf_htcp"), "cong_avoid"),
+                prog(None, "tcp_probe"),
+            ]),
             collector: LiveCounters::default(),
         })
     }

@@ -81,7 +81,12 @@ pub fn router(exporter: Arc<Exporter>) -> Router {
     Router::new()
         .route("/metrics", get(metrics))
         .route("/", get(|| async { Html(INDEX) }))
-        .fallback(|| async { (StatusCode::NOT_FOUND, "not found: the exporter serves GET /metrics\n") })
+        .fallback(|| async {
+            (
+                StatusCode::NOT_FOUND,
+                "not found: the exporter serves GET /metrics\n",
+            )
+        })
         .with_state(exporter)
 }
 
