@@ -7,6 +7,7 @@ CCTL := target/release/cctl
 .PHONY: compare all deps vm-deps vm-deps-if-needed build check test demo demo-tbf bench-collector lint fmt install clean
 .PHONY: bench-migrate
 .PHONY: bench-top
+.PHONY: bench-exporter
 .PHONY: bench
 .PHONY: conform
 .PHONY: bench-jobs slurm-bench k8s-validate
@@ -109,6 +110,13 @@ bench-top: deps
 	$(CARGO) build --release -p cctl
 	$(CARGO) run --release -p cctl-tests --example top_cpu -- $(BENCH_ARGS)
 
+# Exporter cost: `cctl exporter` (release) with 1,000 busy loopback flows sampled at the default
+# 100 ms: its CPU and memory without scrapes, then the wall and CPU time of a scrape of
+# /metrics. BENCH_ARGS="flows seconds", default "1000 30". Not a test: it prints figures.
+bench-exporter: deps
+	$(CARGO) build --release -p cctl
+	$(CARGO) run --release -p cctl-tests --example exporter_cpu -- $(BENCH_ARGS)
+
 # What --jobs buys and costs: the same sweep (T0.1's 10 Mbit/s points, reno and htcp, 3
 # repetitions) at --jobs 1, 2 and 4 in the 6.12 guest: speedups, CPU per run against its
 # rate, and fidelity (--jobs 4 vs 1, metrics with their run-to-run spread). ~20 min under TCG.
@@ -126,8 +134,9 @@ slurm-bench: deps vm-deps-if-needed
 	$(CARGO) build --release -p cctl
 	env $(SLURM_ARGS) bash scripts/slurm-bench.sh
 
-# Strict offline decoding of deploy/k8s/bench-job.yaml into k8s.io/api types (Go, modules
-# from the Go module proxy); no cluster needed.
+# Strict offline decoding of deploy/k8s/*.yaml (the sweep's Jobs, the exporter's DaemonSet)
+# into k8s.io/api types plus each workload's checks (Go, modules from the Go module proxy);
+# no cluster needed. tests/tests/k8s.rs runs it in `make test`.
 k8s-validate:
 	bash deploy/k8s/validate.sh
 

@@ -13,7 +13,7 @@ pub const NOT_PRIVILEGED: i32 = 3;
 /// The running kernel lacks a feature cctl needs.
 pub const MISSING_FEATURE: i32 = 4;
 /// A name conflict: already registered, or not cctl's to unload; or another `cctl bench`
-/// holds the kernel.
+/// holds the kernel; or the exporter's listen address is in use.
 pub const CONFLICT: i32 = 5;
 /// Established sockets still use the algorithm (`cctl unload` refused, or a migration left
 /// some behind).
@@ -77,6 +77,15 @@ pub fn code_for(err: &anyhow::Error) -> i32 {
         }
         if let Some(cctl_bench::lock::LockError::Held { .. }) = cause.downcast_ref() {
             return CONFLICT;
+        }
+        if let Some(e) = cause.downcast_ref::<crate::exporter::server::ListenError>() {
+            use crate::exporter::server::ListenError;
+            return match e {
+                ListenError::InUse(_) => CONFLICT,
+                ListenError::NotLocal(_) => USAGE,
+                ListenError::Denied(_) => NOT_PRIVILEGED,
+                ListenError::Other(..) => FAILURE,
+            };
         }
         if let Some(e) = cause.downcast_ref::<Error>() {
             return match e {

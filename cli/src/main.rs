@@ -2,6 +2,7 @@
 
 mod cmd;
 mod exit;
+mod exporter;
 mod out;
 mod top;
 
@@ -50,6 +51,8 @@ enum Command {
     Policy(cmd::policy::Args),
     /// Make the kernel match a configuration file (algorithms, default, policy rules).
     Apply(cmd::apply::Args),
+    /// Serve Prometheus metrics (aggregates by congestion control) until SIGTERM.
+    Exporter(cmd::exporter::Args),
 }
 
 fn main() {
@@ -71,6 +74,7 @@ fn main() {
         Command::Conform(a) => cmd::conform::run(a),
         Command::Policy(a) => cmd::policy::run(a),
         Command::Apply(a) => cmd::apply::run(a),
+        Command::Exporter(a) => cmd::exporter::run(a),
     };
     match result {
         Ok(code) => std::process::exit(code),

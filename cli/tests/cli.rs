@@ -689,4 +689,67 @@ fn apply_refuses_a_file_others_can_write_and_says_how_to_fix_it() {
         "{e}"
     );
     std::fs::remove_dir_all(f.parent().unwrap()).unwrap();
+#[test]
+fn exporter_refuses_a_bad_listen_address_and_says_what_is_allowed() {
+    for (listen, says) in [
+        ("localhost:9977", "not an ADDR:PORT"),
+        ("9977", "not an ADDR:PORT"),
+        ("127.0.0.1:99999", "not an ADDR:PORT"),
+        ("127.0.0.1:0", "port 0"),
+        // TEST-NET-1: never an address of this host.
+        ("192.0.2.1:9977", "not an address of this host"),
+    ] {
+        let o = cctl(&["exporter", "--listen", listen]);
+        assert_eq!(o.status.code(), Some(2), "{listen}: {}", stderr(&o));
+        let e = stderr(&o);
+        assert!(e.contains(says) && e.contains(listen), "{listen}: {e}");
+        assert!(
+            e.contains("127.0.0.1") && e.contains("0.0.0.0"),
+            "{listen}: {e}"
+        );
+    }
+    let o = cctl(&["exporter", "--per-flow-max", "0"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("from 1 to 10000 flows"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn exporter_refuses_a_port_in_use_before_touching_the_kernel() {
+    let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = busy.local_addr().unwrap().to_string();
+    let o = cctl(&["exporter", "--listen", &addr]);
+    assert_eq!(o.status.code(), Some(5), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(
+        e.contains(&format!("--listen {addr}: the address is already in use")),
+        "{e}"
+    );
+    assert!(e.contains("choose a free port"), "{e}");
+    assert!(!e.contains("collector"), "it went on after the bind: {e}");
+}
+
+#[test]
+#[ignore = "root: drops privileges with setpriv; `make test` runs it serially"]
+fn exporter_without_root_says_so() {
+    let o = Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "--inh-caps=-all",
+        ])
+        .arg(env!("CARGO_BIN_EXE_cctl"))
+        .args(["exporter", "--listen", "127.0.0.1:19976"])
+        .output()
+        .expect("setpriv runs");
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(
+        e.contains("running the exporter (it attaches the collector) needs root"),
+        "{e}"
+    );
 }

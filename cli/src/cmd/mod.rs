@@ -5,6 +5,7 @@ pub mod bench;
 pub mod conform;
 pub mod default;
 pub mod demo;
+pub mod exporter;
 pub mod filter;
 pub mod list;
 pub mod load;

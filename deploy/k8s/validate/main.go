@@ -1,10 +1,12 @@
-// Command validate checks deploy/k8s/bench-job.yaml offline, without an API server
-// (`kubectl --dry-run=client` needs one).
+// Command validate checks deploy/k8s/bench-job.yaml and deploy/k8s/daemonset.yaml offline,
+// without an API server (`kubectl --dry-run=client` needs one).
 //
 // Every document of the multi-document YAML is decoded strictly into its typed object
-// (v1 PersistentVolumeClaim, batch/v1 Job): unknown fields, duplicate keys and
-// wrongly-cased keys are errors, as with the API server's strict field validation. The
-// shard Job and the merge Job are then checked for what running `cctl bench` shards needs.
+// (v1 PersistentVolumeClaim, v1 Namespace, batch/v1 Job, apps/v1 DaemonSet): unknown fields,
+// duplicate keys and wrongly-cased keys are errors, as with the API server's strict field
+// validation. A file with Jobs is then checked for what running `cctl bench` shards needs
+// (the shard Job and the merge Job); a file with a DaemonSet for what `cctl exporter` on
+// every node needs (daemonset.go).
 //
 // Usage: go run . FILE.yaml   (prints "OK", or the errors and exits 1)
 package main
@@ -22,6 +24,7 @@ import (
 	"strconv"
 	"strings"
 
+	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -36,8 +39,10 @@ import (
 var requiredCaps = []corev1.Capability{"BPF", "NET_ADMIN", "SYS_ADMIN"}
 
 type manifest struct {
-	pvcs []*corev1.PersistentVolumeClaim
-	jobs []*batchv1.Job
+	pvcs       []*corev1.PersistentVolumeClaim
+	jobs       []*batchv1.Job
+	namespaces []*corev1.Namespace
+	daemonSets []*appsv1.DaemonSet
 }
 
 // problems collects errors, each prefixed with the object it is about.
@@ -66,7 +71,8 @@ func main() {
 		fmt.Fprintf(os.Stderr, "%s: %d error(s)\n", os.Args[1], len(p))
 		os.Exit(1)
 	}
-	fmt.Printf("%s: %d PersistentVolumeClaim(s), %d Job(s)\n", os.Args[1], len(m.pvcs), len(m.jobs))
+	fmt.Printf("%s: %d PersistentVolumeClaim(s), %d Job(s), %d Namespace(s), %d DaemonSet(s)\n",
+		os.Args[1], len(m.pvcs), len(m.jobs), len(m.namespaces), len(m.daemonSets))
 	fmt.Println("OK")
 }
 
@@ -95,7 +101,7 @@ func load(path string) (*manifest, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	if len(m.pvcs)+len(m.jobs) == 0 {
+	if len(m.pvcs)+len(m.jobs)+len(m.namespaces)+len(m.daemonSets) == 0 {
 		return nil, errors.New("no objects")
 	}
 	return m, nil
@@ -126,8 +132,20 @@ func (m *manifest) decode(doc []byte) error {
 			return fmt.Errorf("%s %q: %w", tm.Kind, name(js), err)
 		}
 		m.jobs = append(m.jobs, &job)
+	case "v1/Namespace":
+		var ns corev1.Namespace
+		if err := strict(js, &ns); err != nil {
+			return fmt.Errorf("%s %q: %w", tm.Kind, name(js), err)
+		}
+		m.namespaces = append(m.namespaces, &ns)
+	case "apps/v1/DaemonSet":
+		var ds appsv1.DaemonSet
+		if err := strict(js, &ds); err != nil {
+			return fmt.Errorf("%s %q: %w", tm.Kind, name(js), err)
+		}
+		m.daemonSets = append(m.daemonSets, &ds)
 	default:
-		return fmt.Errorf("unexpected object apiVersion=%q kind=%q (want v1 PersistentVolumeClaim or batch/v1 Job)", tm.APIVersion, tm.Kind)
+		return fmt.Errorf("unexpected object apiVersion=%q kind=%q (want v1 PersistentVolumeClaim, v1 Namespace, batch/v1 Job or apps/v1 DaemonSet)", tm.APIVersion, tm.Kind)
 	}
 	return nil
 }
@@ -170,6 +188,16 @@ var (
 )
 
 func check(m *manifest, p *problems) {
+	if len(m.daemonSets) > 0 {
+		checkExporter(m, p)
+	}
+	if len(m.jobs)+len(m.pvcs) > 0 {
+		checkBenchManifest(m, p)
+	}
+}
+
+// checkBenchManifest: the sweep's PVC, shard Job and merge Job (bench-job.yaml).
+func checkBenchManifest(m *manifest, p *problems) {
 	pvcs := map[string]*corev1.PersistentVolumeClaim{}
 	for _, pvc := range m.pvcs {
 		obj := "PersistentVolumeClaim " + pvc.Name

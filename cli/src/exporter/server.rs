@@ -1,0 +1,179 @@
+//! The exporter's HTTP side (axum): `GET /metrics` (OpenMetrics text) and `GET /` (a link
+//! to it). Nothing else is served: other paths are 404, other methods 405, and no request
+//! changes anything.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::http::{header, StatusCode};
+use axum::response::{Html, IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+
+use super::metrics::CONTENT_TYPE;
+use super::Exporter;
+
+/// Why the listening socket could not be opened.
+#[derive(Debug)]
+pub enum ListenError {
+    /// Another process listens there (exit code 5).
+    InUse(SocketAddr),
+    /// The address is not one of this host's (exit code 2).
+    NotLocal(SocketAddr),
+    /// A port below 1024 without CAP_NET_BIND_SERVICE (exit code 3).
+    Denied(SocketAddr),
+    /// Anything else (exit code 1).
+    Other(SocketAddr, std::io::Error),
+}
+
+impl std::fmt::Display for ListenError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ListenError::InUse(a) => write!(
+                f,
+                "--listen {a}: the address is already in use (another exporter?); \
+                 choose a free port, e.g. --listen {}:{}",
+                host(a),
+                a.port().wrapping_add(1).max(1)
+            ),
+            ListenError::NotLocal(a) => write!(
+                f,
+                "--listen {a}: not an address of this host; use one of its addresses, \
+                 127.0.0.1 (local scrapes only) or 0.0.0.0 (every interface)"
+            ),
+            ListenError::Denied(a) => write!(
+                f,
+                "--listen {a}: binding a port below 1024 is not permitted; use a port \
+                 from 1024 to 65535 (default 9977) or grant CAP_NET_BIND_SERVICE"
+            ),
+            ListenError::Other(a, e) => write!(f, "--listen {a}: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for ListenError {}
+
+fn host(a: &SocketAddr) -> String {
+    match a {
+        SocketAddr::V4(v4) => v4.ip().to_string(),
+        SocketAddr::V6(v6) => format!("[{}]", v6.ip()),
+    }
+}
+
+/// Opens the listening socket on `addr` (before anything else is set up, so that a busy
+/// port is reported before BPF programs are loaded).
+pub fn bind(addr: SocketAddr) -> Result<std::net::TcpListener, ListenError> {
+    std::net::TcpListener::bind(addr).map_err(|e| match e.kind() {
+        std::io::ErrorKind::AddrInUse => ListenError::InUse(addr),
+        std::io::ErrorKind::AddrNotAvailable => ListenError::NotLocal(addr),
+        std::io::ErrorKind::PermissionDenied => ListenError::Denied(addr),
+        _ => ListenError::Other(addr, e),
+    })
+}
+
+const INDEX: &str = "<!doctype html><html><head><title>cctl exporter</title></head><body>\
+<h1>cctl exporter</h1><p>TCP congestion-control metrics: <a href=\"/metrics\">/metrics</a></p>\
+</body></html>\n";
+
+/// The routes: `GET /metrics`, `GET /`; 404 elsewhere, 405 for other methods (HEAD is
+/// answered like GET without a body).
+pub fn router(exporter: Arc<Exporter>) -> Router {
+    Router::new()
+        .route("/metrics", get(metrics))
+        .route("/", get(|| async { Html(INDEX) }))
+        .fallback(|| async {
+            (
+                StatusCode::NOT_FOUND,
+                "not found: the exporter serves GET /metrics\n",
+            )
+        })
+        .with_state(exporter)
+}
+
+async fn metrics(axum::extract::State(exporter): axum::extract::State<Arc<Exporter>>) -> Response {
+    match tokio::task::spawn_blocking(move || exporter.render()).await {
+        Ok(body) => ([(header::CONTENT_TYPE, CONTENT_TYPE)], body).into_response(),
+        Err(e) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("collecting metrics failed: {e}\n"),
+        )
+            .into_response(),
+    }
+}
+
+/// Serves `router` on `listener` until `shutdown` completes, then finishes the requests
+/// under way.
+pub async fn serve(
+    listener: std::net::TcpListener,
+    exporter: Arc<Exporter>,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    listener.set_nonblocking(true)?;
+    let listener = tokio::net::TcpListener::from_std(listener)?;
+    axum::serve(listener, router(exporter))
+        .with_graceful_shutdown(shutdown)
+        .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read, Write};
+
+    /// A raw HTTP/1.1 request to `addr`; returns the status line and the body.
+    fn request(addr: SocketAddr, method: &str, path: &str) -> (String, String) {
+        let mut s = std::net::TcpStream::connect(addr).unwrap();
+        write!(
+            s,
+            "{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
+        )
+        .unwrap();
+        let mut out = String::new();
+        s.read_to_string(&mut out).unwrap();
+        let status = out.lines().next().unwrap_or("").to_string();
+        let body = out.split_once("\r\n\r\n").map_or("", |x| x.1).to_string();
+        (status, body)
+    }
+
+    #[test]
+    fn only_get_metrics_and_the_index_are_served() {
+        let listener = bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let addr = listener.local_addr().unwrap();
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let exporter = Arc::new(Exporter::new(Default::default()));
+        let server = rt.spawn(serve(listener, exporter, async {
+            let _ = rx.await;
+        }));
+        let (status, body) = request(addr, "GET", "/");
+        assert!(status.contains(" 200 "), "{status}");
+        assert!(body.contains("href=\"/metrics\""), "{body}");
+        for (method, path, code) in [
+            ("POST", "/metrics", " 405 "),
+            ("PUT", "/metrics", " 405 "),
+            ("DELETE", "/metrics", " 405 "),
+            ("POST", "/", " 405 "),
+            ("GET", "/debug", " 404 "),
+            ("GET", "/metrics/x", " 404 "),
+            ("POST", "/-/reload", " 404 "),
+        ] {
+            let (status, _) = request(addr, method, path);
+            assert!(status.contains(code), "{method} {path}: {status}");
+        }
+        let _ = tx.send(());
+        rt.block_on(server).unwrap().unwrap();
+    }
+
+    #[test]
+    fn a_busy_port_is_named_as_in_use() {
+        let first = bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let addr = first.local_addr().unwrap();
+        let e = bind(addr).unwrap_err();
+        assert!(matches!(e, ListenError::InUse(_)));
+        assert!(e.to_string().contains("already in use"), "{e}");
+    }
+}
