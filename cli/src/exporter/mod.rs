@@ -144,8 +144,10 @@ impl Exporter {
             Err(e) => self.failed(&mut log, "census", &e),
         }
         match registry::list_loaded() {
-            Ok(l) => {
+            Ok(mut l) => {
                 log.last_error.remove("registry");
+                // Live tunables as the kernel has them now (`cctl set`), not as recorded.
+                l.iter_mut().for_each(cctl_loader::live::refresh);
                 snap.loaded = l;
             }
             Err(e) => self.failed(&mut log, "registry", &e),

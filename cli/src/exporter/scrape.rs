@@ -275,6 +275,7 @@ fn versions(l: &LoadedCc) -> Vec<cctl_loader::registry::Version> {
         profile: l.profile.clone(),
         params: l.params.clone(),
         object: None,
+        data_pin: None,
         loaded_at: l.loaded_at,
     }]
 }
