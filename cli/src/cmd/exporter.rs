@@ -124,16 +124,25 @@ pub fn run(args: Args) -> Result<i32> {
             args.interval_ms
         );
         let mut server_stop = stop_rx.clone();
-        let server = tokio::spawn(server::serve(listener, exporter.clone(), async move {
+        let mut server = tokio::spawn(server::serve(listener, exporter.clone(), async move {
             let _ = server_stop.wait_for(|s| *s).await;
         }));
-        let signal = tokio::select! {
-            _ = sigterm.recv() => "SIGTERM",
-            _ = sigint.recv() => "SIGINT",
+        // A server that ends by itself (an error) stops the exporter too.
+        let ended = tokio::select! {
+            _ = sigterm.recv() => None,
+            _ = sigint.recv() => None,
+            r = &mut server => Some(r),
         };
-        eprintln!("cctl exporter: {signal}: stopping");
+        match &ended {
+            None => eprintln!("cctl exporter: signal received: stopping"),
+            Some(_) => eprintln!("cctl exporter: the HTTP server ended: stopping"),
+        }
         let _ = stop_tx.send(true);
-        let served = server.await.context("the HTTP server task")?;
+        let served = match ended {
+            Some(r) => r,
+            None => server.await,
+        }
+        .context("the HTTP server task")?;
         let stats = pump.await.context("the collector task")?.context("the collector")?;
         served.context("serving HTTP")?;
         anyhow::Ok(stats)
