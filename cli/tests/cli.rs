@@ -689,6 +689,8 @@ fn apply_refuses_a_file_others_can_write_and_says_how_to_fix_it() {
         "{e}"
     );
     std::fs::remove_dir_all(f.parent().unwrap()).unwrap();
+}
+
 #[test]
 fn exporter_refuses_a_bad_listen_address_and_says_what_is_allowed() {
     for (listen, says) in [

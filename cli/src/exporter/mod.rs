@@ -233,6 +233,7 @@ mod tests {
             profile: None,
             params: params.clone(),
             object: None,
+            data_pin: None,
             loaded_at: 0,
         };
         LoadedCc {
