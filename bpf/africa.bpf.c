@@ -38,14 +38,30 @@ _Static_assert(sizeof(struct cctl_africa_ca) <= CCTL_CA_PRIV_BYTES &&
 /* Zeroed instance so that the skeleton carries the layout (see cctl.h). */
 struct cctl_africa_ca cctl_ca_layout = {};
 
-/* Tunables (set by the loader before load; spec §11 [CHOICE] and RFC 3649). */
-const volatile __u32 alpha_cpkt = 200;               /* α_africa, 1/100 packet */
+/* Load-time tunables (set by the loader before load): modes that per-flow state is
+ * built for (fast mode's a(w) from RFC 3649's table or formulas, cached per flow;
+ * the increase counter counts packets or ACK events). */
 const volatile __u32 hstcp_mode = HSTCP_MODE_TABLE;  /* 0 = table, 1 = interpolate */
-const volatile __u32 low_window_pkts = 38;           /* HSTCP W_L, segments */
-const volatile __u32 high_window_pkts = 83000;       /* HSTCP W_H, segments */
-const volatile __u32 high_p_ppb = 100;               /* HSTCP P_H, per 10^9 */
-const volatile __u32 high_decrease_per_mille = 100;  /* HSTCP b_H, 1/1000 */
 const volatile __u32 ack_counting = 0;               /* 0 = packets (ABC), 1 = ACK events */
+
+/* Live tunables (spec §18.5: the mode threshold and the HSTCP response function's
+ * bounds; `cctl set`; spec §11 [CHOICE] and RFC 3649), read once per callback from
+ * the slot in force. The a(w) cached per flow follows a change at the flow's next
+ * cwnd change; α_africa at the next round end. */
+struct africa_live {
+	__u32 alpha_cpkt;               /* α_africa, 1/100 packet */
+	__u32 low_window_pkts;          /* HSTCP W_L, segments */
+	__u32 high_window_pkts;         /* HSTCP W_H, segments */
+	__u32 high_p_ppb;               /* HSTCP P_H, per 10^9 */
+	__u32 high_decrease_per_mille;  /* HSTCP b_H, 1/1000 */
+};
+CCTL_LIVE_PARAMS(struct africa_live, {
+	.alpha_cpkt = 200,
+	.low_window_pkts = 38,
+	.high_window_pkts = 83000,
+	.high_p_ppb = 100,
+	.high_decrease_per_mille = 100,
+})
 
 #define AFRICA_BETA_FP (CCTL_FP_ONE / 2)
 
@@ -55,7 +71,8 @@ static __always_inline struct cctl_africa_ca *africa_ca(const struct sock *sk)
 }
 
 /* HSTCP's a(w) for this cwnd (cached per cwnd). */
-static __always_inline __u32 africa_hstcp_a(struct cctl_africa_ca *ca, __u32 cwnd)
+static __always_inline __u32 africa_hstcp_a(struct cctl_africa_ca *ca, __u32 cwnd,
+					    const struct africa_live *l)
 {
 	__u32 a, b;
 
@@ -66,10 +83,10 @@ static __always_inline __u32 africa_hstcp_a(struct cctl_africa_ca *ca, __u32 cwn
 		} else {
 			struct highspeed_params p;
 
-			p.low_window = low_window_pkts;
-			p.high_window = high_window_pkts;
-			p.high_p_ppb = high_p_ppb;
-			p.high_decrease_per_mille = high_decrease_per_mille;
+			p.low_window = l->low_window_pkts;
+			p.high_window = l->high_window_pkts;
+			p.high_p_ppb = l->high_p_ppb;
+			p.high_decrease_per_mille = l->high_decrease_per_mille;
 			hstcp_formula_ab(cwnd, &p, &a, &b);
 		}
 		ca->a_cwnd = cwnd;
@@ -107,10 +124,11 @@ void BPF_PROG(africa_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 {
 	struct cctl_africa_ca *ca = africa_ca(sk);
 	struct tcp_sock *tp = cc_tcp_sk(sk);
+	const struct africa_live *l = cctl_live_get();
 	__u32 cwnd, cnt, a;
 
 	if (africa_round_over(ack, ca->beg_snd_nxt)) {
-		africa_round_end(ca, tp->snd_cwnd, ca->m.tmin_us, alpha_cpkt);
+		africa_round_end(ca, tp->snd_cwnd, ca->m.tmin_us, l->alpha_cpkt);
 		ca->beg_snd_nxt = tp->snd_nxt;
 	}
 
@@ -119,7 +137,7 @@ void BPF_PROG(africa_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 		return;
 
 	if (ca->mode == AFRICA_MODE_FAST) {
-		a = africa_hstcp_a(ca, tp->snd_cwnd);
+		a = africa_hstcp_a(ca, tp->snd_cwnd, l);
 	} else {
 		a = HSTCP_ONE_Q16;
 		ca->a_q16 = a;

@@ -36,8 +36,9 @@
  *   - w_min is tracked for the trace (Linux has no such variable);
  *   - undo is current Linux's max(cwnd, prior cwnd) (tcp_reno_undo_cwnd);
  *     older kernels (and spec §6's Linux note) returned max(cwnd, w_1);
- *   - every constant is a load-time tunable; ack_counting=events adds one
- *     packet per ACK instead of the packets it acknowledged (spec §18.2).
+ *   - every constant is a tunable (S_max, B, σ, β, Low_Window live, spec §18.5);
+ *     ack_counting=events adds one packet per ACK instead of the packets it
+ *     acknowledged (spec §18.2).
  */
 #include "cc_common.bpf.h"
 #include "bic_math.h"
@@ -52,18 +53,37 @@ _Static_assert(sizeof(struct cctl_bic_ca) <= CCTL_CA_PRIV_BYTES &&
 /* Zeroed instance so that the skeleton carries the layout (see cctl.h). */
 struct cctl_bic_ca cctl_ca_layout = {};
 
-/* Tunables (set by the loader before load; defaults are [P0] Table II / spec §6). */
-const volatile __u32 max_increment = 32;        /* S_max, segments per RTT (Linux 16) */
-const volatile __u32 bictcp_b = 4;              /* B, binary-search divisor */
-const volatile __u32 smooth_part = 20;          /* σ: B/σ segments per RTT near the target */
-const volatile __u32 beta_1024 = 819;           /* β, multiplier on loss, 1/1024 */
-const volatile __u32 low_window = 14;           /* Low_Window, segments: Reno at or below */
-const volatile __u32 fast_convergence = 1;      /* bool */
-const volatile __u32 boost_max_cnt = 20;        /* before the first loss cnt <= this (0 = off) */
+/* Load-time tunables (set by the loader before load; defaults are [P0] Table II /
+ * spec §6): the initial ssthresh is used at init only; Linux's arithmetic modes of
+ * the `linux` profile (whole δ, cnt divided by packets per ACK) select the rule set a
+ * flow is compared under, not a bound or gain; the increase counter counts packets
+ * or ACK events. */
 const volatile __u32 initial_ssthresh = 0;      /* segments (0 = the kernel's) */
 const volatile __u32 delayed_ack_rescale = 0;   /* bool: divide cnt by packets per ACK (Linux) */
 const volatile __u32 ack_counting = 0;          /* 0 = packets (ABC), 1 = ACK events */
 const volatile __u32 whole_delta = 0;           /* bool: δ = ⌊(w_1 - w)/B⌋ (Linux's dist) */
+
+/* Live tunables (spec §18.5: bounds, the search's divisors, the backoff and the
+ * Reno threshold; `cctl set`), read once per callback from the slot in force; cnt is
+ * recomputed from them on every ACK. */
+struct bic_live {
+	__u32 max_increment;     /* S_max, segments per RTT (Linux 16) */
+	__u32 bictcp_b;          /* B, binary-search divisor */
+	__u32 smooth_part;       /* σ: B/σ segments per RTT near the target */
+	__u32 beta_1024;         /* β, multiplier on loss, 1/1024 */
+	__u32 low_window;        /* Low_Window, segments: Reno at or below */
+	__u32 fast_convergence;  /* bool */
+	__u32 boost_max_cnt;     /* before the first loss cnt <= this (0 = off) */
+};
+CCTL_LIVE_PARAMS(struct bic_live, {
+	.max_increment = 32,
+	.bictcp_b = 4,
+	.smooth_part = 20,
+	.beta_1024 = 819,
+	.low_window = 14,
+	.fast_convergence = 1,
+	.boost_max_cnt = 20,
+})
 
 #define BIC_DELAYED_ACK_INIT (2u << BIC_ACK_RATIO_SHIFT) /* 2 packets per ACK, like Linux */
 
@@ -96,14 +116,14 @@ void BPF_PROG(bic_init, struct sock *sk)
 		tp->snd_ssthresh = initial_ssthresh;
 }
 
-static __always_inline void bic_params_get(struct bic_params *p)
+static __always_inline void bic_params_get(struct bic_params *p, const struct bic_live *l)
 {
-	p->b = bictcp_b;
-	p->smax = max_increment;
-	p->smooth = smooth_part;
+	p->b = l->bictcp_b;
+	p->smax = l->max_increment;
+	p->smooth = l->smooth_part;
 	p->whole_delta = whole_delta;
-	p->low_window = low_window;
-	p->boost_max_cnt = boost_max_cnt;
+	p->low_window = l->low_window;
+	p->boost_max_cnt = l->boost_max_cnt;
 }
 
 /* Recomputes f_α and cnt for the current window (spec §6 "ACK"). */
@@ -111,10 +131,10 @@ static __always_inline void bic_update(struct cctl_bic_ca *ca, __u32 cwnd)
 {
 	struct bic_params p;
 
-	bic_params_get(&p);
+	bic_params_get(&p, cctl_live_get());
 	ca->inc_fp = bic_effective_inc_fp(cwnd, ca->w_max, &p);
 	/* Linux leaves Reno mode (w <= Low_Window) unscaled */
-	ca->cnt = bic_cnt(cwnd, ca->inc_fp, delayed_ack_rescale && cwnd > low_window,
+	ca->cnt = bic_cnt(cwnd, ca->inc_fp, delayed_ack_rescale && cwnd > p.low_window,
 			  ca->delayed_ack);
 	/* the window reached so far is the new lower end of the search */
 	if (cwnd > ca->w_min)
@@ -141,10 +161,12 @@ __u32 BPF_PROG(bic_ssthresh, struct sock *sk)
 {
 	struct cctl_bic_ca *ca = bic_ca(sk);
 	struct tcp_sock *tp = cc_tcp_sk(sk);
+	const struct bic_live *l = cctl_live_get();
+	__u32 beta_1024 = l->beta_1024, low_window = l->low_window;
 	__u32 w = tp->snd_cwnd;
 	__u32 s = bic_ssthresh_of(w, beta_1024, low_window);
 
-	ca->w_max = bic_new_w_max(w, ca->w_max, beta_1024, fast_convergence);
+	ca->w_max = bic_new_w_max(w, ca->w_max, beta_1024, l->fast_convergence);
 	ca->loss_cwnd = w;
 	ca->w_min = s;
 	cc_meas_backoff(&ca->m, w <= low_window ? CCTL_FP_ONE / 2 : beta_1024);

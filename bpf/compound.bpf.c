@@ -49,14 +49,29 @@ _Static_assert(sizeof(struct cctl_compound_ca) <= CCTL_CA_PRIV_BYTES &&
 /* Zeroed instance so that the skeleton carries the layout (see cctl.h). */
 struct cctl_compound_ca cctl_ca_layout = {};
 
-/* Tunables (set by the loader before load; defaults are spec §12 / Tan et al.). */
-const volatile __u32 alpha_pm = 125;     /* α, per-mille */
-const volatile __u32 beta_pm = 500;      /* β, decrease fraction of win on loss, per-mille */
-const volatile __u32 k_pm = 750;         /* k, exponent of the binomial growth, per-mille */
-const volatile __u32 zeta_pm = 1000;     /* ζ, dwnd retreat per packet of diff, per-mille */
-const volatile __u32 gamma_pkts = 30;    /* γ, queue target of the delay window, packets */
-const volatile __u32 round_rtt_min = 0;  /* RTT of a round: 0 = mean of samples, 1 = minimum */
+/* Load-time tunables (set by the loader before load): the increase counter counts
+ * packets or ACK events (a mode the Reno part's counter is built for). */
 const volatile __u32 ack_counting = 0;   /* 0 = packets (ABC), 1 = ACK events */
+
+/* Live tunables (spec §18.5: gains, the backoff, the queue target and the round's RTT
+ * estimator, whose sum, count and minimum are all kept; `cctl set`; defaults are
+ * spec §12 / Tan et al.), read once per callback from the slot in force. */
+struct compound_live {
+	__u32 alpha_pm;       /* α, per-mille */
+	__u32 beta_pm;        /* β, decrease fraction of win on loss, per-mille */
+	__u32 k_pm;           /* k, exponent of the binomial growth, per-mille */
+	__u32 zeta_pm;        /* ζ, dwnd retreat per packet of diff, per-mille */
+	__u32 gamma_pkts;     /* γ, queue target of the delay window, packets */
+	__u32 round_rtt_min;  /* RTT of a round: 0 = mean of samples, 1 = minimum */
+};
+CCTL_LIVE_PARAMS(struct compound_live, {
+	.alpha_pm = 125,
+	.beta_pm = 500,
+	.k_pm = 750,
+	.zeta_pm = 1000,
+	.gamma_pkts = 30,
+	.round_rtt_min = 0,
+})
 
 static __always_inline struct cctl_compound_ca *compound_ca(const struct sock *sk)
 {
@@ -119,17 +134,18 @@ static __always_inline void compound_round_end(struct sock *sk, struct cctl_comp
 					       struct tcp_sock *tp)
 {
 	if (ca->rtt_cnt) {
-		__u32 rtt = round_rtt_min ? ca->rtt_min_us
-					  : (__u32)(ca->rtt_sum_us / ca->rtt_cnt);
+		const struct compound_live *l = cctl_live_get();
+		__u32 rtt = l->round_rtt_min ? ca->rtt_min_us
+					     : (__u32)(ca->rtt_sum_us / ca->rtt_cnt);
 
 		ca->diff_fp = compound_diff_fp(tp->snd_cwnd, ca->base_rtt_us, rtt);
 		if (!cc_in_slow_start(tp) && cc_cwnd_limited(sk)) {
 			struct compound_params p;
 
-			p.alpha_pm = alpha_pm;
-			p.k_pm = k_pm;
-			p.zeta_pm = zeta_pm;
-			p.gamma_pkts = gamma_pkts;
+			p.alpha_pm = l->alpha_pm;
+			p.k_pm = l->k_pm;
+			p.zeta_pm = l->zeta_pm;
+			p.gamma_pkts = l->gamma_pkts;
 			ca->dwnd_fp = compound_dwnd_update(tp->snd_cwnd, ca->dwnd_fp, ca->diff_fp,
 							   &p);
 			compound_set_cwnd(ca, tp);
@@ -191,7 +207,7 @@ __u32 BPF_PROG(compound_ssthresh, struct sock *sk)
 	ca->undo_cwnd_reno = cwnd_reno;
 	ca->undo_dwnd_fp = dwnd_fp;
 
-	ca->dwnd_fp = compound_loss(win, &cwnd_reno, beta_pm);
+	ca->dwnd_fp = compound_loss(win, &cwnd_reno, cctl_live_get()->beta_pm);
 	ca->cwnd_reno = cwnd_reno;
 	ca->reno_cnt = 0;
 

@@ -36,7 +36,8 @@
  *   - none in HyStart: the ACK-delay cushion reads sk_gso_max_size and the
  *     round restarts in pkts_acked, as in Linux (the BPF selftest uses a
  *     fixed 64 KB and restarts rounds in cong_avoid);
- *   - every constant is a load-time tunable (the HyStart constants too);
+ *   - every constant is a tunable (the HyStart constants too; β and the
+ *     thresholds live, spec §18.5);
  *     ack_counting=events adds one packet per ACK instead of the packets it
  *     acknowledged (spec §18.2). Defaults are the [P2]/[P3] configuration
  *     (β = 0.8, HyStart off); the `linux` profile has β = 0.7 and HyStart on.
@@ -58,20 +59,45 @@ _Static_assert(sizeof(struct cctl_cubic_ca) <= CCTL_CA_PRIV_BYTES &&
 /* Zeroed instance so that the skeleton carries the layout (see cctl.h). */
 struct cctl_cubic_ca cctl_ca_layout = {};
 
-/* Tunables (set by the loader before load; defaults are spec §7 / [P2], [P3]). */
-const volatile __u32 beta_1024 = 819;            /* β, multiplier on loss, 1/1024 (Linux 717) */
+/* Load-time tunables (set by the loader before load; defaults are spec §7 / [P2],
+ * [P3]):
+ *   - C: K, the epoch's time to the plateau, is computed from C at the epoch start
+ *     and kept per flow, while W(t) = C (t - K)^3 + W_max uses C on every ACK, so a
+ *     change mid-epoch would give a curve that no longer starts at the epoch's
+ *     window (the per-flow state has no room to keep the epoch's own C);
+ *   - tcp_friendliness: W_tcp is advanced only while it is on (turned on mid-epoch,
+ *     W_tcp would jump by every packet acked since the epoch start);
+ *   - hystart, hystart_detect: the HyStart state machine and the per-round state
+ *     each detector keeps (ACK train, RTT samples) only while it is selected;
+ *   - initial_ssthresh: used at init only;
+ *   - ack_counting: the increase counter counts packets or ACK events. */
 const volatile __u32 c_1024 = 410;               /* C, segments/s^3, 1/1024 (Linux 41*10) */
-const volatile __u32 fast_convergence = 1;       /* bool */
 const volatile __u32 tcp_friendliness = 1;       /* bool */
 const volatile __u32 hystart = 0;                /* bool (Linux 1) */
 const volatile __u32 hystart_detect = 3;         /* 1 = ACK train, 2 = delay, 3 = both */
-const volatile __u32 hystart_low_window = 16;    /* segments */
-const volatile __u32 hystart_ack_delta_us = 2000; /* usec */
-const volatile __u32 hystart_delay_min_us = 4000;  /* usec */
-const volatile __u32 hystart_delay_max_us = 16000; /* usec */
-const volatile __u32 hystart_min_samples = 8;    /* RTT samples per round */
 const volatile __u32 initial_ssthresh = 0;       /* segments (0 = the kernel's) */
 const volatile __u32 ack_counting = 0;           /* 0 = packets (ABC), 1 = ACK events */
+
+/* Live tunables (spec §18.5: the backoff and HyStart's thresholds; `cctl set`), read
+ * once per callback from the slot in force. */
+struct cubic_live {
+	__u32 beta_1024;            /* β, multiplier on loss, 1/1024 (Linux 717) */
+	__u32 fast_convergence;     /* bool: W_max = w (1 + β)/2 at a loss below W_max */
+	__u32 hystart_low_window;   /* segments */
+	__u32 hystart_ack_delta_us; /* usec */
+	__u32 hystart_delay_min_us; /* usec */
+	__u32 hystart_delay_max_us; /* usec */
+	__u32 hystart_min_samples;  /* RTT samples per round */
+};
+CCTL_LIVE_PARAMS(struct cubic_live, {
+	.beta_1024 = 819,
+	.fast_convergence = 1,
+	.hystart_low_window = 16,
+	.hystart_ack_delta_us = 2000,
+	.hystart_delay_min_us = 4000,
+	.hystart_delay_max_us = 16000,
+	.hystart_min_samples = 8,
+})
 
 extern unsigned long CONFIG_HZ __kconfig;
 
@@ -80,11 +106,11 @@ static __always_inline struct cctl_cubic_ca *cubic_ca(const struct sock *sk)
 	return cc_priv(sk);
 }
 
-static __always_inline void cubic_params_get(struct cubic_params *p)
+static __always_inline void cubic_params_get(struct cubic_params *p, const struct cubic_live *l)
 {
-	p->beta_fp = beta_1024;
+	p->beta_fp = l->beta_1024;
 	p->c_1024 = c_1024;
-	p->fast_convergence = fast_convergence;
+	p->fast_convergence = l->fast_convergence;
 	p->tcp_friendliness = tcp_friendliness;
 }
 
@@ -143,7 +169,7 @@ void BPF_PROG(cubic_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 	if (!acked)
 		return;
 
-	cubic_params_get(&p);
+	cubic_params_get(&p, cctl_live_get());
 	cubic_update(ca, &p, tp->snd_cwnd, acked, cubic_now_us(tp));
 	tcp_cong_avoid_ai(tp, ca->cnt, acked);
 }
@@ -156,8 +182,8 @@ __u32 BPF_PROG(cubic_ssthresh, struct sock *sk)
 	struct tcp_sock *tp = cc_tcp_sk(sk);
 	struct cubic_params p;
 
-	cubic_params_get(&p);
-	cc_meas_backoff(&ca->m, beta_1024);
+	cubic_params_get(&p, cctl_live_get());
+	cc_meas_backoff(&ca->m, p.beta_fp);
 	return cubic_on_reduction(ca, &p, tp->snd_cwnd);
 }
 
@@ -199,6 +225,7 @@ void BPF_PROG(cubic_pkts_acked, struct sock *sk, const struct ack_sample *sample
 {
 	struct cctl_cubic_ca *ca = cubic_ca(sk);
 	struct tcp_sock *tp = cc_tcp_sk(sk);
+	const struct cubic_live *l;
 	struct cubic_hystart_params h;
 	struct cubic_hystart_ack a;
 	__u32 now_us = cubic_now_us(tp);
@@ -218,12 +245,13 @@ void BPF_PROG(cubic_pkts_acked, struct sock *sk, const struct ack_sample *sample
 
 	if (!hystart || ca->found || !cc_in_slow_start(tp))
 		return;
+	l = cctl_live_get();
 	h.detect = hystart_detect;
-	h.low_window = hystart_low_window;
-	h.ack_delta_us = hystart_ack_delta_us;
-	h.delay_min_us = hystart_delay_min_us;
-	h.delay_max_us = hystart_delay_max_us;
-	h.min_samples = hystart_min_samples;
+	h.low_window = l->hystart_low_window;
+	h.ack_delta_us = l->hystart_ack_delta_us;
+	h.delay_min_us = l->hystart_delay_min_us;
+	h.delay_max_us = l->hystart_delay_max_us;
+	h.min_samples = l->hystart_min_samples;
 	a.delay_us = delay;
 	a.now_us = now_us;
 	a.snd_una = tp->snd_una;

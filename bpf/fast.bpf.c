@@ -47,26 +47,53 @@ _Static_assert(sizeof(struct cctl_fast_ca) <= CCTL_CA_PRIV_BYTES &&
 /* Zeroed instance so that the skeleton carries the layout (see cctl.h). */
 struct cctl_fast_ca cctl_ca_layout = {};
 
-/* Tunables (set by the loader before load; defaults: [P0] Table II, [P1], spec §8). */
-const volatile __u32 gamma_pct = 50;            /* γ, % ([P0]: 1/2) */
+/* Load-time tunables (set by the loader before load; defaults: [P0] Table II, [P1],
+ * spec §8): modes that per-flow state is built for (the adaptive α level is tracked
+ * only with alpha_mode=1; update_interval_ms 0 or not selects the phase machine,
+ * update/freeze RTTs or a fixed interval; pacing is asked for at init; the increase
+ * counter counts packets or ACK events). */
 const volatile __u32 alpha_mode = 1;            /* 0 = fixed α, 1 = [P0]'s adaptive levels */
-const volatile __u32 alpha_pkts = 20;           /* fixed α, packets */
-const volatile __u32 alpha_l0_pkts = 8;         /* m0a, packets */
-const volatile __u32 alpha_l1_pkts = 20;        /* m1a, packets */
-const volatile __u32 alpha_l2_pkts = 200;       /* m2a, packets */
-const volatile __u32 m0u_kBps = 1500;           /* level 0 -> 1 above, kB/s */
-const volatile __u32 m1l_kBps = 1250;           /* level 1 -> 0 below, kB/s */
-const volatile __u32 m1u_kBps = 15000;          /* level 1 -> 2 above, kB/s */
-const volatile __u32 m2l_kBps = 12500;          /* level 2 -> 1 below, kB/s */
-const volatile __u32 eta_num = 3;               /* η = min(eta_num r / w, eta_max) */
-const volatile __u32 eta_max_pct = 25;          /* η's cap, % */
-const volatile __u32 eta_ack_ratio = 1;         /* bool: r = measured packets per ACK */
 const volatile __u32 update_interval_ms = 0;    /* 0 = every other RTT, else a fixed interval, ms */
-const volatile __u32 min_loss_window_pkts = 16; /* window kept by large flows on loss, packets */
-const volatile __u32 ss_exit_mode = 0;          /* 0 = q̂ > pct % baseRTT, 1 = diff > α/2 */
-const volatile __u32 ss_exit_qdelay_pct = 10;   /* %, of baseRTT */
 const volatile __u32 pacing = 1;                /* bool: ask for the kernel's internal pacing */
 const volatile __u32 ack_counting = 0;          /* 0 = packets (ABC), 1 = ACK events */
+
+/* Live tunables (spec §18.5: γ, the α targets and the level thresholds, η's gain,
+ * the loss bound and the slow-start exit test; `cctl set`), read once per callback
+ * from the slot in force. The α in use follows a change at the next RTT boundary. */
+struct fast_live {
+	__u32 gamma_pct;            /* γ, % ([P0]: 1/2) */
+	__u32 alpha_pkts;           /* fixed α, packets */
+	__u32 alpha_l0_pkts;        /* m0a, packets */
+	__u32 alpha_l1_pkts;        /* m1a, packets */
+	__u32 alpha_l2_pkts;        /* m2a, packets */
+	__u32 m0u_kBps;             /* level 0 -> 1 above, kB/s */
+	__u32 m1l_kBps;             /* level 1 -> 0 below, kB/s */
+	__u32 m1u_kBps;             /* level 1 -> 2 above, kB/s */
+	__u32 m2l_kBps;             /* level 2 -> 1 below, kB/s */
+	__u32 eta_num;              /* η = min(eta_num r / w, eta_max) */
+	__u32 eta_max_pct;          /* η's cap, % */
+	__u32 eta_ack_ratio;        /* bool: r = measured packets per ACK (always measured) */
+	__u32 min_loss_window_pkts; /* window kept by large flows on loss, packets */
+	__u32 ss_exit_mode;         /* 0 = q̂ > pct % baseRTT, 1 = diff > α/2 */
+	__u32 ss_exit_qdelay_pct;   /* %, of baseRTT */
+};
+CCTL_LIVE_PARAMS(struct fast_live, {
+	.gamma_pct = 50,
+	.alpha_pkts = 20,
+	.alpha_l0_pkts = 8,
+	.alpha_l1_pkts = 20,
+	.alpha_l2_pkts = 200,
+	.m0u_kBps = 1500,
+	.m1l_kBps = 1250,
+	.m1u_kBps = 15000,
+	.m2l_kBps = 12500,
+	.eta_num = 3,
+	.eta_max_pct = 25,
+	.eta_ack_ratio = 1,
+	.min_loss_window_pkts = 16,
+	.ss_exit_mode = 0,
+	.ss_exit_qdelay_pct = 10,
+})
 
 #define FAST_BETA_FP (CCTL_FP_ONE / 2)
 
@@ -80,13 +107,13 @@ static __always_inline bool fast_after(__u32 seq1, __u32 seq2)
 	return (__s32)(seq2 - seq1) < 0;
 }
 
-static __always_inline __u32 fast_level_alpha(__u32 level)
+static __always_inline __u32 fast_level_alpha(__u32 level, const struct fast_live *l)
 {
 	if (!alpha_mode)
-		return alpha_pkts;
+		return l->alpha_pkts;
 	if (level == 0)
-		return alpha_l0_pkts;
-	return level == 1 ? alpha_l1_pkts : alpha_l2_pkts;
+		return l->alpha_l0_pkts;
+	return level == 1 ? l->alpha_l1_pkts : l->alpha_l2_pkts;
 }
 
 /* Begin a new RTT: its end is the first ACK beyond what is sent now. */
@@ -105,7 +132,7 @@ void BPF_PROG(fast_init, struct sock *sk)
 
 	__builtin_memset(ca, 0, sizeof(*ca));
 	cc_meas_init(&ca->m, tp);
-	ca->alpha_pkts = fast_level_alpha(0);
+	ca->alpha_pkts = fast_level_alpha(0, cctl_live_get());
 	ca->ack_ratio_fp = FAST_ACK_RATIO_ONE;
 	ca->phase = FAST_PHASE_SLOW_START;
 	ca->target_cwnd = tp->snd_cwnd;
@@ -122,6 +149,7 @@ void BPF_PROG(fast_pkts_acked, struct sock *sk, const struct ack_sample *sample)
 	struct cctl_fast_ca *ca = fast_ca(sk);
 	struct tcp_sock *tp = cc_tcp_sk(sk);
 	__u8 state = cc_ca_state(sk);
+	const struct fast_live *l;
 	__u32 rtt, eta;
 
 	if (sample->pkts_acked)
@@ -135,16 +163,19 @@ void BPF_PROG(fast_pkts_acked, struct sock *sk, const struct ack_sample *sample)
 	/* samples taken during loss recovery are unreliable ([P1] §IV) */
 	if (state != TCP_CA_Open)
 		return;
-	eta = fast_eta_fp16(tp->snd_cwnd, ca->ack_ratio_fp, eta_num, eta_max_pct, eta_ack_ratio);
+	l = cctl_live_get();
+	eta = fast_eta_fp16(tp->snd_cwnd, ca->ack_ratio_fp, l->eta_num, l->eta_max_pct,
+			    l->eta_ack_ratio);
 	ca->avg_rtt_fp = fast_avg_rtt(ca->avg_rtt_fp, rtt, eta);
 }
 
 /* Compute the next window ([P1] eq. 5): decreases at once, increases spread. */
-static __always_inline void fast_update(struct cctl_fast_ca *ca, struct tcp_sock *tp)
+static __always_inline void fast_update(struct cctl_fast_ca *ca, struct tcp_sock *tp,
+					const struct fast_live *l)
 {
 	__u32 cwnd = tp->snd_cwnd;
 	__u32 target = fast_window(cwnd, ca->base_rtt_us, ca->avg_rtt_fp, ca->alpha_pkts,
-				   (gamma_pct << CCTL_FP_SHIFT) / 100);
+				   (l->gamma_pct << CCTL_FP_SHIFT) / 100);
 
 	if (target > tp->snd_cwnd_clamp)
 		target = tp->snd_cwnd_clamp;
@@ -162,14 +193,14 @@ static __always_inline void fast_update(struct cctl_fast_ca *ca, struct tcp_sock
 		tp->snd_ssthresh = tp->snd_cwnd;
 }
 
-static __always_inline void fast_params_get(struct fast_params *p)
+static __always_inline void fast_params_get(struct fast_params *p, const struct fast_live *l)
 {
-	p->m0u_kBps = m0u_kBps;
-	p->m1l_kBps = m1l_kBps;
-	p->m1u_kBps = m1u_kBps;
-	p->m2l_kBps = m2l_kBps;
-	p->ss_exit_mode = ss_exit_mode;
-	p->ss_exit_qdelay_pct = ss_exit_qdelay_pct;
+	p->m0u_kBps = l->m0u_kBps;
+	p->m1l_kBps = l->m1l_kBps;
+	p->m1u_kBps = l->m1u_kBps;
+	p->m2l_kBps = l->m2l_kBps;
+	p->ss_exit_mode = l->ss_exit_mode;
+	p->ss_exit_qdelay_pct = l->ss_exit_qdelay_pct;
 }
 
 SEC("struct_ops/fast_cong_avoid")
@@ -179,11 +210,12 @@ void BPF_PROG(fast_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 	struct tcp_sock *tp = cc_tcp_sk(sk);
 	bool boundary = fast_after(ack, ca->beg_snd_nxt);
 	bool update = false, left_slow_start = false;
+	const struct fast_live *l = cctl_live_get();
 	struct fast_params p;
 
 	if (ack_counting)
 		acked = 1;
-	fast_params_get(&p);
+	fast_params_get(&p, l);
 
 	if (boundary) {
 		__u32 elapsed = (__u32)tp->tcp_mstamp - ca->rtt_start_us;
@@ -195,7 +227,7 @@ void BPF_PROG(fast_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 						       tp->mss_cache, elapsed);
 		if (alpha_mode)
 			ca->alpha_level = fast_alpha_level(ca->alpha_level, ca->tput_kBps, &p);
-		ca->alpha_pkts = fast_level_alpha(ca->alpha_level);
+		ca->alpha_pkts = fast_level_alpha(ca->alpha_level, l);
 		fast_rtt_begin(ca, tp);
 	}
 
@@ -234,7 +266,7 @@ void BPF_PROG(fast_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 		ca->phase = update ? FAST_PHASE_UPDATE : FAST_PHASE_FREEZE;
 	}
 	if (update)
-		fast_update(ca, tp);
+		fast_update(ca, tp, l);
 
 	if (tp->snd_cwnd < ca->target_cwnd && cc_cwnd_limited(sk)) {
 		__u32 cnt = ca->spread_cnt;
@@ -250,7 +282,8 @@ __u32 BPF_PROG(fast_ssthresh, struct sock *sk)
 	struct cctl_fast_ca *ca = fast_ca(sk);
 
 	cc_meas_backoff(&ca->m, FAST_BETA_FP);
-	return fast_loss_ssthresh(cc_tcp_sk(sk)->snd_cwnd, min_loss_window_pkts);
+	return fast_loss_ssthresh(cc_tcp_sk(sk)->snd_cwnd,
+				  cctl_live_get()->min_loss_window_pkts);
 }
 
 SEC("struct_ops/fast_set_state")

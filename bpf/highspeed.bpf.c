@@ -50,15 +50,32 @@ _Static_assert(sizeof(struct cctl_highspeed_ca) <= CCTL_CA_PRIV_BYTES &&
 /* Zeroed instance so that the skeleton carries the layout (see cctl.h). */
 struct cctl_highspeed_ca cctl_ca_layout = {};
 
-/* Tunables (set by the loader before load; defaults are [P0] Table II / RFC 3649). */
+/* Load-time tunables (set by the loader before load; defaults are [P0] Table II /
+ * RFC 3649): modes that per-flow state is built for (a(w), b(w) from the table or the
+ * formulas, whose results are cached per flow; b at a loss from the row of the last
+ * CA ACK, a Linux-compatibility rule; the increase counter counts packets or ACK
+ * events). */
 const volatile __u32 hstcp_mode = HSTCP_MODE_INTERPOLATE; /* 0 = table, 1 = interpolate */
-const volatile __u32 low_window_pkts = 31;           /* W_L, segments ([P0]; RFC 38) */
-const volatile __u32 high_window_pkts = 83000;       /* W_H, segments */
-const volatile __u32 high_p_ppb = 100;               /* P_H, per 10^9 (1e-7) */
-const volatile __u32 high_decrease_per_mille = 100;  /* b_H, 1/1000 (0.1) */
-const volatile __u32 max_ssthresh_pkts = 0;          /* RFC 3742 max_ssthresh, segments; 0 = off */
 const volatile __u32 linux_md_index = 0;             /* bool: b at a loss from the last CA row */
 const volatile __u32 ack_counting = 0;               /* 0 = packets (ABC), 1 = ACK events */
+
+/* Live tunables (spec §18.5: the response function's bounds and the limited slow
+ * start threshold; `cctl set`), read once per callback from the slot in force. The
+ * a(w), b(w) cached per flow follow a change at the flow's next cwnd change. */
+struct highspeed_live {
+	__u32 low_window_pkts;          /* W_L, segments ([P0]; RFC 38) */
+	__u32 high_window_pkts;         /* W_H, segments */
+	__u32 high_p_ppb;               /* P_H, per 10^9 (1e-7) */
+	__u32 high_decrease_per_mille;  /* b_H, 1/1000 (0.1) */
+	__u32 max_ssthresh_pkts;        /* RFC 3742 max_ssthresh, segments; 0 = off */
+};
+CCTL_LIVE_PARAMS(struct highspeed_live, {
+	.low_window_pkts = 31,
+	.high_window_pkts = 83000,
+	.high_p_ppb = 100,
+	.high_decrease_per_mille = 100,
+	.max_ssthresh_pkts = 0,
+})
 
 static __always_inline struct cctl_highspeed_ca *hstcp_ca(const struct sock *sk)
 {
@@ -66,7 +83,8 @@ static __always_inline struct cctl_highspeed_ca *hstcp_ca(const struct sock *sk)
 }
 
 /* Brings the table row, a(w) and b(w) up to date for this cwnd. */
-static __always_inline void hstcp_update(struct cctl_highspeed_ca *ca, __u32 cwnd)
+static __always_inline void hstcp_update(struct cctl_highspeed_ca *ca, __u32 cwnd,
+					 const struct highspeed_live *l)
 {
 	__u32 a, b;
 
@@ -78,10 +96,10 @@ static __always_inline void hstcp_update(struct cctl_highspeed_ca *ca, __u32 cwn
 	} else {
 		struct highspeed_params p;
 
-		p.low_window = low_window_pkts;
-		p.high_window = high_window_pkts;
-		p.high_p_ppb = high_p_ppb;
-		p.high_decrease_per_mille = high_decrease_per_mille;
+		p.low_window = l->low_window_pkts;
+		p.high_window = l->high_window_pkts;
+		p.high_p_ppb = l->high_p_ppb;
+		p.high_decrease_per_mille = l->high_decrease_per_mille;
 		hstcp_formula_ab(cwnd, &p, &a, &b);
 	}
 	ca->a_q16 = a;
@@ -122,14 +140,18 @@ void BPF_PROG(hstcp_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 {
 	struct cctl_highspeed_ca *ca = hstcp_ca(sk);
 	struct tcp_sock *tp = cc_tcp_sk(sk);
+	const struct highspeed_live *l;
 
 	if (!cc_cwnd_limited(sk))
 		return;
 
+	l = cctl_live_get();
 	if (cc_in_slow_start(tp)) {
-		if (max_ssthresh_pkts && tp->snd_cwnd > max_ssthresh_pkts) {
+		__u32 max_ssthresh = l->max_ssthresh_pkts;
+
+		if (max_ssthresh && tp->snd_cwnd > max_ssthresh) {
 			hstcp_grow(tp, ack_counting ? 1 : acked,
-				   hstcp_limited_ss_a_q16(tp->snd_cwnd, max_ssthresh_pkts));
+				   hstcp_limited_ss_a_q16(tp->snd_cwnd, max_ssthresh));
 			return;
 		}
 		acked = tcp_slow_start(tp, acked);
@@ -139,7 +161,7 @@ void BPF_PROG(hstcp_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 	if (ack_counting)
 		acked = 1;
 
-	hstcp_update(ca, tp->snd_cwnd);
+	hstcp_update(ca, tp->snd_cwnd, l);
 	hstcp_grow(tp, acked, ca->a_q16);
 }
 
@@ -151,7 +173,7 @@ __u32 BPF_PROG(hstcp_ssthresh, struct sock *sk)
 	struct tcp_sock *tp = cc_tcp_sk(sk);
 
 	if (!linux_md_index)
-		hstcp_update(ca, tp->snd_cwnd);
+		hstcp_update(ca, tp->snd_cwnd, cctl_live_get());
 	cc_meas_backoff(&ca->m, (HSTCP_ONE_Q16 - ca->b_q16) >> (HSTCP_Q16 - CCTL_FP_SHIFT));
 	return hstcp_ssthresh_segs(tp->snd_cwnd, ca->b_q16);
 }

@@ -8,7 +8,8 @@
  * grows per unit of time like that of a flow with RTT_0). Spec:
  * shared/spec/algorithms.md §19.1.
  *
- *   ρ = max(srtt / RTT_0, 1)       recomputed when srtt falls below its minimum
+ *   ρ = max(srtt / RTT_0, 1)       srtt: the smallest so far (ρ recomputed on
+ *                                  every CA call, RTT_0 being live)
  *   slow start   w += 2^ρ − 1      per acked packet, up to ssthresh
  *   CA           w += ρ² / w       per acked packet
  *   loss / RTO   Reno: ssthresh = max(w/2, 2); undo: Reno
@@ -58,10 +59,22 @@ _Static_assert(sizeof(struct cctl_hybla_ca) <= CCTL_CA_PRIV_BYTES &&
 /* Zeroed instance so that the skeleton carries the layout (see cctl.h). */
 struct cctl_hybla_ca cctl_ca_layout = {};
 
-/* Tunables (set by the loader before load; defaults: spec §19.1). */
-const volatile __u32 rtt0_ms = 25;       /* RTT_0, ms (1..=1000) */
+/* Load-time tunables (set by the loader before load; defaults: spec §19.1): modes
+ * that per-flow state is built for (linux_compat: Linux's carried 1/128 fraction and
+ * snd_cwnd_cnt fallback, kept over reductions, and the initial window ⌊ρ⌋ at init;
+ * the increase counter counts packets or ACK events). */
 const volatile __u32 linux_compat = 0;   /* bool: net/ipv4/tcp_hybla.c's arithmetic */
 const volatile __u32 ack_counting = 0;   /* 0 = packets (ABC), 1 = ACK events */
+
+/* Live tunables (spec §18.5: the reference RTT; `cctl set`), read once per callback
+ * from the slot in force. ρ is recomputed from the smallest srtt on every
+ * congestion-avoidance call, so a change reaches running flows at their next ACK. */
+struct hybla_live {
+	__u32 rtt0_ms;  /* RTT_0, ms (1..=1000) */
+};
+CCTL_LIVE_PARAMS(struct hybla_live, {
+	.rtt0_ms = 25,
+})
 
 #define HYBLA_BETA_FP (CCTL_FP_ONE / 2) /* Reno's backoff, for the shared layer */
 
@@ -70,23 +83,24 @@ static __always_inline struct cctl_hybla_ca *hybla_ca(const struct sock *sk)
 	return cc_priv(sk);
 }
 
-static __always_inline void hybla_params_get(struct hybla_params *p)
+static __always_inline void hybla_params_get(struct hybla_params *p, const struct hybla_live *l)
 {
-	p->rtt0_ms = rtt0_ms;
+	p->rtt0_ms = l->rtt0_ms;
 	p->linux_compat = linux_compat;
 }
 
-/* ρ from the kernel's srtt when it is below the smallest seen (or the first one). */
-static __always_inline void hybla_update_rho(struct cctl_hybla_ca *ca, const struct tcp_sock *tp)
+/* ρ from the smallest srtt of the kernel's so far (none yet: ρ stays as it is),
+ * with the RTT_0 in force: recomputed on every call, not only at a new minimum, so
+ * that a live change of RTT_0 applies to running flows too. */
+static __always_inline void hybla_update_rho(struct cctl_hybla_ca *ca, const struct tcp_sock *tp,
+					     const struct hybla_params *p)
 {
-	struct hybla_params p;
 	__u32 srtt = tp->srtt_us;
 
-	if (!srtt || (ca->min_srtt_x8 && srtt >= ca->min_srtt_x8))
-		return;
-	hybla_params_get(&p);
-	ca->rho_fp = hybla_rho_fp(srtt, &p);
-	ca->min_srtt_x8 = srtt;
+	if (srtt && (!ca->min_srtt_x8 || srtt < ca->min_srtt_x8))
+		ca->min_srtt_x8 = srtt;
+	if (ca->min_srtt_x8)
+		ca->rho_fp = hybla_rho_fp(ca->min_srtt_x8, p);
 }
 
 SEC("struct_ops/hybla_init")
@@ -94,12 +108,14 @@ void BPF_PROG(hybla_init, struct sock *sk)
 {
 	struct cctl_hybla_ca *ca = hybla_ca(sk);
 	struct tcp_sock *tp = cc_tcp_sk(sk);
+	struct hybla_params p;
 
+	hybla_params_get(&p, cctl_live_get());
 	__builtin_memset(ca, 0, sizeof(*ca));
 	cc_meas_init(&ca->m, tp);
 	ca->hybla_en = 1;
 	ca->rho_fp = HYBLA_RHO_ONE;
-	hybla_update_rho(ca, tp);
+	hybla_update_rho(ca, tp, &p);
 	if (linux_compat)
 		tp->snd_cwnd = ca->rho_fp >> HYBLA_RHO_SHIFT; /* Linux: initial window ⌊ρ⌋ */
 }
@@ -119,7 +135,8 @@ void BPF_PROG(hybla_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 	struct hybla_params p;
 	struct hybla_step s;
 
-	hybla_update_rho(ca, tp);
+	hybla_params_get(&p, cctl_live_get());
+	hybla_update_rho(ca, tp, &p);
 	if (!cc_cwnd_limited(sk))
 		return;
 	if (ack_counting)
@@ -129,7 +146,6 @@ void BPF_PROG(hybla_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 		return;
 	}
 
-	hybla_params_get(&p);
 	s.credit = ca->ca_credit;
 	s.cwnd = tp->snd_cwnd;
 	s.ssthresh = tp->snd_ssthresh;

@@ -30,8 +30,9 @@
  *     profile, does what Linux does;
  *   - RTT sums are 64-bit and α is computed in 64 bits, so no 3.3 s clamp of
  *     the RTT samples is needed;
- *   - every constant is a load-time tunable (per-mille or packets); the defaults
- *     give Linux's fixed-point values exactly (0.3 -> 38/128, 1/8 -> 8/64, ...);
+ *   - every constant is a tunable (per-mille or packets; all but linux_ai and
+ *     ack_counting live, spec §18.5); the defaults give Linux's fixed-point
+ *     values exactly (0.3 -> 38/128, 1/8 -> 8/64, ...);
  *   - ack_counting=events adds one packet per ACK instead of the packets it
  *     acknowledged (spec §18.2; Linux counts packets).
  *   - conform tolerance: 1 segments: α and β come from usec RTT samples, which
@@ -53,18 +54,38 @@ _Static_assert(sizeof(struct cctl_illinois_ca) <= CCTL_CA_PRIV_BYTES &&
 /* Zeroed instance so that the skeleton carries the layout (see cctl.h). */
 struct cctl_illinois_ca cctl_ca_layout = {};
 
-/* Tunables (set by the loader before load; defaults are spec §13 = Linux's). */
-const volatile __u32 alpha_min_pm = 300;   /* α_min, per-mille of a packet per RTT */
-const volatile __u32 alpha_max_pm = 10000; /* α_max, per-mille of a packet per RTT */
-const volatile __u32 beta_min_pm = 125;    /* β_min, decrease fraction, per-mille */
-const volatile __u32 beta_max_pm = 500;    /* β_max, decrease fraction, per-mille */
-const volatile __u32 d1_pm = 10;           /* d1, per-mille of d_m */
-const volatile __u32 d2_pm = 100;          /* d2, per-mille of d_m */
-const volatile __u32 d3_pm = 800;          /* d3, per-mille of d_m */
-const volatile __u32 win_thresh = 15;      /* Reno (α = 1, β = 1/2) below, packets */
-const volatile __u32 theta = 5;            /* θ, low-delay RTTs before α_max again */
+/* Load-time tunables (set by the loader before load): modes that per-flow state is
+ * built for (with linux_ai the increase counter counts packets to be multiplied by α
+ * as tcp_illinois.c does, without it units of tcp_cong_avoid_ai's divisor; it counts
+ * packets or ACK events). */
 const volatile __u32 ack_counting = 0;     /* 0 = packets (ABC), 1 = ACK events */
 const volatile __u32 linux_ai = 0;         /* bool: count the increase as tcp_illinois.c */
+
+/* Live tunables (spec §18.5: the bounds of α and β, the delay thresholds, the Reno
+ * threshold and θ; `cctl set`; defaults are spec §13 = Linux's), read once per
+ * callback from the slot in force. α and β follow a change at the next RTT's end. */
+struct illinois_live {
+	__u32 alpha_min_pm;  /* α_min, per-mille of a packet per RTT */
+	__u32 alpha_max_pm;  /* α_max, per-mille of a packet per RTT */
+	__u32 beta_min_pm;   /* β_min, decrease fraction, per-mille */
+	__u32 beta_max_pm;   /* β_max, decrease fraction, per-mille */
+	__u32 d1_pm;         /* d1, per-mille of d_m */
+	__u32 d2_pm;         /* d2, per-mille of d_m */
+	__u32 d3_pm;         /* d3, per-mille of d_m */
+	__u32 win_thresh;    /* Reno (α = 1, β = 1/2) below, packets */
+	__u32 theta;         /* θ, low-delay RTTs before α_max again */
+};
+CCTL_LIVE_PARAMS(struct illinois_live, {
+	.alpha_min_pm = 300,
+	.alpha_max_pm = 10000,
+	.beta_min_pm = 125,
+	.beta_max_pm = 500,
+	.d1_pm = 10,
+	.d2_pm = 100,
+	.d3_pm = 800,
+	.win_thresh = 15,
+	.theta = 5,
+})
 
 #define PM_TO_ALPHA(p) ((__u32)(((__u64)(p) << ILLINOIS_ALPHA_SHIFT) / 1000))
 #define PM_TO_BETA(p) ((__u32)(((__u64)(p) << ILLINOIS_BETA_SHIFT) / 1000))
@@ -89,10 +110,12 @@ void BPF_PROG(illinois_init, struct sock *sk)
 	struct cctl_illinois_ca *ca = illinois_ca(sk);
 	struct tcp_sock *tp = cc_tcp_sk(sk);
 
+	const struct illinois_live *l = cctl_live_get();
+
 	__builtin_memset(ca, 0, sizeof(*ca));
 	cc_meas_init(&ca->m, tp);
-	ca->alpha = PM_TO_ALPHA(alpha_max_pm);
-	ca->beta = PM_TO_BETA(beta_max_pm);
+	ca->alpha = PM_TO_ALPHA(l->alpha_max_pm);
+	ca->beta = PM_TO_BETA(l->beta_max_pm);
 	ca->base_rtt_us = 0x7fffffff;
 	illinois_rtt_reset(ca, tp);
 }
@@ -116,21 +139,25 @@ void BPF_PROG(illinois_pkts_acked, struct sock *sk, const struct ack_sample *sam
 	ca->sum_rtt_us += (__u32)rtt;
 }
 
-static __always_inline void illinois_params_get(struct illinois_params *p)
+static __always_inline void illinois_params_get(struct illinois_params *p,
+						const struct illinois_live *l)
 {
-	p->theta = theta;
-	p->d1_pm = d1_pm;
-	p->d2_pm = d2_pm;
-	p->d3_pm = d3_pm;
-	p->amin = PM_TO_ALPHA(alpha_min_pm);
-	p->amax = PM_TO_ALPHA(alpha_max_pm);
-	p->bmin = PM_TO_BETA(beta_min_pm);
-	p->bmax = PM_TO_BETA(beta_max_pm);
+	p->theta = l->theta;
+	p->d1_pm = l->d1_pm;
+	p->d2_pm = l->d2_pm;
+	p->d3_pm = l->d3_pm;
+	p->amin = PM_TO_ALPHA(l->alpha_min_pm);
+	p->amax = PM_TO_ALPHA(l->alpha_max_pm);
+	p->bmin = PM_TO_BETA(l->beta_min_pm);
+	p->bmax = PM_TO_BETA(l->beta_max_pm);
 }
 
 /* Once per RTT: α and β from the delays of the RTT that just ended. */
 static __always_inline void illinois_update(struct cctl_illinois_ca *ca, const struct tcp_sock *tp)
 {
+	const struct illinois_live *l = cctl_live_get();
+	__u32 win_thresh = l->win_thresh;
+
 	if (ca->cnt_rtt) {
 		struct illinois_theta_state st;
 		struct illinois_params p;
@@ -140,7 +167,7 @@ static __always_inline void illinois_update(struct cctl_illinois_ca *ca, const s
 		ca->dm_us = ca->max_rtt_us > ca->base_rtt_us ? ca->max_rtt_us - ca->base_rtt_us : 0;
 		ca->da_us = illinois_avg_delay(ca->sum_rtt_us, ca->cnt_rtt, ca->base_rtt_us);
 		if (tp->snd_cwnd >= win_thresh) {
-			illinois_params_get(&p);
+			illinois_params_get(&p, l);
 			ca->alpha = illinois_alpha_fp(ca->da_us, ca->dm_us, ca->alpha, &st, &p);
 			ca->beta = illinois_beta_fp(ca->da_us, ca->dm_us, &p);
 			ca->rtt_above = st.rtt_above;

@@ -23,7 +23,8 @@
  *     use tcp_cong_avoid_ai(tp, cwnd), above it tcp_cong_avoid_ai(tp, 100);
  *   - a and β are tunables (Linux: AI_CNT = 100, cwnd >> 3); when 1/a is not an
  *     integer the additive-increase counter runs in 1/10000 packets and is reset
- *     (less than one segment of credit lost) when the mode changes;
+ *     (less than one segment of credit lost) when the mode, or a live change of
+ *     a, changes its unit;
  *   - ack_counting=events adds one ACK's worth per call instead of the packets
  *     it acknowledged (spec §18.2).
  */
@@ -40,11 +41,24 @@ _Static_assert(sizeof(struct cctl_scalable_ca) <= CCTL_CA_PRIV_BYTES &&
 /* Zeroed instance so that the skeleton carries the layout (see cctl.h). */
 struct cctl_scalable_ca cctl_ca_layout = {};
 
-/* Tunables (set by the loader before load; defaults are [P0] Table II / spec §3). */
-const volatile __u32 low_window_pkts = 16;   /* Low_Window, segments */
-const volatile __u32 a_per_10k = 100;        /* a, 1/10000 segment per acked packet (0.01) */
-const volatile __u32 beta_per_mille = 875;   /* β, multiplier on loss, 1/1000 */
+/* Load-time tunables (set by the loader before load): modes that per-flow state is
+ * built for (the increase counter counts packets or ACK events). */
 const volatile __u32 ack_counting = 0;       /* 0 = packets (ABC), 1 = ACK events */
+
+/* Live tunables (spec §18.5: a threshold, a gain and a backoff factor; `cctl set`),
+ * read once per callback from the slot in force; defaults are [P0] Table II / spec §3.
+ * The mode is recomputed from Low_Window on every ACK, and a change of a that
+ * changes the unit of the increase counter resets it as a mode switch does. */
+struct scalable_live {
+	__u32 low_window_pkts;  /* Low_Window, segments */
+	__u32 a_per_10k;        /* a, 1/10000 segment per acked packet (0.01) */
+	__u32 beta_per_mille;   /* β, multiplier on loss, 1/1000 */
+};
+CCTL_LIVE_PARAMS(struct scalable_live, {
+	.low_window_pkts = 16,
+	.a_per_10k = 100,
+	.beta_per_mille = 875,
+})
 
 static __always_inline struct cctl_scalable_ca *scalable_ca(const struct sock *sk)
 {
@@ -57,10 +71,12 @@ void BPF_PROG(scalable_init, struct sock *sk)
 	struct cctl_scalable_ca *ca = scalable_ca(sk);
 	struct tcp_sock *tp = cc_tcp_sk(sk);
 
+	const struct scalable_live *l = cctl_live_get();
+
 	__builtin_memset(ca, 0, sizeof(*ca));
 	cc_meas_init(&ca->m, tp);
-	ca->mode = scalable_mode(tp->snd_cwnd, low_window_pkts);
-	ca->incr_ppm = scalable_incr_ppm(ca->mode, tp->snd_cwnd, a_per_10k);
+	ca->mode = scalable_mode(tp->snd_cwnd, l->low_window_pkts);
+	ca->incr_ppm = scalable_incr_ppm(ca->mode, tp->snd_cwnd, l->a_per_10k);
 }
 
 SEC("struct_ops/scalable_pkts_acked")
@@ -75,6 +91,7 @@ void BPF_PROG(scalable_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 {
 	struct cctl_scalable_ca *ca = scalable_ca(sk);
 	struct tcp_sock *tp = cc_tcp_sk(sk);
+	const struct scalable_live *l;
 	struct scalable_params p;
 	struct scalable_ai ai;
 	__u8 mode;
@@ -83,16 +100,22 @@ void BPF_PROG(scalable_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 	if (!acked)
 		return;
 
-	mode = scalable_mode(tp->snd_cwnd, low_window_pkts);
+	l = cctl_live_get();
+	p.a_per_10k = l->a_per_10k;
+	mode = scalable_mode(tp->snd_cwnd, l->low_window_pkts);
+	/* The counter runs in packets in legacy mode and when 1/a is whole, else in
+	 * 1/10000 packets: reset it (less than one segment of credit) when its unit
+	 * changes, with the mode or with a live change of a (the a of the last
+	 * scalable-mode ACK is incr_ppm / 100). */
+	if ((ca->mode == SCALABLE_MODE_LEGACY ||
+	     scalable_counts_packets(ca->incr_ppm / 100)) !=
+	    (mode == SCALABLE_MODE_LEGACY || scalable_counts_packets(p.a_per_10k)))
+		tp->snd_cwnd_cnt = 0;
 	if (mode != ca->mode) {
 		ca->switches++;
 		ca->mode = mode;
-		/* the counter's unit changes with the mode unless 1/a is whole */
-		if (!scalable_counts_packets(a_per_10k))
-			tp->snd_cwnd_cnt = 0;
 	}
-	ca->incr_ppm = scalable_incr_ppm(mode, tp->snd_cwnd, a_per_10k);
-	p.a_per_10k = a_per_10k;
+	ca->incr_ppm = scalable_incr_ppm(mode, tp->snd_cwnd, p.a_per_10k);
 	scalable_ai_args(mode, tp->snd_cwnd, acked, &p, &ai);
 	tcp_cong_avoid_ai(tp, ai.w, ai.n);
 }
@@ -102,6 +125,7 @@ SEC("struct_ops/scalable_ssthresh")
 __u32 BPF_PROG(scalable_ssthresh, struct sock *sk)
 {
 	struct cctl_scalable_ca *ca = scalable_ca(sk);
+	__u32 beta_per_mille = cctl_live_get()->beta_per_mille;
 
 	cc_meas_backoff(&ca->m, (beta_per_mille << CCTL_FP_SHIFT) / SCALABLE_BETA_ONE);
 	return scalable_ssthresh_segs(cc_tcp_sk(sk)->snd_cwnd, beta_per_mille);

@@ -46,12 +46,24 @@ _Static_assert(sizeof(struct cctl_vegas_ca) <= CCTL_CA_PRIV_BYTES &&
 /* Zeroed instance so that the skeleton carries the layout (see cctl.h). */
 struct cctl_vegas_ca cctl_ca_layout = {};
 
-/* Tunables (set by the loader before load; defaults: original Vegas, spec §9). */
-const volatile __u32 alpha_pkts = 1;    /* α: grow while fewer packets are queued */
-const volatile __u32 beta_pkts = 3;     /* β: shrink while more packets are queued */
-const volatile __u32 gamma_pkts = 1;    /* γ: leave slow start above this many queued */
+/* Load-time tunables (set by the loader before load): Linux's integer comparison of
+ * diff, the arithmetic of the `linux` profile (a rule set, not a bound); the increase
+ * counter counts packets or ACK events. */
 const volatile __u32 integer_diff = 0;  /* bool: compare ⌊diff⌋ as Linux does */
 const volatile __u32 ack_counting = 0;  /* 0 = packets (ABC), 1 = ACK events */
+
+/* Live tunables (spec §18.5: the queue targets; `cctl set`; defaults: original
+ * Vegas, spec §9), read once per callback from the slot in force. */
+struct vegas_live {
+	__u32 alpha_pkts;  /* α: grow while fewer packets are queued */
+	__u32 beta_pkts;   /* β: shrink while more packets are queued */
+	__u32 gamma_pkts;  /* γ: leave slow start above this many queued */
+};
+CCTL_LIVE_PARAMS(struct vegas_live, {
+	.alpha_pkts = 1,
+	.beta_pkts = 3,
+	.gamma_pkts = 1,
+})
 
 #define VEGAS_NO_RTT 0xffffffffu
 #define VEGAS_BETA_FP (CCTL_FP_ONE / 2) /* Reno's backoff, for the shared layer */
@@ -134,12 +146,13 @@ void BPF_PROG(vegas_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 		} else {
 			__u32 rtt = ca->min_rtt_us, base = ca->base_rtt_us, what, cwnd;
 			bool ss = cc_in_slow_start(tp);
+			const struct vegas_live *l = cctl_live_get();
 			struct vegas_params p;
 			struct vegas_rtt r;
 
-			p.alpha = alpha_pkts;
-			p.beta = beta_pkts;
-			p.gamma = gamma_pkts;
+			p.alpha = l->alpha_pkts;
+			p.beta = l->beta_pkts;
+			p.gamma = l->gamma_pkts;
 			p.integer_diff = integer_diff;
 			r.rtt_us = rtt;
 			r.base_us = base;

@@ -58,11 +58,23 @@ _Static_assert(sizeof(struct cctl_veno_ca) <= CCTL_CA_PRIV_BYTES &&
 /* Zeroed instance so that the skeleton carries the layout (see cctl.h). */
 struct cctl_veno_ca cctl_ca_layout = {};
 
-/* Tunables (set by the loader before load; defaults: the paper's, spec §19.2). */
-const volatile __u32 beta_pkts = 3;         /* β: congested when N >= β, packets */
-const volatile __u32 loss_factor_pct = 80;  /* random-loss backoff, % of cwnd (4/5) */
+/* Load-time tunables (set by the loader before load; defaults: the paper's, spec
+ * §19.2): modes that per-flow state is built for (linux_compat: Linux's RTT count
+ * since init and per-ACK estimate instead of per-round sampling; the increase counter
+ * counts packets or ACK events). */
 const volatile __u32 linux_compat = 0;      /* bool: net/ipv4/tcp_veno.c's estimate */
 const volatile __u32 ack_counting = 0;      /* 0 = packets (ABC), 1 = ACK events */
+
+/* Live tunables (spec §18.5: the congestion threshold and the random-loss backoff;
+ * `cctl set`), read once per callback from the slot in force. */
+struct veno_live {
+	__u32 beta_pkts;        /* β: congested when N >= β, packets */
+	__u32 loss_factor_pct;  /* random-loss backoff, % of cwnd (4/5) */
+};
+CCTL_LIVE_PARAMS(struct veno_live, {
+	.beta_pkts = 3,
+	.loss_factor_pct = 80,
+})
 
 #define VENO_NO_RTT 0x7fffffffu
 
@@ -78,8 +90,10 @@ static __always_inline bool veno_after(__u32 seq1, __u32 seq2)
 
 static __always_inline void veno_params_get(struct veno_params *p)
 {
-	p->beta_pkts = beta_pkts;
-	p->loss_factor_pct = loss_factor_pct;
+	const struct veno_live *l = cctl_live_get();
+
+	p->beta_pkts = l->beta_pkts;
+	p->loss_factor_pct = l->loss_factor_pct;
 	p->linux_compat = linux_compat;
 }
 
@@ -103,18 +117,16 @@ static __always_inline void veno_restart(struct cctl_veno_ca *ca, const struct t
 
 /* One estimate of N from the round minimum rtt. */
 static __always_inline void veno_estimate(struct cctl_veno_ca *ca, const struct tcp_sock *tp,
-					  __u32 rtt)
+					  __u32 rtt, const struct veno_params *p)
 {
-	struct veno_params p;
-
-	veno_params_get(&p);
-	ca->congested = veno_is_congested(tp->snd_cwnd, rtt, ca->base_rtt_us, &p);
+	ca->congested = veno_is_congested(tp->snd_cwnd, rtt, ca->base_rtt_us, p);
 	ca->backlog_fp = veno_backlog_fp(tp->snd_cwnd, rtt, ca->base_rtt_us);
 	ca->last_rtt_us = rtt;
 }
 
 /* Growth with an estimate: slow start, then Reno's AI or every other RTT. */
-static __always_inline void veno_grow(struct cctl_veno_ca *ca, struct tcp_sock *tp, __u32 n)
+static __always_inline void veno_grow(struct cctl_veno_ca *ca, struct tcp_sock *tp, __u32 n,
+				      const struct veno_params *p)
 {
 	if (cc_in_slow_start(tp))
 		n = tcp_slow_start(tp, n);
@@ -122,16 +134,14 @@ static __always_inline void veno_grow(struct cctl_veno_ca *ca, struct tcp_sock *
 		if (!ca->congested) {
 			tcp_cong_avoid_ai(tp, tp->snd_cwnd, n);
 		} else {
-			struct veno_params p;
 			struct veno_ai s;
 
-			veno_params_get(&p);
 			s.cwnd = tp->snd_cwnd;
 			s.cwnd_cnt = tp->snd_cwnd_cnt;
 			s.clamp = tp->snd_cwnd_clamp;
 			s.acked = n;
 			s.inc = ca->inc;
-			veno_congested_ai(&s, &p);
+			veno_congested_ai(&s, p);
 			tp->snd_cwnd = s.cwnd;
 			tp->snd_cwnd_cnt = s.cwnd_cnt;
 			ca->inc = s.inc;
@@ -177,6 +187,7 @@ void BPF_PROG(veno_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 {
 	struct cctl_veno_ca *ca = veno_ca(sk);
 	struct tcp_sock *tp = cc_tcp_sk(sk);
+	struct veno_params p;
 
 	if (ack_counting)
 		acked = 1;
@@ -186,14 +197,16 @@ void BPF_PROG(veno_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 	}
 	if (!cc_cwnd_limited(sk))
 		return;
+	/* every live value of this ACK from one slot */
+	veno_params_get(&p);
 
 	if (linux_compat) {
 		/* Linux: estimate on every ACK from the samples since the previous one */
 		if (ca->cnt_rtt <= 2) {
 			tcp_reno_cong_avoid(sk, ack, acked);
 		} else {
-			veno_estimate(ca, tp, ca->min_rtt_us);
-			veno_grow(ca, tp, acked);
+			veno_estimate(ca, tp, ca->min_rtt_us, &p);
+			veno_grow(ca, tp, acked, &p);
 		}
 		ca->min_rtt_us = VENO_NO_RTT;
 		return;
@@ -203,7 +216,7 @@ void BPF_PROG(veno_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 		/* a round trip is over: estimate N from its minimum RTT */
 		ca->beg_snd_nxt = tp->snd_nxt;
 		if (ca->cnt_rtt > 2)
-			veno_estimate(ca, tp, ca->min_rtt_us);
+			veno_estimate(ca, tp, ca->min_rtt_us, &p);
 		ca->cnt_rtt = 0;
 		ca->min_rtt_us = VENO_NO_RTT;
 	}
@@ -212,7 +225,7 @@ void BPF_PROG(veno_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 		tcp_reno_cong_avoid(sk, ack, acked);
 		return;
 	}
-	veno_grow(ca, tp, acked);
+	veno_grow(ca, tp, acked, &p);
 }
 
 /* Called when a reduction starts (Recovery, CWR or RTO), before set_state. */

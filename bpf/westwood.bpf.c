@@ -47,11 +47,24 @@ _Static_assert(sizeof(struct cctl_westwood_ca) <= CCTL_CA_PRIV_BYTES &&
 /* Zeroed instance so that the skeleton carries the layout (see cctl.h). */
 struct cctl_westwood_ca cctl_ca_layout = {};
 
-/* Tunables (set by the loader before load; defaults are spec §14 = Linux's constants). */
-const volatile __u32 win_min_ms = 50;       /* shortest bandwidth sample interval, ms */
-const volatile __u32 filter_shift = 3;      /* filter gain 2^-shift (3: 7/8 old + 1/8 new) */
+/* Load-time tunables (set by the loader before load; defaults are spec §14 = Linux's
+ * constants): the rule set of a reduction (spec: ssthresh from the estimate at the
+ * loss; Linux: Reno's at the loss, re-evaluated when CWR completes), which spans two
+ * callbacks, so a change between them would apply neither rule; the increase counter
+ * counts packets or ACK events. */
 const volatile __u32 ssthresh_at_loss = 1;  /* 1: ssthresh() = BWE·RTT_min/MSS (spec); 0: Linux */
 const volatile __u32 ack_counting = 0;      /* 0 = packets (ABC), 1 = ACK events */
+
+/* Live tunables (spec §18.5: the sample interval's bound and the filter's gain;
+ * `cctl set`), read once per callback from the slot in force. */
+struct westwood_live {
+	__u32 win_min_ms;    /* shortest bandwidth sample interval, ms */
+	__u32 filter_shift;  /* filter gain 2^-shift (3: 7/8 old + 1/8 new) */
+};
+CCTL_LIVE_PARAMS(struct westwood_live, {
+	.win_min_ms = 50,
+	.filter_shift = 3,
+})
 
 static __always_inline struct cctl_westwood_ca *westwood_ca(const struct sock *sk)
 {
@@ -94,6 +107,7 @@ void BPF_PROG(westwood_in_ack_event, struct sock *sk, __u32 flags)
 {
 	struct cctl_westwood_ca *ca = westwood_ca(sk);
 	struct tcp_sock *tp = cc_tcp_sk(sk);
+	const struct westwood_live *l;
 	struct westwood_ack_info a;
 	struct westwood_params p;
 
@@ -101,8 +115,9 @@ void BPF_PROG(westwood_in_ack_event, struct sock *sk, __u32 flags)
 	a.snd_una = tp->snd_una;
 	a.mss = tp->mss_cache;
 	a.slowpath = flags & CA_ACK_SLOWPATH;
-	p.win_min_us = win_min_ms * 1000;
-	p.shift = filter_shift;
+	l = cctl_live_get();
+	p.win_min_us = l->win_min_ms * 1000;
+	p.shift = l->filter_shift;
 	westwood_ack(ca, &a, &p);
 }
 

@@ -44,17 +44,36 @@ _Static_assert(sizeof(struct cctl_yeah_ca) <= CCTL_CA_PRIV_BYTES &&
 /* Zeroed instance so that the skeleton carries the layout (see cctl.h). */
 struct cctl_yeah_ca cctl_ca_layout = {};
 
-/* Tunables (set by the loader before load; defaults: spec §10, Linux's values where [P3] is silent). */
-const volatile __u32 q_max_pkts = 80;    /* Q_max, packets (Linux TCP_YEAH_ALPHA) */
-const volatile __u32 phy = 8;            /* φ: Slow once RTT_queue >= RTT_base/φ (TCP_YEAH_PHY) */
-const volatile __u32 gamma = 1;          /* decongestion removes Q/γ (TCP_YEAH_GAMMA) */
-const volatile __u32 epsilon_shift = 1;  /* at most cwnd >> ε per decongestion (TCP_YEAH_EPSILON) */
-const volatile __u32 delta_shift = 3;    /* a loss removes at least cwnd >> δ (TCP_YEAH_DELTA) */
-const volatile __u32 rho_rtts = 16;      /* ρ: consecutive Slow RTTs meaning Reno competition */
-const volatile __u32 zeta_rtts = 50;     /* ζ: Fast RTTs before count_reno is reset */
-const volatile __u32 stcp_ai_cnt = 100;  /* 1/a of the STCP increase, packets */
+/* Load-time tunables (set by the loader before load): modes that per-flow state is
+ * built for (with linux_rules count_reno starts at the sentinel 2 and is set at the
+ * first Slow RTT, without it at cwnd/2; the increase counter counts packets or ACK
+ * events). */
 const volatile __u32 linux_rules = 0;    /* bool: Linux's integer tests and count_reno sentinel */
 const volatile __u32 ack_counting = 0;   /* 0 = packets (ABC), 1 = ACK events */
+
+/* Live tunables (spec §18.5: the queue bound, thresholds, gains and shifts; `cctl set`;
+ * defaults: spec §10, Linux's values where [P3] is silent), read once per callback
+ * from the slot in force. */
+struct yeah_live {
+	__u32 q_max_pkts;     /* Q_max, packets (Linux TCP_YEAH_ALPHA) */
+	__u32 phy;            /* φ: Slow once RTT_queue >= RTT_base/φ (TCP_YEAH_PHY) */
+	__u32 gamma;          /* decongestion removes Q/γ (TCP_YEAH_GAMMA) */
+	__u32 epsilon_shift;  /* at most cwnd >> ε per decongestion (TCP_YEAH_EPSILON) */
+	__u32 delta_shift;    /* a loss removes at least cwnd >> δ (TCP_YEAH_DELTA) */
+	__u32 rho_rtts;       /* ρ: consecutive Slow RTTs meaning Reno competition */
+	__u32 zeta_rtts;      /* ζ: Fast RTTs before count_reno is reset */
+	__u32 stcp_ai_cnt;    /* 1/a of the STCP increase, packets */
+};
+CCTL_LIVE_PARAMS(struct yeah_live, {
+	.q_max_pkts = 80,
+	.phy = 8,
+	.gamma = 1,
+	.epsilon_shift = 1,
+	.delta_shift = 3,
+	.rho_rtts = 16,
+	.zeta_rtts = 50,
+	.stcp_ai_cnt = 100,
+})
 
 #define YEAH_NO_RTT 0xffffffffu
 
@@ -63,15 +82,15 @@ static __always_inline struct cctl_yeah_ca *yeah_ca(const struct sock *sk)
 	return cc_priv(sk);
 }
 
-static __always_inline void yeah_params_get(struct yeah_params *p)
+static __always_inline void yeah_params_get(struct yeah_params *p, const struct yeah_live *l)
 {
-	p->q_max_pkts = q_max_pkts;
-	p->phy = phy;
-	p->gamma = gamma;
-	p->epsilon_shift = epsilon_shift;
-	p->delta_shift = delta_shift;
-	p->rho_rtts = rho_rtts;
-	p->zeta_rtts = zeta_rtts;
+	p->q_max_pkts = l->q_max_pkts;
+	p->phy = l->phy;
+	p->gamma = l->gamma;
+	p->epsilon_shift = l->epsilon_shift;
+	p->delta_shift = l->delta_shift;
+	p->rho_rtts = l->rho_rtts;
+	p->zeta_rtts = l->zeta_rtts;
 	p->linux_rules = linux_rules;
 }
 
@@ -97,7 +116,7 @@ void BPF_PROG(yeah_init, struct sock *sk)
 	struct tcp_sock *tp = cc_tcp_sk(sk);
 	struct yeah_params p;
 
-	yeah_params_get(&p);
+	yeah_params_get(&p, cctl_live_get());
 	__builtin_memset(ca, 0, sizeof(*ca));
 	cc_meas_init(&ca->m, tp);
 	ca->reno_count = yeah_initial_reno_count(tp->snd_cwnd, &p);
@@ -129,12 +148,17 @@ void BPF_PROG(yeah_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 {
 	struct cctl_yeah_ca *ca = yeah_ca(sk);
 	struct tcp_sock *tp = cc_tcp_sk(sk);
+	const struct yeah_live *l;
+	__u32 stcp_ai_cnt;
 
 	if (!cc_cwnd_limited(sk))
 		return;
 	if (ack_counting)
 		acked = 1;
 
+	/* every live value of this ACK from one slot */
+	l = cctl_live_get();
+	stcp_ai_cnt = l->stcp_ai_cnt;
 	if (cc_in_slow_start(tp))
 		acked = tcp_slow_start(tp, acked);
 	if (acked) {
@@ -151,7 +175,7 @@ void BPF_PROG(yeah_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 			struct yeah_rtt r;
 			__u32 ssthresh = tp->snd_ssthresh;
 
-			yeah_params_get(&p);
+			yeah_params_get(&p, l);
 			r.rtt_us = ca->min_rtt_us;
 			r.base_us = ca->base_rtt_us;
 			tp->snd_cwnd = yeah_per_rtt(ca, tp->snd_cwnd, &ssthresh, &r, &p);
@@ -171,7 +195,7 @@ __u32 BPF_PROG(yeah_ssthresh, struct sock *sk)
 	struct yeah_params p;
 	__u32 cwnd = tp->snd_cwnd, s;
 
-	yeah_params_get(&p);
+	yeah_params_get(&p, cctl_live_get());
 	s = yeah_loss_ssthresh(ca, cwnd, &p);
 	cc_meas_backoff(&ca->m, cwnd ? (__u32)(((__u64)s << CCTL_FP_SHIFT) / cwnd) : CCTL_FP_ONE);
 	return s;

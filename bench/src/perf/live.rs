@@ -147,6 +147,9 @@ fn measure(a: &Algorithm, index: usize, opts: &PerfOptions) -> Result<LiveResult
     Ok(res)
 }
 
+/// One metric of the table: its name, unit and how to read it from a round.
+type Metric = (String, &'static str, Box<dyn Fn(&LiveRound) -> Option<f64>>);
+
 /// The table rows of one algorithm.
 fn rows_of(r: &LiveResult, site: Site) -> Vec<Row> {
     let item = format!("{}: live (.data) vs constant (.rodata)", r.key);
@@ -158,7 +161,7 @@ fn rows_of(r: &LiveResult, site: Site) -> Vec<Row> {
         .map(|c| c.0.clone())
         .unwrap_or_default();
     let hot_ns = |x: &LiveRound, cb: &str| x.callbacks.iter().find(|c| c.0 == cb).map(|c| c.1);
-    let metrics: Vec<(String, &str, Box<dyn Fn(&LiveRound) -> Option<f64>>)> = vec![
+    let metrics: Vec<Metric> = vec![
         (
             "BPF run time per GB (all callbacks)".into(),
             "ms/GB",

@@ -23,7 +23,7 @@ crate::algo::declare_algorithm! {
             "1/100 packet",
             "α_africa: fast (HSTCP) mode while Δ̂ = w (RTT - baseRTT) / RTT is below this",
         )
-        .sym("α_africa"),
+        .sym("α_africa").live(),
         p(
             "hstcp_mode",
             MODE_TABLE,
@@ -41,7 +41,7 @@ crate::algo::declare_algorithm! {
             "segments",
             "HSTCP W_L: a(w) = 1 at and below it (RFC 3649: 38)",
         )
-        .sym("HSTCP W_L"),
+        .sym("HSTCP W_L").live(),
         RESPONSE_PARAMS[2],
         RESPONSE_PARAMS[3],
         RESPONSE_PARAMS[4],

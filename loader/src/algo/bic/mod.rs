@@ -21,7 +21,7 @@ crate::algo::declare_algorithm! {
             "segments/RTT",
             "S_max: largest increase per RTT ([P0] 32, Linux 16)",
         )
-        .sym("S_max"),
+        .sym("S_max").live(),
         p(
             "bictcp_b",
             4,
@@ -30,7 +30,7 @@ crate::algo::declare_algorithm! {
             "divisor",
             "B: binary-search divisor, δ = (w_1 - w)/B",
         )
-        .sym("B"),
+        .sym("B").live(),
         p(
             "smooth_part",
             20,
@@ -39,7 +39,7 @@ crate::algo::declare_algorithm! {
             "divisor",
             "σ: increase B/σ segments per RTT close to the target",
         )
-        .sym("σ"),
+        .sym("σ").live(),
         p(
             "beta_1024",
             819,
@@ -48,7 +48,7 @@ crate::algo::declare_algorithm! {
             "1/1024",
             "β: window multiplier on loss (819/1024 ≈ 0.8)",
         )
-        .sym("β"),
+        .sym("β").live(),
         p(
             "low_window",
             14,
@@ -57,7 +57,7 @@ crate::algo::declare_algorithm! {
             "segments",
             "Low_Window: Reno increase and halving at or below this window",
         )
-        .sym("Low_Window"),
+        .sym("Low_Window").live(),
         p(
             "fast_convergence",
             1,
@@ -65,7 +65,7 @@ crate::algo::declare_algorithm! {
             1,
             "bool",
             "w_1 = (1+β)/2·w when a loss comes below the previous target",
-        ),
+        ).live(),
         p(
             "boost_max_cnt",
             20,
@@ -74,7 +74,7 @@ crate::algo::declare_algorithm! {
             "packets",
             "before the first loss, at most this many acked packets per +1 segment (Linux's \
              stand-in for Low_Util; 20 = 5 %/RTT; 0 = off)",
-        ),
+        ).live(),
         p(
             "initial_ssthresh",
             0,

@@ -22,7 +22,7 @@ crate::algo::declare_algorithm! {
             "per-mille",
             "α: scale of the delay window's binomial growth α·win^k − 1 per RTT",
         )
-        .sym("α"),
+        .sym("α").live(),
         p(
             "beta_pm",
             500,
@@ -31,7 +31,7 @@ crate::algo::declare_algorithm! {
             "per-mille",
             "β: the total window drops to (1 − β)·win on loss",
         )
-        .sym("β"),
+        .sym("β").live(),
         p(
             "k_pm",
             750,
@@ -40,7 +40,7 @@ crate::algo::declare_algorithm! {
             "per-mille",
             "k: exponent of the delay window's growth α·win^k",
         )
-        .sym("k"),
+        .sym("k").live(),
         p(
             "zeta_pm",
             1000,
@@ -49,7 +49,7 @@ crate::algo::declare_algorithm! {
             "per-mille",
             "ζ: the delay window shrinks by ζ·diff per RTT once diff >= γ",
         )
-        .sym("ζ"),
+        .sym("ζ").live(),
         p(
             "gamma_pkts",
             30,
@@ -58,7 +58,7 @@ crate::algo::declare_algorithm! {
             "packets",
             "γ: queued packets (diff) at which the delay window stops growing",
         )
-        .sym("γ"),
+        .sym("γ").live(),
         p(
             "round_rtt_min",
             0,
@@ -67,7 +67,7 @@ crate::algo::declare_algorithm! {
             "bool",
             "RTT of a round for diff: 0 = mean of its samples, 1 = their minimum (Vegas)",
         )
-        .sym("RTT of a round for diff"),
+        .sym("RTT of a round for diff").live(),
         ACK_COUNTING,
     ],
     profiles: [],

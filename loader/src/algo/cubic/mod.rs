@@ -21,7 +21,7 @@ crate::algo::declare_algorithm! {
             "1/1024",
             "β: window multiplier on loss (819 ≈ 0.8 as in [P2]/[P3]; Linux 717 ≈ 0.7)",
         )
-        .sym("β"),
+        .sym("β").live(),
         p(
             "c_1024",
             410,
@@ -38,7 +38,7 @@ crate::algo::declare_algorithm! {
             1,
             "bool",
             "W_max = (1+β)/2·w when a loss comes below the previous W_max",
-        ),
+        ).live(),
         p(
             "tcp_friendliness",
             1,
@@ -72,7 +72,7 @@ crate::algo::declare_algorithm! {
             1_000_000,
             "segments",
             "HyStart detects nothing below this window",
-        ),
+        ).live(),
         p(
             "hystart_ack_delta_us",
             2000,
@@ -80,7 +80,7 @@ crate::algo::declare_algorithm! {
             1_000_000,
             "us",
             "ACKs at most this far apart form one ACK train",
-        ),
+        ).live(),
         p(
             "hystart_delay_min_us",
             4000,
@@ -88,7 +88,7 @@ crate::algo::declare_algorithm! {
             10_000_000,
             "us",
             "lower clamp of the RTT-rise threshold RTT_min/8",
-        ),
+        ).live(),
         p(
             "hystart_delay_max_us",
             16_000,
@@ -96,7 +96,7 @@ crate::algo::declare_algorithm! {
             10_000_000,
             "us",
             "upper clamp of the RTT-rise threshold RTT_min/8",
-        ),
+        ).live(),
         p(
             "hystart_min_samples",
             8,
@@ -104,7 +104,7 @@ crate::algo::declare_algorithm! {
             255,
             "samples",
             "RTT samples per round before the delay test",
-        ),
+        ).live(),
         p(
             "initial_ssthresh",
             0,

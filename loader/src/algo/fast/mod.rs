@@ -22,7 +22,7 @@ crate::algo::declare_algorithm! {
             "%",
             "γ: weight of the new window estimate in eq. (5) ([P0]: 1/2)",
         )
-        .sym("γ"),
+        .sym("γ").live(),
         p(
             "alpha_mode",
             1,
@@ -40,7 +40,7 @@ crate::algo::declare_algorithm! {
             "packets",
             "α with alpha_mode=0: packets each flow keeps queued",
         )
-        .sym("α with alpha_mode=0"),
+        .sym("α with alpha_mode=0").live(),
         p(
             "alpha_l0_pkts",
             8,
@@ -49,7 +49,7 @@ crate::algo::declare_algorithm! {
             "packets",
             "m0a: α at level 0 ([P0])",
         )
-        .sym("m0a"),
+        .sym("m0a").live(),
         p(
             "alpha_l1_pkts",
             20,
@@ -58,7 +58,7 @@ crate::algo::declare_algorithm! {
             "packets",
             "m1a: α at level 1 ([P0])",
         )
-        .sym("m1a"),
+        .sym("m1a").live(),
         p(
             "alpha_l2_pkts",
             200,
@@ -67,7 +67,7 @@ crate::algo::declare_algorithm! {
             "packets",
             "m2a: α at level 2 ([P0])",
         )
-        .sym("m2a"),
+        .sym("m2a").live(),
         p(
             "m0u_kBps",
             1500,
@@ -76,7 +76,7 @@ crate::algo::declare_algorithm! {
             "kB/s",
             "m0u: level 0 -> 1 above this throughput",
         )
-        .sym("m0u"),
+        .sym("m0u").live(),
         p(
             "m1l_kBps",
             1250,
@@ -85,7 +85,7 @@ crate::algo::declare_algorithm! {
             "kB/s",
             "m1l: level 1 -> 0 below this throughput",
         )
-        .sym("m1l"),
+        .sym("m1l").live(),
         p(
             "m1u_kBps",
             15000,
@@ -94,7 +94,7 @@ crate::algo::declare_algorithm! {
             "kB/s",
             "m1u: level 1 -> 2 above this throughput",
         )
-        .sym("m1u"),
+        .sym("m1u").live(),
         p(
             "m2l_kBps",
             12500,
@@ -103,7 +103,7 @@ crate::algo::declare_algorithm! {
             "kB/s",
             "m2l: level 2 -> 1 below this throughput",
         )
-        .sym("m2l"),
+        .sym("m2l").live(),
         p(
             "eta_num",
             3,
@@ -111,9 +111,9 @@ crate::algo::declare_algorithm! {
             1000,
             "packets",
             "η = min(eta_num·r/w, eta_max): the RTT average's weight ([P1]: 3)",
-        ),
+        ).live(),
         p("eta_max_pct", 25, 1, 100, "%", "cap of η ([P1]: 1/4)")
-        .sym("cap of η ([P1]"),
+        .sym("cap of η ([P1]").live(),
         p(
             "eta_ack_ratio",
             1,
@@ -121,7 +121,7 @@ crate::algo::declare_algorithm! {
             1,
             "bool",
             "scale η by the measured packets per ACK (spec [CHOICE] for delayed ACKs)",
-        ),
+        ).live(),
         p(
             "update_interval_ms",
             0,
@@ -137,7 +137,7 @@ crate::algo::declare_algorithm! {
             100_000,
             "packets",
             "a larger window keeps at least this many packets on loss ([P1] fn. 5)",
-        ),
+        ).live(),
         p(
             "ss_exit_mode",
             0,
@@ -145,7 +145,7 @@ crate::algo::declare_algorithm! {
             1,
             "0=qdelay,1=diff",
             "leave slow start when q̂ > ss_exit_qdelay_pct·baseRTT, or when w·q̂/T̄ > α/2",
-        ),
+        ).live(),
         p(
             "ss_exit_qdelay_pct",
             10,
@@ -153,7 +153,7 @@ crate::algo::declare_algorithm! {
             1000,
             "%",
             "queueing delay, % of baseRTT, that ends slow start (ss_exit_mode=0)",
-        ),
+        ).live(),
         p(
             "pacing",
             1,

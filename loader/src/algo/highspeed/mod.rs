@@ -26,7 +26,7 @@ crate::algo::declare_algorithm! {
             1_000_000,
             "segments",
             "RFC 3742 limited slow start above this (RFC 3649 recommends 100); 0 = standard",
-        ),
+        ).live(),
         p(
             "linux_md_index",
             0,
@@ -98,7 +98,7 @@ pub(crate) const RESPONSE_PARAMS: [ParamSpec; 5] = [
         "segments",
         "W_L (Low_Window): Reno below, a(w) = 1 and b(w) = 0.5 at W_L",
     )
-    .sym("W_L"),
+    .sym("W_L").live(),
     p(
         "high_window_pkts",
         83_000,
@@ -107,7 +107,7 @@ pub(crate) const RESPONSE_PARAMS: [ParamSpec; 5] = [
         "segments",
         "W_H (High_Window): b(w) = b_H and p(w) = P_H there; a and b stay put beyond",
     )
-    .sym("W_H"),
+    .sym("W_H").live(),
     p(
         "high_p_ppb",
         100,
@@ -116,7 +116,7 @@ pub(crate) const RESPONSE_PARAMS: [ParamSpec; 5] = [
         "per 10^9",
         "P_H (High_P): loss rate at W_H (100 = 1e-7)",
     )
-    .sym("P_H"),
+    .sym("P_H").live(),
     p(
         "high_decrease_per_mille",
         100,
@@ -125,7 +125,7 @@ pub(crate) const RESPONSE_PARAMS: [ParamSpec; 5] = [
         "1/1000",
         "b_H (High_Decrease): decrease fraction at W_H (100 = 0.1)",
     )
-    .sym("b_H"),
+    .sym("b_H").live(),
 ];
 
 /// Forbidden combinations of the response-function tunables (shared with Africa):

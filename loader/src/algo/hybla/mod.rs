@@ -21,7 +21,7 @@ crate::algo::declare_algorithm! {
             "ms",
             "reference RTT: ρ = max(srtt / RTT_0, 1)",
         )
-        .sym("RTT_0"),
+        .sym("RTT_0").live(),
         p(
             "linux_compat",
             0,

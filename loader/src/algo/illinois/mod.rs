@@ -21,7 +21,7 @@ crate::algo::declare_algorithm! {
             "per-mille pkt/RTT",
             "α_min: increase per RTT at the maximum queueing delay d_m",
         )
-        .sym("α_min"),
+        .sym("α_min").live(),
         p(
             "alpha_max_pm",
             10_000,
@@ -30,7 +30,7 @@ crate::algo::declare_algorithm! {
             "per-mille pkt/RTT",
             "α_max: increase per RTT while the queueing delay is below d1",
         )
-        .sym("α_max"),
+        .sym("α_max").live(),
         p(
             "beta_min_pm",
             125,
@@ -39,7 +39,7 @@ crate::algo::declare_algorithm! {
             "per-mille",
             "β_min: decrease fraction on loss while d_a <= d2",
         )
-        .sym("β_min"),
+        .sym("β_min").live(),
         p(
             "beta_max_pm",
             500,
@@ -48,7 +48,7 @@ crate::algo::declare_algorithm! {
             "per-mille",
             "β_max: decrease fraction on loss while d_a >= d3",
         )
-        .sym("β_max"),
+        .sym("β_max").live(),
         p(
             "d1_pm",
             10,
@@ -57,7 +57,7 @@ crate::algo::declare_algorithm! {
             "per-mille of d_m",
             "d1: α = α_max at or below this average queueing delay",
         )
-        .sym("d1"),
+        .sym("d1").live(),
         p(
             "d2_pm",
             100,
@@ -66,7 +66,7 @@ crate::algo::declare_algorithm! {
             "per-mille of d_m",
             "d2: β = β_min at or below this average queueing delay",
         )
-        .sym("d2"),
+        .sym("d2").live(),
         p(
             "d3_pm",
             800,
@@ -75,7 +75,7 @@ crate::algo::declare_algorithm! {
             "per-mille of d_m",
             "d3: β = β_max at or above this average queueing delay",
         )
-        .sym("d3"),
+        .sym("d3").live(),
         p(
             "win_thresh",
             15,
@@ -84,7 +84,7 @@ crate::algo::declare_algorithm! {
             "packets",
             "win_thresh: Reno (α = 1, β = 1/2) below this window",
         )
-        .sym("win_thresh"),
+        .sym("win_thresh").live(),
         p(
             "theta",
             5,
@@ -93,7 +93,7 @@ crate::algo::declare_algorithm! {
             "RTTs",
             "θ: low-delay RTTs needed before α returns to α_max",
         )
-        .sym("θ"),
+        .sym("θ").live(),
         ACK_COUNTING,
         p(
             "linux_ai",

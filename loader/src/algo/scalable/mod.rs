@@ -21,7 +21,7 @@ crate::algo::declare_algorithm! {
             "segments",
             "Low_Window: Reno increase while cwnd <= this, scalable above",
         )
-        .sym("Low_Window"),
+        .sym("Low_Window").live(),
         p(
             "a_per_10k",
             100,
@@ -30,7 +30,7 @@ crate::algo::declare_algorithm! {
             "1/10000 segment",
             "a: increase per acked packet in scalable mode (100 = 0.01)",
         )
-        .sym("a"),
+        .sym("a").live(),
         p(
             "beta_per_mille",
             875,
@@ -39,7 +39,7 @@ crate::algo::declare_algorithm! {
             "1/1000",
             "β: cwnd multiplier on loss (875 = 0.875, decrease fraction b = 0.125)",
         )
-        .sym("β"),
+        .sym("β").live(),
         ACK_COUNTING,
     ],
     profiles: [

@@ -21,7 +21,7 @@ crate::algo::declare_algorithm! {
             "packets",
             "α: grow by one segment per RTT while diff < α",
         )
-        .sym("α"),
+        .sym("α").live(),
         p(
             "beta_pkts",
             3,
@@ -30,7 +30,7 @@ crate::algo::declare_algorithm! {
             "packets",
             "β: shrink by one segment per RTT while diff > β",
         )
-        .sym("β"),
+        .sym("β").live(),
         p(
             "gamma_pkts",
             1,
@@ -39,7 +39,7 @@ crate::algo::declare_algorithm! {
             "packets",
             "γ: leave slow start once diff > γ",
         )
-        .sym("γ"),
+        .sym("γ").live(),
         p(
             "integer_diff",
             0,

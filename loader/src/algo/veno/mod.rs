@@ -21,7 +21,7 @@ crate::algo::declare_algorithm! {
             "packets",
             "congested when the backlog N = w (RTT − BaseRTT) / RTT reaches this",
         )
-        .sym("β"),
+        .sym("β").live(),
         p(
             "loss_factor_pct",
             80,
@@ -30,7 +30,7 @@ crate::algo::declare_algorithm! {
             "%",
             "ssthresh after a random loss (N < β), % of cwnd; at least Reno's 50",
         )
-        .sym("4/5"),
+        .sym("4/5").live(),
         p(
             "linux_compat",
             0,

@@ -20,7 +20,7 @@ crate::algo::declare_algorithm! {
             10_000,
             "ms",
             "shortest bandwidth-sample interval (intervals last max(RTT, this))",
-        ),
+        ).live(),
         p(
             "filter_shift",
             3,
@@ -28,7 +28,7 @@ crate::algo::declare_algorithm! {
             8,
             "log2",
             "gain 2^-shift of both low-pass filter stages (3: new = (7 old + sample)/8)",
-        ),
+        ).live(),
         p(
             "ssthresh_at_loss",
             1,

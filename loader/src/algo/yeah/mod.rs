@@ -21,7 +21,7 @@ crate::algo::declare_algorithm! {
             "packets",
             "Q_max: most packets one flow may keep queued (Fast mode needs Q < Q_max)",
         )
-        .sym("Q_max"),
+        .sym("Q_max").live(),
         p(
             "phy",
             8,
@@ -30,7 +30,7 @@ crate::algo::declare_algorithm! {
             "1/fraction",
             "φ: Fast mode needs L = RTT_queue/RTT_base < 1/φ",
         )
-        .sym("φ"),
+        .sym("φ").live(),
         p(
             "gamma",
             1,
@@ -39,7 +39,7 @@ crate::algo::declare_algorithm! {
             "divisor",
             "γ: precautionary decongestion removes Q/γ packets",
         )
-        .sym("γ"),
+        .sym("γ").live(),
         p(
             "epsilon_shift",
             1,
@@ -48,7 +48,7 @@ crate::algo::declare_algorithm! {
             "log2",
             "ε: decongestion removes at most cwnd/2^ε",
         )
-        .sym("ε"),
+        .sym("ε").live(),
         p(
             "delta_shift",
             3,
@@ -57,7 +57,7 @@ crate::algo::declare_algorithm! {
             "log2",
             "δ: a loss removes at least cwnd/2^δ ([P3]: cwnd/8)",
         )
-        .sym("δ"),
+        .sym("δ").live(),
         p(
             "rho_rtts",
             16,
@@ -66,7 +66,7 @@ crate::algo::declare_algorithm! {
             "RTTs",
             "ρ: consecutive Slow RTTs that mean competing Reno flows (then halve on loss)",
         )
-        .sym("ρ"),
+        .sym("ρ").live(),
         p(
             "zeta_rtts",
             50,
@@ -75,7 +75,7 @@ crate::algo::declare_algorithm! {
             "RTTs",
             "ζ: Fast RTTs after which count_reno is reset",
         )
-        .sym("ζ"),
+        .sym("ζ").live(),
         p(
             "stcp_ai_cnt",
             100,
@@ -83,7 +83,7 @@ crate::algo::declare_algorithm! {
             100_000,
             "packets",
             "1/a of the Fast-mode STCP increase: +1 segment per min(cwnd, 1/a) acked packets",
-        ),
+        ).live(),
         p(
             "linux_rules",
             0,
