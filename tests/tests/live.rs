@@ -213,8 +213,7 @@ fn cctl_set_changes_a_running_flows_internals_at_its_next_acks_without_a_reset()
     // Throughput: the second after the set moves at least 80 % of the second before.
     let acked_at = |t: u64| {
         mine.iter()
-            .filter(|s| s.ts_ns <= t)
-            .last()
+            .rfind(|s| s.ts_ns <= t)
             .map(|s| s.bytes_acked)
             .unwrap_or(0)
     };
