@@ -477,7 +477,7 @@ fn bench_perf_refuses_unknown_parts_and_names_the_allowed_ones() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(
         stderr(&o).contains("unknown part 'acks'")
-            && stderr(&o).contains("ack, collector, migrate, ceiling"),
+            && stderr(&o).contains("ack, live, collector, migrate, ceiling"),
         "{}",
         stderr(&o)
     );

@@ -517,7 +517,7 @@ mod tests {
     fn parts_parse_and_refuse_unknown_names() {
         assert_eq!("ack".parse::<Part>().unwrap(), Part::Ack);
         let e = "acks".parse::<Part>().unwrap_err();
-        assert!(e.contains("ack, collector, migrate, ceiling"), "{e}");
+        assert!(e.contains("ack, live, collector, migrate, ceiling"), "{e}");
     }
 
     #[test]
