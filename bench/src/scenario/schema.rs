@@ -298,7 +298,12 @@ fn de_at<T: serde::de::DeserializeOwned>(value: toml::Value, at: &str) -> Result
         }
         if let Some(rest) = message.strip_prefix("unknown field `") {
             if let Some(end) = rest.find('`') {
-                field = join(&field, &rest[..end]);
+                // An empty key (`"" = ...`) is named as written, quoted.
+                let key = match &rest[..end] {
+                    "" => "\"\"",
+                    k => k,
+                };
+                field = join(&field, key);
             }
             let allowed = message.split_once(", expected ").map_or("", |(_, a)| a);
             let allowed = allowed
