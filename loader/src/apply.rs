@@ -184,6 +184,16 @@ pub enum Step {
     },
 }
 
+/// `key from→to, ...` (`-` for a value one side lacks).
+fn changes_text(changes: &[ParamChange]) -> String {
+    let show = |v: Option<u32>| v.map_or("-".to_string(), |v| v.to_string());
+    changes
+        .iter()
+        .map(|c| format!("{} {}→{}", c.key, show(c.from), show(c.to)))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 fn kv(m: &BTreeMap<String, u32>) -> String {
     m.iter()
         .map(|(k, v)| format!("{k}={v}"))
@@ -216,28 +226,14 @@ impl std::fmt::Display for Step {
                 changes,
                 ..
             } => {
-                let c: Vec<String> = changes
-                    .iter()
-                    .map(|c| {
-                        let show = |v: Option<u32>| v.map_or("-".to_string(), |v| v.to_string());
-                        format!("{} {}→{}", c.key, show(c.from), show(c.to))
-                    })
-                    .collect();
-                write!(f, "upgrade {name} ({algo}): {}", c.join(", "))
+                write!(f, "upgrade {name} ({algo}): {}", changes_text(changes))
             }
             Step::Set {
                 name,
                 algo,
                 changes,
             } => {
-                let c: Vec<String> = changes
-                    .iter()
-                    .map(|c| {
-                        let show = |v: Option<u32>| v.map_or("-".to_string(), |v| v.to_string());
-                        format!("{} {}→{}", c.key, show(c.from), show(c.to))
-                    })
-                    .collect();
-                write!(f, "set {name} ({algo}, live): {}", c.join(", "))
+                write!(f, "set {name} ({algo}, live): {}", changes_text(changes))
             }
             Step::Default { from, to } => write!(f, "default {from} → {to}"),
             Step::AddRule {
