@@ -16,7 +16,7 @@ use std::process::{Command, Output};
 use cctl_loader::kernel;
 use cctl_loader::policy::{self, RuleSpec, Target};
 use cctl_loader::registry;
-use cctl_tests::{available, cctl_bin, require_root, KERNEL};
+use cctl_tests::{available, cctl_bin, clean_slate, require_root, KERNEL};
 
 const NAMES: &[&str] = &["ap_htcp", "ap_reno", "ap_new"];
 const PORTS: &[u16] = &[47301, 47302];
@@ -109,6 +109,8 @@ struct Cleanup {
 }
 
 fn remove_test_things(default: &str) {
+    // A crashed earlier run's registrations (dead owner) and namespaces go first.
+    clean_slate("cctl-ap", &[]);
     if available().iter().any(|n| n == default) {
         let _ = kernel::set_default_cc(default);
     }
@@ -144,7 +146,7 @@ impl Drop for Cleanup {
 fn baseline(default: &str) -> String {
     let mut s = format!("default = \"{default}\"\n");
     for r in registry::list_loaded().unwrap() {
-        if r.owner_pid.is_some() || NAMES.contains(&r.name.as_str()) {
+        if (r.owner_pid.is_some() && !r.is_orphan()) || NAMES.contains(&r.name.as_str()) {
             continue; // a running process's own: apply leaves it alone
         }
         assert!(
