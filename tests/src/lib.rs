@@ -5,6 +5,7 @@ use std::sync::Mutex;
 
 use cctl_loader::registry::{self, LoadGuard, LoadOptions};
 
+pub mod bench;
 pub mod tmux;
 
 /// Kernel tests touch global state (CC names, namespaces): they take this lock.

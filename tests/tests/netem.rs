@@ -3,55 +3,19 @@
 //! inside a virtme-ng VM with Debian's 6.12 kernel; elsewhere it runs directly.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
 use std::time::Duration;
 
-use cctl_bench::report::{self, Summary};
-use cctl_bench::runner::{self, RunOptions};
-use cctl_bench::scenario::{self, Profile, Scenario};
+use cctl_bench::report::Summary;
+use cctl_bench::scenario::{self, Scenario};
+use cctl_tests::bench::{metric, run_ci};
 use cctl_tests::{in_netem_kernel, require_root, KERNEL};
 
 fn results_root() -> PathBuf {
     Path::new(env!("CARGO_TARGET_TMPDIR")).join("netem-results")
 }
 
-/// Runs `sc` in the ci profile (repeat 1) for `algos`; returns its summary.
 fn run(sc: &Scenario, algos: &[&str]) -> Summary {
-    let opts = RunOptions {
-        algos: algos.iter().map(|s| s.to_string()).collect(),
-        profile: Profile::Ci,
-        repeat: Some(1),
-        out: results_root(),
-        seed: None,
-        interval: Duration::from_millis(100),
-        queue_interval: Duration::from_millis(100),
-        progress: false,
-        points: None,
-        jobs: 1,
-        shard: None,
-        resume: None,
-    };
-    let (dir, records) = runner::run_scenario(sc, &opts, Arc::new(AtomicBool::new(false)))
-        .unwrap_or_else(|e| panic!("{}: {e:#}", sc.name));
-    let (meta, _) = runner::read_records(&dir).expect("metadata");
-    let s = report::write_all(&dir, &meta, &records, sc).expect("report");
-    eprintln!(
-        "{} -> {}\n{}",
-        sc.name,
-        dir.display(),
-        report::terminal_table(&s, &sc.metrics)
-    );
-    s
-}
-
-fn metric(s: &Summary, algo: &str, point: usize, name: &str) -> Option<f64> {
-    s.rows
-        .iter()
-        .find(|r| r.algo == algo && r.point == point)
-        .and_then(|r| r.metrics.get(name))
-        .filter(|a| !a.values.is_empty())
-        .map(|a| a.mean)
+    run_ci(sc, algos, &results_root()).1
 }
 
 fn builtin(name: &str) -> Scenario {
