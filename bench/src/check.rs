@@ -48,12 +48,11 @@ use serde_json::Value;
 #[derive(Debug, thiserror::Error)]
 pub enum CheckError {
     /// The file cannot be read (or does not exist).
-    #[error("reading {}: {error}", path.display())]
+    #[error("{}: {error}", path.display())]
     Read {
         /// The file.
         path: PathBuf,
-        /// The I/O error.
-        #[source]
+        /// What the OS said.
         error: std::io::Error,
     },
     /// A directory given where a summary is expected holds no `summary.json`.
@@ -788,7 +787,10 @@ mod tests {
         Path::new("tol.toml")
     }
 
-    fn summary(rows: &[(&str, u64, f64, &[(&str, Option<f64>)])]) -> SummaryFile {
+    /// (algorithm, point, rate in Mbit/s, metric means).
+    type TestRow<'a> = (&'a str, u64, f64, &'a [(&'a str, Option<f64>)]);
+
+    fn summary(rows: &[TestRow]) -> SummaryFile {
         let rows: Vec<Value> = rows
             .iter()
             .map(|(algo, point, rate, metrics)| {

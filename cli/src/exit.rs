@@ -20,6 +20,9 @@ pub const CONFLICT: i32 = 5;
 pub const IN_USE: i32 = 6;
 /// A migration filter matched no established socket; nothing was changed.
 pub const NO_MATCH: i32 = 7;
+/// `cctl bench check` (or `cctl bench run --check`): a metric is outside its tolerance of
+/// the baseline, or a baseline point or metric is missing from the results.
+pub const REGRESSION: i32 = 8;
 /// A file or directory cctl decides from (the `cctl apply` configuration, /run/cctl) is
 /// writable by someone other than root; it was not used.
 pub const UNTRUSTED: i32 = 9;
@@ -74,6 +77,11 @@ pub fn code_for(err: &anyhow::Error) -> i32 {
                 }
                 _ => USAGE,
             };
+        }
+        // A summary or tolerance file named on the command line that is not there or not
+        // valid; one that exists but cannot be read is a runtime failure.
+        if let Some(e) = cause.downcast_ref::<cctl_bench::check::CheckError>() {
+            return if e.is_bad_input() { USAGE } else { FAILURE };
         }
         if let Some(cctl_bench::lock::LockError::Held { .. }) = cause.downcast_ref() {
             return CONFLICT;

@@ -1,12 +1,13 @@
 //! `cctl bench`: the papers' benchmark tests on a veth/netem dumbbell — list the
-//! scenarios, run one, rebuild a report.
+//! scenarios, run one, rebuild a report, gate on a baseline.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
+use cctl_bench::check::{self, SummaryFile, Tolerances};
 use cctl_bench::report;
 use cctl_bench::runner::{self, RunKernel, RunOptions};
 use cctl_bench::scenario::{self, Profile};
@@ -34,6 +35,9 @@ enum Cmd {
     Report(ReportArgs),
     /// Combine results directories of one sweep (shards, resumed parts) into one report.
     Merge(MergeArgs),
+    /// Compare a summary.json with a baseline, metric by metric; exit 8 when one is outside
+    /// its tolerance or missing.
+    Check(CheckArgs),
     /// cctl's own costs next to their references: BPF ports vs native modules per ACK,
     /// the collector vs `ss -ti`, migration, the testbed's ceiling.
     Perf(super::perf::PerfArgs),
@@ -112,6 +116,42 @@ struct RunArgs {
     /// DIR starts the sweep there); ends a VM left running by a killed earlier run.
     #[arg(long, value_name = "DIR")]
     resume: Option<PathBuf>,
+    /// After the report, compare it with this baseline (a summary.json or a results
+    /// directory) as `cctl bench check` does, and exit 8 when a metric is outside its
+    /// tolerance or missing. Without it the run exits 0 whatever the numbers.
+    #[arg(long, value_name = "BASELINE")]
+    check: Option<PathBuf>,
+    /// Tolerances of --check (TOML, see `cctl bench check --help`).
+    #[arg(long, value_name = "FILE", requires = "check")]
+    tolerance: Option<PathBuf>,
+}
+
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Example: cctl bench check results/fairness-same-rtt/20261126T011247Z \
+--baseline ci/baseline/summary.json --tolerance ci/tolerance.toml\n\n\
+Each metric's mean is within when |result - baseline| <= max(abs, rel * |baseline|), with \
+the tolerance of its name in the TOML file, e.g.\n\
+  default = { rel = 0.1 }\n\
+  \"M8 utilisation (wire)\" = { rel = 0.05 }\n\
+  \"M1 flow1 (Mbit/s)\" = { rel = 0.1, abs = 0.5 }\n\
+An omitted rel or abs is 0; without a file or a `default`, metrics get rel 0.1, abs 0. \
+Rows match by algorithm, point index and point parameters; a baseline point or metric the \
+results lack fails the check, extra ones do not. Exit codes: 0 within, 8 outside or \
+missing, 2 bad input."
+)]
+struct CheckArgs {
+    /// The results: a summary.json or a results directory holding one.
+    results: PathBuf,
+    /// The baseline: a summary.json or a results directory holding one.
+    #[arg(long)]
+    baseline: PathBuf,
+    /// Tolerances (TOML): `"metric name" = { rel = 0.1, abs = 0.5 }`, `default = {...}`.
+    #[arg(long, value_name = "FILE")]
+    tolerance: Option<PathBuf>,
+    /// Print the verdict as one JSON object.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -145,6 +185,11 @@ pub fn run(args: Args) -> Result<i32> {
         Cmd::Run(a) => run_bench(a),
         Cmd::Perf(a) => super::perf::run(a),
         Cmd::Merge(a) => merge(a),
+        Cmd::Check(a) => {
+            let baseline = SummaryFile::load(&a.baseline)?;
+            let tol = load_tolerances(a.tolerance.as_deref())?;
+            gate(&a.results, &baseline, &tol, a.json)
+        }
         Cmd::Report(a) => {
             let s = report::rebuild(&a.dir)?;
             let sc = scenario::find(&s.metadata.scenario)?;
@@ -153,6 +198,26 @@ pub fn run(args: Args) -> Result<i32> {
             Ok(exit::OK)
         }
     }
+}
+
+fn load_tolerances(path: Option<&Path>) -> Result<Tolerances> {
+    Ok(match path {
+        Some(p) => Tolerances::load(p)?,
+        None => Tolerances::default(),
+    })
+}
+
+/// Compares the summary at `results` with `baseline` and prints the verdict; exit code 8
+/// ([`exit::REGRESSION`]) when it fails.
+fn gate(results: &Path, baseline: &SummaryFile, tol: &Tolerances, json: bool) -> Result<i32> {
+    let results = SummaryFile::load(results)?;
+    let v = check::check(&results, baseline, tol);
+    if json {
+        outln!("{}", serde_json::to_string(&v)?)?;
+    } else {
+        out!("{}", v.text())?;
+    }
+    Ok(if v.pass { exit::OK } else { exit::REGRESSION })
 }
 
 fn list(a: ListArgs) -> Result<i32> {
@@ -249,6 +314,14 @@ fn run_bench(a: RunArgs) -> Result<i32> {
     if a.repeat == Some(0) {
         usage!("--repeat must be at least 1");
     }
+    // The baseline and tolerances are read before anything runs: a bad one is bad input.
+    let baseline = match &a.check {
+        Some(b) => Some((
+            SummaryFile::load(b)?,
+            load_tolerances(a.tolerance.as_deref())?,
+        )),
+        None => None,
+    };
     let sc = scenario::find(&a.scenario)?;
     let seed = a.seed.unwrap_or_else(|| sc.seed(profile));
     let points = match runner::select_points(sc.expand(profile, seed)?, a.points.as_deref()) {
@@ -325,7 +398,11 @@ fn run_bench(a: RunArgs) -> Result<i32> {
         }
     }
     if in_vm {
-        return run_in_vm(&a, &sc, needs_netem);
+        let (code, dir) = run_in_vm(&a, &sc, needs_netem)?;
+        return match baseline {
+            Some((b, tol)) if code == exit::OK => gate(&dir, &b, &tol, a.json),
+            _ => Ok(code),
+        };
     }
     if needs_netem && !netem_available() {
         anyhow::bail!(
@@ -380,10 +457,14 @@ fn run_bench(a: RunArgs) -> Result<i32> {
         );
         return Ok(exit::INTERRUPTED);
     }
-    Ok(exit::OK)
+    match baseline {
+        Some((b, tol)) => gate(&dir, &b, &tol, a.json),
+        None => Ok(exit::OK),
+    }
 }
 
-fn run_in_vm(a: &RunArgs, sc: &scenario::Scenario, needs_netem: bool) -> Result<i32> {
+/// Runs the scenario in the VM; returns the exit code and the results directory.
+fn run_in_vm(a: &RunArgs, sc: &scenario::Scenario, needs_netem: bool) -> Result<(i32, PathBuf)> {
     if needs_netem {
         eprintln!(
             "cctl bench: the running kernel ({}) has no sch_netem; running {} in a VM",
@@ -464,17 +545,20 @@ fn run_in_vm(a: &RunArgs, sc: &scenario::Scenario, needs_netem: bool) -> Result<
         spec.memory_mb
     );
     match vm::run_in_vm(&spec, &cmd) {
-        Ok(res) => Ok(if res.success() {
-            exit::OK
-        } else {
-            exit::FAILURE
-        }),
+        Ok(res) => Ok((
+            if res.success() {
+                exit::OK
+            } else {
+                exit::FAILURE
+            },
+            out,
+        )),
         Err(vm::VmError::Cancelled) => {
             eprintln!(
                 "cctl bench: interrupted; the VM was stopped, runs finished so far are in {}",
                 out.display()
             );
-            Ok(exit::INTERRUPTED)
+            Ok((exit::INTERRUPTED, out))
         }
         Err(e) => Err(e.into()),
     }
