@@ -134,7 +134,7 @@ Each metric's mean is within when |result - baseline| <= max(abs, rel * |baselin
 the tolerance of its name in the TOML file, e.g.\n\
   default = { rel = 0.1 }\n\
   \"M8 utilisation (wire)\" = { rel = 0.05 }\n\
-  \"M1 flow1 (Mbit/s)\" = { rel = 0.1, abs = 0.5 }\n\
+  \"M1 flow1 (Mbit/s)\" = { rel = 0.1, abs = 0.5 }\n\n\
 An omitted rel or abs is 0; without a file or a `default`, metrics get rel 0.1, abs 0. \
 Rows match by algorithm, point index and point parameters; a baseline point or metric the \
 results lack fails the check, extra ones do not. Exit codes: 0 within, 8 outside or \
