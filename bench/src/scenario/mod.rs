@@ -103,6 +103,7 @@ mod rng;
 mod schema;
 mod shipped;
 mod sweep;
+mod topology;
 #[cfg(test)]
 mod test_input;
 
@@ -115,3 +116,4 @@ pub use schema::{
     METRICS, PARAMS, PLOTS,
 };
 pub use shipped::{builtin, find, BUILTIN_FILES};
+pub use topology::{FlowPath, HopPlan, Topology, TopologyPlan, MAX_BOTTLENECKS};
