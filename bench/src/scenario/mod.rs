@@ -103,9 +103,9 @@ mod rng;
 mod schema;
 mod shipped;
 mod sweep;
-mod topology;
 #[cfg(test)]
 mod test_input;
+mod topology;
 
 pub use error::{FieldError, ScenarioError};
 pub use point::{

@@ -287,7 +287,10 @@ pub(super) struct FlowSpec {
 // Parsing.
 
 /// Deserializes `value` as a `T`, naming the field at `at` (+ the path serde reports).
-pub(super) fn de_at<T: serde::de::DeserializeOwned>(value: toml::Value, at: &str) -> Result<T, FieldError> {
+pub(super) fn de_at<T: serde::de::DeserializeOwned>(
+    value: toml::Value,
+    at: &str,
+) -> Result<T, FieldError> {
     T::deserialize(value).map_err(|e| {
         let shown = e.to_string();
         let mut field = at.to_string();

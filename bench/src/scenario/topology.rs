@@ -130,9 +130,7 @@ pub(super) fn parse_topology(value: toml::Value, at: &str) -> Result<Topology, F
     if !(1..=MAX_BOTTLENECKS).contains(&n) {
         return Err(FieldError::new(
             format!("{at}.bottlenecks"),
-            format!(
-                "{n} bottlenecks: a chain has 1 to {MAX_BOTTLENECKS} (a parking lot 2 or 3)"
-            ),
+            format!("{n} bottlenecks: a chain has 1 to {MAX_BOTTLENECKS} (a parking lot 2 or 3)"),
         ));
     }
     let mut hops = Vec::with_capacity(n);
@@ -158,7 +156,12 @@ pub(super) fn parse_topology(value: toml::Value, at: &str) -> Result<Topology, F
             ));
         }
         let checks = [
-            ("rate_mbit", hop.rate_mbit, "a rate must be > 0 Mbit/s", false),
+            (
+                "rate_mbit",
+                hop.rate_mbit,
+                "a rate must be > 0 Mbit/s",
+                false,
+            ),
             ("rtt_ms", hop.rtt_ms, "a delay must be ≥ 0 ms", true),
             ("buffer_bdp", hop.buffer_bdp, "a buffer must be > 0", false),
             ("buffer_ms", hop.buffer_ms, "a buffer must be > 0", false),
@@ -437,8 +440,11 @@ duration_s = 20
         assert_eq!(t.hops[0].buffer_pkts, 67); // 20 Mbit/s × 40 ms = 66.7 packets
         assert_eq!(t.hops[1].buffer_pkts, 50);
         assert_eq!(t.hops[2].buffer_pkts, 33);
-        let paths: Vec<(usize, usize, f64)> =
-            t.paths.iter().map(|f| (f.first, f.last, f.rtt_ms)).collect();
+        let paths: Vec<(usize, usize, f64)> = t
+            .paths
+            .iter()
+            .map(|f| (f.first, f.last, f.rtt_ms))
+            .collect();
         assert_eq!(
             paths,
             [(1, 3, 40.0), (1, 1, 10.0), (2, 2, 20.0), (3, 3, 10.0)]
