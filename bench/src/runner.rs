@@ -1072,7 +1072,11 @@ pub fn cpus_per_run(point: &RunPoint) -> f64 {
     } else {
         (HOST_CPUS_FIXED, HOST_CPUS_PER_MBIT)
     };
-    fixed + per_mbit * point.rate_mbit
+    // A chain forwards every hop's traffic.
+    let mbit = point.topology.as_ref().map_or(point.rate_mbit, |t| {
+        t.hops.iter().map(|h| h.rate_mbit).sum()
+    });
+    fixed + per_mbit * mbit
 }
 
 /// Measured CPU per run on the host kernel: fixed part, CPUs.

@@ -64,7 +64,10 @@ pub fn checks(root: &Path) {
     let (dir, s) = run_ci(&sc, &[ALGO], root);
     let (meta, records) = runner::read_records(&dir).expect("records");
     let r = &records[0];
-    let plan = meta.topology.get(&0).expect("the topology in metadata.json");
+    let plan = meta
+        .topology
+        .get(&0)
+        .expect("the topology in metadata.json");
     assert_eq!(plan.hops.len(), 3);
 
     // Throughput (M1): the long flow gets less than each cross flow.
@@ -104,7 +107,10 @@ pub fn checks(root: &Path) {
                 / 1e3
         })
         .collect();
-    eprintln!("min RTT per flow (ms): {min_rtt_ms:?}; paths {:?}", plan.paths);
+    eprintln!(
+        "min RTT per flow (ms): {min_rtt_ms:?}; paths {:?}",
+        plan.paths
+    );
     for (f, path) in min_rtt_ms.iter().zip(&plan.paths) {
         assert!(
             path.rtt_ms <= *f && *f <= path.rtt_ms * 1.25 + 5.0,
