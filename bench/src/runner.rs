@@ -735,6 +735,14 @@ pub fn deviations(points: &[RunPoint]) -> Vec<String> {
          (netem random, or gact every N-th packet where the scenario asks for periodic loss)"
             .into(),
     );
+    if points.iter().any(|p| p.topology.is_some()) {
+        out.push(
+            "[topology] chain: each hop's delay on its link's reverse (ACK) direction, so a \
+             flow's RTT is the sum over its hops; queue.csv samples hop 1 only, run.json has \
+             every hop's final counters"
+                .into(),
+        );
+    }
     out
 }
 
