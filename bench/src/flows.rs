@@ -77,6 +77,32 @@ pub fn spawn_in_netns<T: Send + 'static>(
         })
 }
 
+/// Where flows run: sender namespaces by index, and the receiver (namespace, address) of
+/// the flow from each sender. The dumbbell ([`Testbed`]) has one receiver for all; a
+/// parking-lot chain ([`crate::chain::Bed`]) one per point where flows leave it.
+pub trait Endpoints {
+    /// Number of senders.
+    fn senders(&self) -> usize;
+    /// Name of sender `i`'s network namespace (0-based).
+    fn sender_ns_at(&self, i: usize) -> &str;
+    /// The network namespace and address of the receiver of the flow from sender `i`.
+    fn receiver_of(&self, i: usize) -> (&str, std::net::Ipv4Addr);
+}
+
+impl Endpoints for Testbed {
+    fn senders(&self) -> usize {
+        Testbed::senders(self)
+    }
+
+    fn sender_ns_at(&self, i: usize) -> &str {
+        Testbed::sender_ns_at(self, i)
+    }
+
+    fn receiver_of(&self, _: usize) -> (&str, std::net::Ipv4Addr) {
+        (self.receiver_ns(), self.receiver_addr())
+    }
+}
+
 /// One bulk flow to run.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct FlowSpec {
@@ -137,7 +163,7 @@ impl FlowResult {
 /// abandoned with an error. Errors of single flows are in their results; the call itself
 /// fails only if the run cannot be set up (listener, threads).
 pub fn run_bulk_flows(
-    bed: &Testbed,
+    bed: &(impl Endpoints + ?Sized),
     port: u16,
     flows: &[FlowSpec],
     stop: Arc<AtomicBool>,
@@ -149,7 +175,7 @@ pub fn run_bulk_flows(
 /// thread as soon as each flow has connected (before it sends), so a caller can attach
 /// per-flow tracing while the run goes on.
 pub fn run_bulk_flows_observed(
-    bed: &Testbed,
+    bed: &(impl Endpoints + ?Sized),
     port: u16,
     flows: &[FlowSpec],
     stop: Arc<AtomicBool>,
@@ -178,32 +204,43 @@ pub fn run_bulk_flows_observed(
             );
         }
     }
-    let dst = SocketAddrV4::new(bed.receiver_addr(), port);
-    let listen = move || -> io::Result<TcpListener> {
-        let listener = TcpListener::bind(dst)?; // std sets SO_REUSEADDR
-        listener.set_nonblocking(true)?;
-        Ok(listener)
-    };
-    let listener = spawn_in_netns(bed.receiver_ns(), listen)
-        .and_then(join_io)
-        .and_then(|listener| listener)
-        .with_context(|| {
-            format!(
-                "listening on {dst} in network namespace {}",
-                bed.receiver_ns()
-            )
-        })?;
+    // One listener per receiver the flows use (the dumbbell has one).
+    let mut listeners: Vec<(SocketAddrV4, TcpListener)> = Vec::new();
+    for f in flows {
+        let (ns, addr) = bed.receiver_of(f.sender);
+        let dst = SocketAddrV4::new(addr, port);
+        if listeners.iter().any(|(d, _)| *d == dst) {
+            continue;
+        }
+        let listen = move || -> io::Result<TcpListener> {
+            let listener = TcpListener::bind(dst)?; // std sets SO_REUSEADDR
+            listener.set_nonblocking(true)?;
+            Ok(listener)
+        };
+        let listener = spawn_in_netns(ns, listen)
+            .and_then(join_io)
+            .and_then(|listener| listener)
+            .with_context(|| format!("listening on {dst} in network namespace {ns}"))?;
+        listeners.push((dst, listener));
+    }
 
     let t0 = Instant::now();
     let run_deadline = t0 + last_stop + Duration::from_secs(GRACE_S);
     let senders_done = Arc::new(AtomicBool::new(false));
-    let receiver = {
-        let senders_done = Arc::clone(&senders_done);
-        thread::Builder::new()
+    let mut receivers = Vec::with_capacity(listeners.len());
+    for (_, listener) in listeners {
+        let done = Arc::clone(&senders_done);
+        let spawned = thread::Builder::new()
             .name("bulk receiver".into())
-            .spawn(move || receive_all(listener, t0, run_deadline, &senders_done))
-            .context("starting the receiver thread")?
-    };
+            .spawn(move || receive_all(listener, t0, run_deadline, &done));
+        match spawned {
+            Ok(h) => receivers.push(h),
+            Err(e) => {
+                senders_done.store(true, Ordering::Relaxed);
+                return Err(anyhow!(e)).context("starting a receiver thread");
+            }
+        }
+    }
 
     let on_started: Arc<dyn Fn(usize, u16) + Send + Sync> = Arc::new(on_started);
     // Set if the run cannot be set up completely, to end the flows already started.
@@ -213,6 +250,7 @@ pub fn run_bulk_flows_observed(
         let flow_c = flow.clone();
         let halt = [Arc::clone(&stop), Arc::clone(&abort)];
         let on_started = Arc::clone(&on_started);
+        let dst = SocketAddrV4::new(bed.receiver_of(flow.sender).1, port);
         let spawned = spawn_in_netns(bed.sender_ns_at(flow.sender), move || {
             send_flow(&flow_c, dst, t0, &halt, &*on_started)
         });
@@ -231,9 +269,14 @@ pub fn run_bulk_flows_observed(
         .map(|handle| join_io(handle).unwrap_or_else(|e| SenderOutcome::failed(t0, e.to_string())))
         .collect();
     senders_done.store(true, Ordering::Relaxed);
-    let mut received = receiver
-        .join()
-        .map_err(|_| anyhow!("the receiver thread panicked"))?;
+    let mut received = HashMap::new();
+    for receiver in receivers {
+        received.extend(
+            receiver
+                .join()
+                .map_err(|_| anyhow!("the receiver thread panicked"))?,
+        );
+    }
 
     Ok(flows
         .iter()

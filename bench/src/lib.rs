@@ -6,6 +6,7 @@
 //! Both need root (CAP_NET_ADMIN + CAP_SYS_ADMIN).
 
 pub mod check;
+pub mod chain;
 pub mod compare;
 pub mod conform;
 pub mod feed;

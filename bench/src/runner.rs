@@ -29,7 +29,7 @@ use crate::scenario::{CcRef, Profile, RunPoint, Scenario};
 use crate::sweep::{
     check_compatible, completed_runs, point_indices, run_list, Mismatch, RunId, Shard,
 };
-use crate::testbed::{remove_leftovers, AccessSpec, PathSpec, QdiscSampler, Testbed};
+use crate::testbed::{remove_leftovers, AccessSpec, PathSpec, QdiscSampler};
 
 /// Prefix of every namespace a bench run creates (removed at exit and at the next start).
 pub const PREFIX: &str = "cctl-b";
@@ -354,6 +354,10 @@ pub struct RunRecord {
     /// Files written before this field existed were written only at a run's end.
     #[serde(default = "yes")]
     pub completed: bool,
+    /// Counters of each bottleneck of a `[topology]` chain at the end of the run (empty on
+    /// the dumbbell, whose bottleneck is in `queue`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hops: Vec<crate::chain::HopStats>,
 }
 
 fn yes() -> bool {
@@ -439,7 +443,7 @@ pub fn run_once(
     feed: &SampleFeed,
 ) -> Result<RunRecord> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let bed = Testbed::create(&path_in_slot(point, slot)).context("building the dumbbell")?;
+    let bed = crate::chain::Bed::create(point, slot)?;
     feed.subscribe(slot.0);
     let counters0 = feed.counters();
 
@@ -475,7 +479,10 @@ pub fn run_once(
                 crate::web::WebSpec::p0(point.web_sessions, &web_cc, sender, seed)
             }
         };
-        Some(crate::web::start(&bed, &spec).context("starting the web cross traffic")?)
+        let dumbbell = bed
+            .dumbbell()
+            .context("web cross traffic needs the dumbbell")?;
+        Some(crate::web::start(dumbbell, &spec).context("starting the web cross traffic")?)
     } else {
         None
     };
@@ -484,7 +491,7 @@ pub fn run_once(
     let t0 = Instant::now();
     let sampler = {
         let (queue, done) = (queue.clone(), done.clone());
-        let (ns, dev) = (bed.router_ns().to_string(), bed.spec().bottleneck_dev());
+        let (ns, dev) = bed.sampled_queue();
         let every = opts.queue_interval;
         let mut tc = QdiscSampler::start(&ns, &dev).context("starting the queue sampler")?;
         std::thread::spawn(move || {
@@ -525,10 +532,11 @@ pub fn run_once(
     };
     let samples = feed.take(slot.0);
     let dropped = feed.counters().dropped.saturating_sub(counters0.dropped);
-    let random_drops: u64 = (0..bed.senders())
+    let random_drops: u64 = (0..crate::flows::Endpoints::senders(&bed))
         .map(|i| bed.random_drops(i).unwrap_or(0))
         .sum();
-    bed.destroy().context("removing the dumbbell")?;
+    let hops = bed.hop_stats().context("reading the chain's bottlenecks")?;
+    bed.destroy().context("removing the testbed")?;
 
     // Raw data first, so an interrupted run keeps what it measured.
     let mut w = csv::Writer::from_path(dir.join("samples.csv"))?;
@@ -561,6 +569,7 @@ pub fn run_once(
         cpu_busy,
         cpus: std::thread::available_parallelism().map_or(0, |n| n.get() as u32),
         completed,
+        hops,
     };
     let tmp = dir.join("run.json.part");
     std::fs::write(&tmp, serde_json::to_vec_pretty(&record)?)?;
@@ -699,6 +708,10 @@ pub struct Metadata {
     /// Directories merged into this one by `cctl bench merge`.
     #[serde(default)]
     pub merged_from: Vec<String>,
+    /// The `[topology]` chain of each point (by index) of a scenario that has one: hops
+    /// (rate, delay, buffer) and each flow's path and RTT.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub topology: BTreeMap<usize, crate::scenario::TopologyPlan>,
 }
 
 fn one() -> u32 {
@@ -722,6 +735,14 @@ pub fn deviations(points: &[RunPoint]) -> Vec<String> {
          (netem random, or gact every N-th packet where the scenario asks for periodic loss)"
             .into(),
     );
+    if points.iter().any(|p| p.topology.is_some()) {
+        out.push(
+            "[topology] chain: each hop's delay on its link's reverse (ACK) direction, so a \
+             flow's RTT is the sum over its hops; queue.csv samples hop 1 only, run.json has \
+             every hop's final counters"
+                .into(),
+        );
+    }
     out
 }
 
@@ -849,6 +870,10 @@ pub fn run_scenario(
         shard: opts.shard,
         jobs: opts.jobs,
         merged_from: Vec::new(),
+        topology: points
+            .iter()
+            .filter_map(|p| Some((p.index, p.topology.clone()?)))
+            .collect(),
     };
     if let Some(old) = &previous {
         let what = format!("cannot resume into {}", dir.display());
@@ -1055,7 +1080,11 @@ pub fn cpus_per_run(point: &RunPoint) -> f64 {
     } else {
         (HOST_CPUS_FIXED, HOST_CPUS_PER_MBIT)
     };
-    fixed + per_mbit * point.rate_mbit
+    // A chain forwards every hop's traffic.
+    let mbit = point.topology.as_ref().map_or(point.rate_mbit, |t| {
+        t.hops.iter().map(|h| h.rate_mbit).sum()
+    });
+    fixed + per_mbit * mbit
 }
 
 /// Measured CPU per run on the host kernel: fixed part, CPUs.

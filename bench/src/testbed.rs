@@ -178,12 +178,28 @@ impl PathSpec {
             .min(u64::from(u32::MAX)) as u32
     }
 
+    /// The `tc` batch lines that build this spec's bottleneck on `dev`: a root tbf (`1:`)
+    /// at [`PathSpec::rate_mbit`] over a pfifo (`10:`) of [`PathSpec::queue_pkts`]. The
+    /// dumbbell and every hop of a parking-lot chain ([`crate::chain`]) are built from it.
+    pub(crate) fn bottleneck_lines(&self, dev: &str) -> Vec<String> {
+        // `latency` only sizes tbf's default bfifo child, which the pfifo below replaces.
+        vec![
+            format!(
+                "qdisc add dev {dev} root handle 1: tbf rate {}kbit burst {} latency 1s",
+                (self.rate_mbit * 1000.0).round() as u64,
+                self.burst_bytes()
+            ),
+            format!(
+                "qdisc add dev {dev} parent 1:1 handle 10: pfifo limit {}",
+                self.queue_pkts
+            ),
+        ]
+    }
+
     /// netem queue limit for sender `i`'s delay line, in packets: well above what one RTT
     /// of ACKs and data at the bottleneck rate can fill (4 × BDP, at least 1000).
     pub fn netem_limit(&self, i: usize) -> u64 {
-        let rtt_s = self.senders[i].rtt_ms / 1000.0;
-        let bdp = self.rate_mbit * 1e6 * rtt_s / (1500.0 * 8.0);
-        ((4.0 * bdp).ceil() as u64).max(1000)
+        netem_limit_pkts(self.rate_mbit, self.senders[i].rtt_ms)
     }
 
     /// Checks the spec before anything is created.
@@ -244,12 +260,19 @@ impl PathSpec {
     }
 }
 
+/// netem queue limit of a delay line of `rtt_ms` ms behind a `rate_mbit` Mbit/s
+/// bottleneck, in packets: 4 × its BDP, at least 1000.
+pub(crate) fn netem_limit_pkts(rate_mbit: f64, rtt_ms: f64) -> u64 {
+    let bdp = rate_mbit * 1e6 * (rtt_ms / 1000.0) / (1500.0 * 8.0);
+    ((4.0 * bdp).ceil() as u64).max(1000)
+}
+
 /// A deterministic stem for interface names, at most `IFNAME_MAX - 3` bytes, so that
 /// `<stem>s99` and `<stem>r0` fit the kernel's limit.
 ///
 /// A prefix that fits is used as is; a longer one keeps its first 6 bytes and appends 6 hex
 /// digits of its FNV-1a hash, so different long prefixes still get different names.
-fn short_name(prefix: &str) -> String {
+pub(crate) fn short_name(prefix: &str) -> String {
     const STEM_MAX: usize = IFNAME_MAX - 3;
     if prefix.len() <= STEM_MAX {
         return prefix.to_string();
@@ -468,8 +491,6 @@ impl Testbed {
         let (rtr, rcv) = (&self.router_ns, &self.receiver_ns);
         let (bdev, rdev) = (spec.bottleneck_dev(), spec.receiver_dev());
         let x = spec.subnet_octet;
-        let (rate, queue) = (spec.rate_mbit, spec.queue_pkts);
-        let burst = spec.burst_bytes();
 
         let adds: Vec<String> = self
             .namespaces()
@@ -580,17 +601,7 @@ impl Testbed {
         }
         self.netem(rtr, &rtr_tc)?;
 
-        // `latency` only sizes tbf's default bfifo child, which the pfifo below replaces.
-        run_batch(
-            &["tc", "-n", rtr],
-            &[
-                format!(
-                    "qdisc add dev {bdev} root handle 1: tbf rate {}kbit burst {burst} latency 1s",
-                    (rate * 1000.0).round() as u64
-                ),
-                format!("qdisc add dev {bdev} parent 1:1 handle 10: pfifo limit {queue}"),
-            ],
-        )?;
+        run_batch(&["tc", "-n", rtr], &spec.bottleneck_lines(&bdev))?;
         if let Some(rev) = spec.reverse_rate_mbit {
             let burst = ((rev * 1e6 / 8.0 / 1000.0) as u64).max(2 * u64::from(FRAME_BYTES));
             run_words(&format!(
@@ -602,23 +613,11 @@ impl Testbed {
     }
 
     fn offloads_off(&self, ns: &str, dev: &str) -> Result<(), TestbedError> {
-        run_words(&format!(
-            "ip netns exec {ns} ethtool -K {dev} tso off gso off gro off"
-        ))
-        .map(drop)
+        offloads_off(ns, dev)
     }
 
-    /// Adds netem qdiscs (`tc` batch lines) in `ns`; a failure on a kernel without
-    /// sch_netem is [`TestbedError::NoNetem`].
     fn netem(&self, ns: &str, lines: &[String]) -> Result<(), TestbedError> {
-        if lines.is_empty() {
-            return Ok(());
-        }
-        match run_batch(&["tc", "-n", ns], lines) {
-            Ok(_) => Ok(()),
-            Err(e) if !netem_available() => Err(TestbedError::NoNetem(e.to_string())),
-            Err(e) => Err(e),
-        }
+        add_netem(ns, lines)
     }
 
     /// The spec this testbed was built from.
@@ -963,24 +962,46 @@ impl Drop for LoopbackNetns {
     }
 }
 
+/// Turns TSO, GSO and GRO off on `dev` in namespace `ns` (one `ethtool -K`), so that
+/// queues hold MTU-sized packets.
+pub(crate) fn offloads_off(ns: &str, dev: &str) -> Result<(), TestbedError> {
+    run_words(&format!(
+        "ip netns exec {ns} ethtool -K {dev} tso off gso off gro off"
+    ))
+    .map(drop)
+}
+
+/// Adds netem qdiscs (`tc` batch lines) in `ns`; a failure on a kernel without
+/// sch_netem is [`TestbedError::NoNetem`].
+pub(crate) fn add_netem(ns: &str, lines: &[String]) -> Result<(), TestbedError> {
+    if lines.is_empty() {
+        return Ok(());
+    }
+    match run_batch(&["tc", "-n", ns], lines) {
+        Ok(_) => Ok(()),
+        Err(e) if !netem_available() => Err(TestbedError::NoNetem(e.to_string())),
+        Err(e) => Err(e),
+    }
+}
+
 /// Whether the named network namespace exists (its bind mount under [`NETNS_RUN_DIR`]).
 pub fn netns_exists(name: &str) -> bool {
     Path::new(NETNS_RUN_DIR).join(name).exists()
 }
 
-fn delete_netns(name: &str) -> Result<(), TestbedError> {
+pub(crate) fn delete_netns(name: &str) -> Result<(), TestbedError> {
     run(&["ip", "netns", "delete", name]).map(drop)
 }
 
 /// Runs a command line given as space-separated words (none of which contains a space).
-fn run_words(line: &str) -> Result<String, TestbedError> {
+pub(crate) fn run_words(line: &str) -> Result<String, TestbedError> {
     run(&line.split_whitespace().collect::<Vec<_>>())
 }
 
 /// Runs `argv` (`ip`/`tc` with global options) in batch mode (`-batch -`) on `lines`, one
 /// command each, in one process; stops at the first failing line unless `-force` is given.
 /// A failure carries the lines and the tool's stderr (which names the failing line).
-fn run_batch(argv: &[&str], lines: &[String]) -> Result<String, TestbedError> {
+pub(crate) fn run_batch(argv: &[&str], lines: &[String]) -> Result<String, TestbedError> {
     use std::io::Write as _;
     let mut full: Vec<&str> = argv.to_vec();
     full.extend(["-batch", "-"]);
@@ -1019,7 +1040,7 @@ fn run_batch(argv: &[&str], lines: &[String]) -> Result<String, TestbedError> {
 
 /// Runs `argv` (program first), returning its stdout; a failure carries the command line and
 /// its stderr verbatim.
-fn run(argv: &[&str]) -> Result<String, TestbedError> {
+pub(crate) fn run(argv: &[&str]) -> Result<String, TestbedError> {
     let command = argv.join(" ");
     let out = Command::new(argv[0])
         .args(&argv[1..])

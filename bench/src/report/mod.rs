@@ -149,6 +149,12 @@ pub fn run_metrics(r: &RunRecord, p: &MetricParams) -> RunMetrics {
     if r.cpu_busy.is_finite() {
         v.insert("CPU busy (%)".into(), 100.0 * r.cpu_busy);
     }
+    // A `[topology]` chain: what each bottleneck's tbf sent (L2, over the run) and dropped.
+    for h in &r.hops {
+        let sent = h.sent_bytes as f64 * 8.0 / end / 1e6;
+        v.insert(format!("hop{} sent (Mbit/s)", h.hop), sent);
+        v.insert(format!("hop{} drops (pkts)", h.hop), h.drops as f64);
+    }
     if let Some(q) =
         metrics::normalised_queue_length(&r.queue, 0.0, end, f64::from(r.spec.buffer_pkts))
     {

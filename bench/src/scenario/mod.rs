@@ -56,6 +56,11 @@
 //! on_s = { exponential = 1800 }    # optional on/off source: on periods ...
 //! off_s = { exponential = 1800 }   # ... separated by off periods, each a new connection
 //!
+//! path = [1, 2]                    # only with [topology]: bottlenecks entered before and left after
+//!
+//! [topology]                       # optional: a chain of 1..=4 bottlenecks (a parking lot)
+//! bottlenecks = [{}, { rate_mbit = 5, rtt_ms = 20, buffer_pkts = 40 }]  # default: the point's
+//!
 //! [profiles.paper]                 # both profiles are required
 //! sweep = { rate_mbit = [10, 250], rtt2_ms = [22, 42, 82, 162, 324] }
 //! duration_s = 600
@@ -105,6 +110,7 @@ mod shipped;
 mod sweep;
 #[cfg(test)]
 mod test_input;
+mod topology;
 
 pub use error::{FieldError, ScenarioError};
 pub use point::{
@@ -115,3 +121,4 @@ pub use schema::{
     METRICS, PARAMS, PLOTS,
 };
 pub use shipped::{builtin, find, BUILTIN_FILES};
+pub use topology::{FlowPath, HopPlan, Topology, TopologyPlan, MAX_BOTTLENECKS};

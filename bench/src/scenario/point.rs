@@ -89,6 +89,10 @@ pub struct RunPoint {
     pub duration_s: f64,
     /// The flows, in `[[flows]]` order (copies and on-periods in time order).
     pub flows: Vec<FlowPlan>,
+    /// The chain of bottlenecks of a scenario with `[topology]` (each flow's RTT is then
+    /// the sum over its path); `None`: the dumbbell of `rate_mbit` and `buffer_pkts`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub topology: Option<super::TopologyPlan>,
 }
 
 /// Reads a number that JSON wrote as `null` because it was infinite (serde_json writes
@@ -206,7 +210,18 @@ impl Scenario {
             .map_or(DEFAULT_BUFFER_FLOOR_PKTS as f64, |s| s.value);
         let web_sessions = env.get("web_sessions").map_or(0.0, |s| s.value) as u32;
 
-        let flows = self.flows_of(&env, duration, seed, index, &ctx)?;
+        let mut flows = self.flows_of(&env, duration, seed, index, &ctx)?;
+        let topology = match &self.topology {
+            Some(t) => Some(t.plan(
+                &env,
+                &mut flows,
+                self.setting(profile, |l| &l.bdp_rtt).unwrap_or_default(),
+                floor,
+                profile,
+                &ctx,
+            )?),
+            None => None,
+        };
         let bdp_rtt = match self.setting(profile, |l| &l.bdp_rtt).unwrap_or_default() {
             BdpRtt::Flow1 => flows.first().map_or(rtt, |f| f.rtt_ms),
             BdpRtt::Min => flows
@@ -283,6 +298,7 @@ impl Scenario {
                 .unwrap_or_else(|| "reno".to_string()),
             duration_s: duration,
             flows,
+            topology,
         })
     }
 

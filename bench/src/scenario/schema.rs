@@ -181,6 +181,8 @@ pub struct Scenario {
     pub(super) ci: Layer,
     /// The `[[flows]]` tables, in order.
     pub(super) flows: Vec<FlowSpec>,
+    /// The `[topology]` chain, if any (without: the dumbbell).
+    pub(super) topology: Option<super::topology::Topology>,
 }
 
 // ---------------------------------------------------------------------------------------
@@ -203,6 +205,7 @@ struct RawTop {
     defaults: Option<toml::Value>,
     flows: Vec<toml::Value>,
     profiles: toml::Value,
+    topology: Option<toml::Value>,
 }
 
 #[derive(Deserialize)]
@@ -250,6 +253,7 @@ struct RawFlow {
     size_mb: Option<toml::Value>,
     on_s: Option<toml::Value>,
     off_s: Option<toml::Value>,
+    path: Option<toml::Value>,
 }
 
 // ---------------------------------------------------------------------------------------
@@ -275,13 +279,18 @@ pub(super) struct FlowSpec {
     pub(super) size_mb: Option<Expr>,
     pub(super) on_s: Option<NumSpec>,
     pub(super) off_s: Option<NumSpec>,
+    /// `path = [first, last]` as written (checked against `[topology]`).
+    pub(super) path: Option<(i64, i64)>,
 }
 
 // ---------------------------------------------------------------------------------------
 // Parsing.
 
 /// Deserializes `value` as a `T`, naming the field at `at` (+ the path serde reports).
-fn de_at<T: serde::de::DeserializeOwned>(value: toml::Value, at: &str) -> Result<T, FieldError> {
+pub(super) fn de_at<T: serde::de::DeserializeOwned>(
+    value: toml::Value,
+    at: &str,
+) -> Result<T, FieldError> {
     T::deserialize(value).map_err(|e| {
         let shown = e.to_string();
         let mut field = at.to_string();
@@ -383,6 +392,11 @@ fn parse_flow(value: toml::Value, at: &str) -> Result<FlowSpec, FieldError> {
             .transpose()?,
         on_s,
         off_s,
+        path: raw
+            .path
+            .as_ref()
+            .map(|v| super::topology::parse_path(v, &f("path")))
+            .transpose()?,
     })
 }
 
@@ -600,12 +614,37 @@ impl Scenario {
                 "at least one [[flows]] table is needed",
             ));
         }
+        let mut topology = top
+            .topology
+            .map(|v| super::topology::parse_topology(v, "topology"))
+            .transpose()?;
+        if topology.is_some() {
+            if let Some(i) = top.flows.iter().position(|v| v.get("rtt_ms").is_some()) {
+                return Err(FieldError::new(
+                    format!("flows[{i}].rtt_ms"),
+                    "with [topology] a flow's RTT is the sum of the rtt_ms of the hops on its \
+                     path: set them in topology.bottlenecks",
+                ));
+            }
+        }
         let flows = top
             .flows
             .into_iter()
             .enumerate()
             .map(|(i, v)| parse_flow(v, &format!("flows[{i}]")))
             .collect::<Result<Vec<_>, _>>()?;
+        match &mut topology {
+            Some(t) => t.check_paths(&flows.iter().map(|f| f.path).collect::<Vec<_>>())?,
+            None => {
+                if let Some(i) = flows.iter().position(|f| f.path.is_some()) {
+                    return Err(FieldError::new(
+                        format!("flows[{i}].path"),
+                        "a path needs a [topology] (without one, every flow crosses the \
+                         dumbbell's single bottleneck)",
+                    ));
+                }
+            }
+        }
         let scenario = Scenario {
             id: top.id,
             name: top.name,
@@ -620,6 +659,7 @@ impl Scenario {
             paper,
             ci,
             flows,
+            topology,
         };
         Ok(scenario)
     }

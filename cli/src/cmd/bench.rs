@@ -354,6 +354,31 @@ fn run_bench(a: RunArgs) -> Result<i32> {
                 p.flows.len(),
                 p.duration_s
             )?;
+            if let Some(t) = &p.topology {
+                let hops: Vec<String> = t
+                    .hops
+                    .iter()
+                    .enumerate()
+                    .map(|(i, h)| {
+                        format!(
+                            "hop {} {} Mbit/s {} ms {} pkts",
+                            i + 1,
+                            h.rate_mbit,
+                            h.rtt_ms,
+                            h.buffer_pkts
+                        )
+                    })
+                    .collect();
+                let paths: Vec<String> = t
+                    .paths
+                    .iter()
+                    .enumerate()
+                    .map(|(i, f)| {
+                        format!("flow {} [{}, {}] {} ms", i + 1, f.first, f.last, f.rtt_ms)
+                    })
+                    .collect();
+                outln!("          chain: {}; {}", hops.join(", "), paths.join(", "))?;
+            }
         }
         let secs: f64 = points.iter().map(|p| p.duration_s).sum::<f64>()
             * f64::from(repeat)
