@@ -16,6 +16,7 @@ pub mod perf;
 pub mod plot;
 pub mod report;
 pub mod runner;
+pub mod schedule;
 pub mod scenario;
 pub mod sweep;
 pub mod testbed;

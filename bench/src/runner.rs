@@ -354,6 +354,10 @@ pub struct RunRecord {
     /// Files written before this field existed were written only at a run's end.
     #[serde(default = "yes")]
     pub completed: bool,
+    /// The rate/delay changes applied during the run, with their timing (none without a
+    /// schedule).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<crate::schedule::ScheduleLog>,
 }
 
 fn yes() -> bool {
@@ -420,6 +424,7 @@ pub fn path_in_slot(point: &RunPoint, slot: Slot) -> PathSpec {
             loss_model: point.loss_model,
         });
     }
+    crate::schedule::initial_path(point, &mut spec);
     spec
 }
 
@@ -482,6 +487,13 @@ pub fn run_once(
     let cpu0 = cpu_times();
     let t0_ns = monotonic_ns();
     let t0 = Instant::now();
+    let schedule = crate::schedule::ScheduleDriver::start(
+        &bed,
+        &point.rate_schedule,
+        &point.delay_schedule,
+        t0,
+    )
+    .context("starting the schedule driver")?;
     let sampler = {
         let (queue, done) = (queue.clone(), done.clone());
         let (ns, dev) = (bed.router_ns().to_string(), bed.spec().bottleneck_dev());
@@ -517,6 +529,10 @@ pub fn run_once(
     let completed = !stop.load(Ordering::SeqCst);
     done.store(true, Ordering::Relaxed);
     let _ = sampler.join();
+    let schedule = schedule
+        .map(crate::schedule::ScheduleDriver::finish)
+        .transpose()
+        .map_err(|e| anyhow!(e))?;
     let web = web.map(crate::web::WebTraffic::finish);
     let wall_s = t0.elapsed().as_secs_f64();
     let cpu_busy = match (cpu0, cpu_times()) {
@@ -561,6 +577,7 @@ pub fn run_once(
         cpu_busy,
         cpus: std::thread::available_parallelism().map_or(0, |n| n.get() as u32),
         completed,
+        schedule,
     };
     let tmp = dir.join("run.json.part");
     std::fs::write(&tmp, serde_json::to_vec_pretty(&record)?)?;

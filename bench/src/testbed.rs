@@ -172,10 +172,48 @@ impl PathSpec {
     /// spell, which the papers' dummynet bottleneck never did. One millisecond keeps tbf's
     /// hrtimer wake-ups from losing tokens on a busy host at high rates.
     pub fn burst_bytes(&self) -> u32 {
-        let per_ms = (self.rate_mbit * 1e6 / 8.0 / 1000.0) as u64;
-        per_ms
-            .max(2 * u64::from(FRAME_BYTES))
-            .min(u64::from(u32::MAX)) as u32
+        burst_bytes_at(self.rate_mbit)
+    }
+
+    /// The bottleneck's child qdisc under tbf (handle 10:, parent 1:1), as `tc` arguments:
+    /// the one place that says what it is, used to build it and to re-set it after a rate
+    /// change (tbf's `change` hands its byte limit to a fifo child as a packet count).
+    pub fn bottleneck_child(&self) -> String {
+        format!("pfifo limit {}", self.queue_pkts)
+    }
+
+    /// `tc -batch` lines that set the bottleneck rate to `rate_mbit` (Mbit/s) during a run:
+    /// tbf's rate and burst, then the child qdisc re-set to [`PathSpec::bottleneck_child`],
+    /// so that the drop-tail buffer stays what the scenario says.
+    pub fn rate_change_lines(&self, rate_mbit: f64) -> Vec<String> {
+        let bdev = self.bottleneck_dev();
+        vec![
+            format!(
+                "qdisc change dev {bdev} root handle 1: tbf rate {}kbit burst {} latency 1s",
+                (rate_mbit * 1000.0).round() as u64,
+                burst_bytes_at(rate_mbit)
+            ),
+            format!(
+                "qdisc change dev {bdev} parent 1:1 handle 10: {}",
+                self.bottleneck_child()
+            ),
+        ]
+    }
+
+    /// `tc -batch` lines that set the delay of every sender's ACK path to `rtt_ms` (ms)
+    /// during a run (`replace`: a link built without delay has no netem yet).
+    pub fn delay_change_lines(&self, rtt_ms: f64) -> Vec<String> {
+        let bdp = self.rate_mbit * 1e6 * rtt_ms / 1000.0 / (1500.0 * 8.0);
+        let limit = ((4.0 * bdp).ceil() as u64).max(1000);
+        (0..self.senders.len())
+            .map(|i| {
+                format!(
+                    "qdisc replace dev {} root netem delay {}us limit {limit}",
+                    self.router_access_dev(i),
+                    (rtt_ms * 1000.0).round() as u64
+                )
+            })
+            .collect()
     }
 
     /// netem queue limit for sender `i`'s delay line, in packets: well above what one RTT
@@ -242,6 +280,14 @@ impl PathSpec {
         }
         Ok(())
     }
+}
+
+/// tbf bucket size at `rate_mbit` Mbit/s, in bytes (see [`PathSpec::burst_bytes`]).
+pub fn burst_bytes_at(rate_mbit: f64) -> u32 {
+    let per_ms = (rate_mbit * 1e6 / 8.0 / 1000.0) as u64;
+    per_ms
+        .max(2 * u64::from(FRAME_BYTES))
+        .min(u64::from(u32::MAX)) as u32
 }
 
 /// A deterministic stem for interface names, at most `IFNAME_MAX - 3` bytes, so that
@@ -468,7 +514,7 @@ impl Testbed {
         let (rtr, rcv) = (&self.router_ns, &self.receiver_ns);
         let (bdev, rdev) = (spec.bottleneck_dev(), spec.receiver_dev());
         let x = spec.subnet_octet;
-        let (rate, queue) = (spec.rate_mbit, spec.queue_pkts);
+        let rate = spec.rate_mbit;
         let burst = spec.burst_bytes();
 
         let adds: Vec<String> = self
@@ -588,7 +634,10 @@ impl Testbed {
                     "qdisc add dev {bdev} root handle 1: tbf rate {}kbit burst {burst} latency 1s",
                     (rate * 1000.0).round() as u64
                 ),
-                format!("qdisc add dev {bdev} parent 1:1 handle 10: pfifo limit {queue}"),
+                format!(
+                    "qdisc add dev {bdev} parent 1:1 handle 10: {}",
+                    spec.bottleneck_child()
+                ),
             ],
         )?;
         if let Some(rev) = spec.reverse_rate_mbit {

@@ -99,7 +99,7 @@ mod expr;
 #[cfg(test)]
 mod fuzz;
 mod point;
-mod rng;
+pub(crate) mod rng;
 mod schema;
 mod shipped;
 mod sweep;

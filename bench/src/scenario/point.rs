@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use super::error::{FieldError, ScenarioError};
 use super::expr::{draw, eval, origins, range, Env, NumSpec, Sourced};
 use super::rng::SplitMix64;
+use crate::schedule::{self as sched, Step, TraceUse, DEFAULT_TRACE_BIN_MS};
 use super::schema::{
     BdpRtt, LossModel, Profile, Scenario, WebModel, BUFFER_KEYS, CI_MAX_RATE_MBIT,
     DEFAULT_BUFFER_FLOOR_PKTS,
@@ -89,6 +90,16 @@ pub struct RunPoint {
     pub duration_s: f64,
     /// The flows, in `[[flows]]` order (copies and on-periods in time order).
     pub flows: Vec<FlowPlan>,
+    /// Changes of the bottleneck rate (Mbit/s) during the run, as steps: from
+    /// `rate_schedule` (ramps as steps) or the binned `rate_trace`; empty: constant.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rate_schedule: Vec<Step>,
+    /// Changes of the RTT added on every access link (ms) during the run, as steps.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub delay_schedule: Vec<Step>,
+    /// The trace `rate_schedule` was binned from, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_trace: Option<TraceUse>,
 }
 
 /// Reads a number that JSON wrote as `null` because it was infinite (serde_json writes
@@ -165,7 +176,21 @@ impl Scenario {
             }
             Ok(())
         };
-        let rate_s = required("rate_mbit")?;
+        // The most specific layer that sets rate_schedule or rate_trace decides.
+        let rate_layer = [self.layer(profile), &self.defaults]
+            .into_iter()
+            .find(|l| l.schedules.rate.is_some() || l.schedules.trace.is_some());
+        let trace = rate_layer.and_then(|l| l.schedules.trace.as_ref().map(|t| (t, &l.at)));
+        // With a trace, rate_mbit (the BDP's rate) defaults to the trace's mean.
+        let trace_rate = trace.map(|(t, at)| Sourced {
+            value: t.mean_mbit(),
+            field: format!("{at}.rate_trace"),
+        });
+        let rate_s = match (env.get("rate_mbit"), &trace_rate) {
+            (Some(s), _) => s,
+            (None, Some(t)) => t,
+            (None, None) => required("rate_mbit")?,
+        };
         let rate = positive(rate_s, "the capacity (Mbit/s)")?;
         cap(rate_s)?;
         let reverse = match env.get("reverse_rate_mbit") {
@@ -254,6 +279,45 @@ impl Scenario {
                 format!("the buffer is {pkts} packets, more than a queue can hold {ctx}"),
             ));
         }
+        let (rate_schedule, rate_trace) = match (rate_layer, trace) {
+            (_, Some((t, at))) => {
+                let bin_ms = self
+                    .setting(profile, |l| &l.trace_bin_ms)
+                    .unwrap_or(DEFAULT_TRACE_BIN_MS);
+                let steps = t.bin(bin_ms, duration);
+                if let Some(top) = steps.iter().map(|s| s.value).reduce(f64::max) {
+                    cap(&Sourced {
+                        value: top,
+                        field: format!("{at}.rate_trace"),
+                    })?;
+                }
+                let used = TraceUse {
+                    file: t.file.clone(),
+                    bin_ms,
+                    mean_mbit: t.mean_mbit(),
+                    period_ms: t.period_ms(),
+                };
+                (steps, Some(used))
+            }
+            (Some(l), None) => {
+                let entries = l.schedules.rate.as_deref().unwrap_or_default();
+                for e in entries {
+                    cap(&Sourced {
+                        value: e.value,
+                        field: format!("{}.rate_mbit", e.field),
+                    })?;
+                }
+                (sched::resolve(entries, rate, duration, &ctx)?, None)
+            }
+            (None, None) => (Vec::new(), None),
+        };
+        let delay_schedule = match [self.layer(profile), &self.defaults]
+            .into_iter()
+            .find_map(|l| l.schedules.delay.as_ref())
+        {
+            Some(entries) => sched::resolve(entries, rtt, duration, &ctx)?,
+            None => Vec::new(),
+        };
         let init_ssthresh_pkts = match env.get("init_ssthresh_bdp") {
             Some(s) => Some(
                 (positive(s, "the initial ssthresh fraction")? * bdp)
@@ -283,6 +347,9 @@ impl Scenario {
                 .unwrap_or_else(|| "reno".to_string()),
             duration_s: duration,
             flows,
+            rate_schedule,
+            delay_schedule,
+            rate_trace,
         })
     }
 
