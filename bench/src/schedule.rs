@@ -349,9 +349,12 @@ pub struct TraceUse {
 }
 
 /// Builds the schedules' values at 0 s into `path` (the testbed of `point`): the rate, and
-/// the RTT of every sender's access link.
+/// the RTT of every sender's access link; and the point's tbf bucket (`tbf_burst_ms`).
 pub fn initial_path(point: &RunPoint, path: &mut PathSpec) {
     path.rate_mbit = value_at(&point.rate_schedule, path.rate_mbit, 0.0);
+    if let Some(b) = point.tbf_burst_ms {
+        path.burst_ms = b;
+    }
     if let Some(first) = point.delay_schedule.first().filter(|s| s.at_s <= 0.0) {
         for a in &mut path.senders {
             a.rtt_ms = first.value;

@@ -100,6 +100,10 @@ pub struct RunPoint {
     /// The trace `rate_schedule` was binned from, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate_trace: Option<TraceUse>,
+    /// tbf bucket at the bottleneck (`tbf_burst_ms`), in ms of the rate; `None`: the
+    /// testbed's default (1 ms).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tbf_burst_ms: Option<f64>,
 }
 
 /// Reads a number that JSON wrote as `null` because it was infinite (serde_json writes
@@ -318,6 +322,18 @@ impl Scenario {
             Some(entries) => sched::resolve(entries, rtt, duration, &ctx)?,
             None => Vec::new(),
         };
+        let tbf_burst_ms = self.setting(profile, |l| &l.tbf_burst_ms);
+        if let Some(b) = tbf_burst_ms.filter(|b| !(*b > 0.0 && *b <= 1000.0)) {
+            let at = if self.layer(profile).raw.tbf_burst_ms.is_some() {
+                at.clone()
+            } else {
+                "defaults".to_string()
+            };
+            return Err(FieldError::new(
+                format!("{at}.tbf_burst_ms"),
+                format!("{b} is not allowed: the tbf bucket must be in (0, 1000] ms"),
+            ));
+        }
         let init_ssthresh_pkts = match env.get("init_ssthresh_bdp") {
             Some(s) => Some(
                 (positive(s, "the initial ssthresh fraction")? * bdp)
@@ -350,6 +366,7 @@ impl Scenario {
             rate_schedule,
             delay_schedule,
             rate_trace,
+            tbf_burst_ms,
         })
     }
 

@@ -245,6 +245,8 @@ pub(super) struct RawLayer {
     pub(super) rate_trace: Option<String>,
     /// Width of the bins a trace is counted in, ms.
     pub(super) trace_bin_ms: Option<u32>,
+    /// tbf bucket at the bottleneck, ms of the rate.
+    pub(super) tbf_burst_ms: Option<f64>,
 }
 
 #[derive(Deserialize)]
@@ -414,6 +416,7 @@ pub(super) fn is_setting(key: &str) -> bool {
             | "delay_schedule"
             | "rate_trace"
             | "trace_bin_ms"
+            | "tbf_burst_ms"
     )
 }
 

@@ -11,6 +11,9 @@ use cctl_tests::bench::run_ci;
 
 /// Duration of each guest run, s.
 const DURATION_S: f64 = 15.0;
+/// tbf bucket, in ms of the rate: with the default 1 ms, the emulated guest on a loaded
+/// host woke tbf too late and lost tokens (12 of 20 Mbit/s with a standing queue).
+const BURST_MS: f64 = 10.0;
 /// Drop-tail buffer of the step run, in packets (fixed, so it must stay after each change).
 const STEP_BUFFER_PKTS: u32 = 40;
 
@@ -18,7 +21,8 @@ const STEP_BUFFER_PKTS: u32 = 40;
 fn scenario_text(name: &str, keys: &str) -> String {
     format!(
         "id = \"X.{name}\"\nname = \"{name}\"\ntitle = \"{name}\"\nsource = \"cctl test\"\n\
-         metrics = [\"M1\"]\n[defaults]\nrtt_ms = 20\nduration_s = {DURATION_S}\n{keys}\n\
+         metrics = [\"M1\"]\n[defaults]\nrtt_ms = 20\nduration_s = {DURATION_S}\n\
+         tbf_burst_ms = {BURST_MS}\n{keys}\n\
          [[flows]]\ncc = \"{{algo}}\"\n[profiles.paper]\n[profiles.ci]\n"
     )
 }
@@ -241,6 +245,7 @@ pub fn checks(root: &Path) {
     let p = &r.spec;
     let last = r.queue.last().map_or(0.0, |q| q.t_s);
     let mut checked = 0;
+    let mut off = Vec::new();
     for k in 0..(DURATION_S as usize) {
         let (from, to) = (k as f64, k as f64 + 1.0);
         let got = achieved(&r, from, to);
@@ -250,20 +255,24 @@ pub fn checks(root: &Path) {
             .filter(|c| **c <= from)
             .map(|c| from - c)
             .fold(f64::INFINITY, f64::min);
-        // From the second second after each change (and after the start) on.
-        let judged = since_change >= 1.0 && to <= last;
+        // From the second second after each change on; after the start, from the third
+        // (the flow starts a little after the run's t0, then slow start).
+        let judged = since_change >= if from < 5.0 { 2.0 } else { 1.0 } && to <= last;
         eprintln!(
             "schedule:   [{from:>2}, {to:>2}) s: {got:6.2} Mbit/s, schedule {want:5.2}{}",
             if judged { "" } else { " (not judged)" }
         );
         if judged {
-            assert!(
-                (got - want).abs() / want <= 0.10,
-                "[{from}, {to}) s: achieved {got:.2} Mbit/s, schedule {want} Mbit/s"
-            );
+            if (got - want).abs() / want > 0.10 {
+                off.push(format!("[{from}, {to}) s: {got:.2} Mbit/s"));
+            }
             checked += 1;
         }
     }
+    assert!(
+        off.is_empty(),
+        "achieved rate more than 10 % off the schedule: {off:?}"
+    );
     assert!(checked >= 10, "only {checked} seconds judged");
 
     // (b) The shipped LTE-like trace, binned at 100 ms, replays at its mean rate.
