@@ -49,11 +49,17 @@ pub const MIN_TRACE_RATE_MBIT: f64 = 0.05;
 pub const BUILTIN_TRACES: &[(&str, &str)] = &[
     (
         "traces/lte_synthetic.mm",
-        include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/traces/lte_synthetic.mm")),
+        include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/traces/lte_synthetic.mm"
+        )),
     ),
     (
         "traces/step_down_up.mm",
-        include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/traces/step_down_up.mm")),
+        include_str!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/traces/step_down_up.mm"
+        )),
     ),
 ];
 
@@ -137,7 +143,10 @@ pub fn parse_schedule(
             if k != "at_s" && k != "ramp_s" && k != q.key() {
                 return Err(FieldError::new(
                     format!("{field}.{k}"),
-                    format!("unknown field; allowed keys: `at_s`, `{}`, `ramp_s`", q.key()),
+                    format!(
+                        "unknown field; allowed keys: `at_s`, `{}`, `ramp_s`",
+                        q.key()
+                    ),
                 ));
             }
         }
@@ -231,11 +240,16 @@ pub fn resolve(
             let (k, what) = if e.at_s >= duration_s || e.ramp_s == 0.0 {
                 ("at_s", format!("{} s", e.at_s))
             } else {
-                ("ramp_s", format!("the ramp's end at {} s", e.at_s + e.ramp_s))
+                (
+                    "ramp_s",
+                    format!("the ramp's end at {} s", e.at_s + e.ramp_s),
+                )
             };
             return Err(FieldError::new(
                 format!("{}.{k}", e.field),
-                format!("{what} is not before the end of the run (duration_s = {duration_s}) {ctx}"),
+                format!(
+                    "{what} is not before the end of the run (duration_s = {duration_s}) {ctx}"
+                ),
             ));
         }
         if e.ramp_s > 0.0 {
@@ -400,7 +414,9 @@ impl Trace {
             out.push(ms);
         }
         match out.last() {
-            None => Err(format!("{file}: the trace is empty (no delivery opportunity)")),
+            None => Err(format!(
+                "{file}: the trace is empty (no delivery opportunity)"
+            )),
             Some(0) => Err(format!(
                 "{file}: the last time is 0 ms; a trace needs a period > 0 (its last time)"
             )),
@@ -448,7 +464,10 @@ impl Trace {
 
     /// The trace's period (its last time), in ms.
     pub fn period_ms(&self) -> u64 {
-        *self.opportunities_ms.last().expect("a parsed trace is not empty")
+        *self
+            .opportunities_ms
+            .last()
+            .expect("a parsed trace is not empty")
     }
 
     /// Mean rate over one period, in Mbit/s (1500-byte packets).
@@ -482,8 +501,8 @@ impl Trace {
         for (k, c) in counts.iter().enumerate() {
             let start = k as u64 * bin;
             let width = bin.min(end_ms - start) as f64;
-            let rate = (*c as f64 * TRACE_PACKET_BYTES * 8.0 / (width * 1000.0))
-                .max(MIN_TRACE_RATE_MBIT);
+            let rate =
+                (*c as f64 * TRACE_PACKET_BYTES * 8.0 / (width * 1000.0)).max(MIN_TRACE_RATE_MBIT);
             if steps.last().is_some_and(|s| s.value == rate) {
                 continue;
             }
@@ -518,7 +537,13 @@ fn trace_text(end_ms: f64, rate_at: impl Fn(f64) -> f64) -> String {
 /// The shipped `traces/step_down_up.mm`: 20 Mbit/s for 5 s, 5 Mbit/s for 5 s, 20 Mbit/s
 /// for 5 s (15 s).
 pub fn step_down_up_trace() -> String {
-    trace_text(15_000.0, |t| if (5000.0..10_000.0).contains(&t) { 5.0 } else { 20.0 })
+    trace_text(15_000.0, |t| {
+        if (5000.0..10_000.0).contains(&t) {
+            5.0
+        } else {
+            20.0
+        }
+    })
 }
 
 /// The shipped `traces/lte_synthetic.mm`: 60 s of an LTE-like rate made here (not
@@ -827,10 +852,22 @@ mod tests {
         )
         .unwrap();
         let s = resolve(&e, 20.0, 15.0, "").unwrap();
-        assert_eq!(s[0], Step { at_s: 5.0, value: 5.0 });
+        assert_eq!(
+            s[0],
+            Step {
+                at_s: 5.0,
+                value: 5.0
+            }
+        );
         assert_eq!(s.len(), 1 + 5);
         assert!((s[1].at_s - 10.1).abs() < 1e-9 && (s[1].value - 7.0).abs() < 1e-9);
-        assert_eq!(s[5], Step { at_s: 10.5, value: 15.0 });
+        assert_eq!(
+            s[5],
+            Step {
+                at_s: 10.5,
+                value: 15.0
+            }
+        );
         assert_eq!(value_at(&s, 20.0, 4.9), 20.0);
         assert_eq!(value_at(&s, 20.0, 6.0), 5.0);
         assert!((mean_over(&s, 20.0, 0.0, 10.0) - 12.5).abs() < 1e-9);
@@ -884,7 +921,13 @@ mod tests {
         // A gap becomes the floor rate.
         let t = Trace::parse("1\n2\n300\n", "t.mm").unwrap();
         let s = t.bin(100, 0.3);
-        assert_eq!(s[1], Step { at_s: 0.1, value: MIN_TRACE_RATE_MBIT });
+        assert_eq!(
+            s[1],
+            Step {
+                at_s: 0.1,
+                value: MIN_TRACE_RATE_MBIT
+            }
+        );
     }
 
     #[test]

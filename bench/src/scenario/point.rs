@@ -8,11 +8,11 @@ use serde::{Deserialize, Serialize};
 use super::error::{FieldError, ScenarioError};
 use super::expr::{draw, eval, origins, range, Env, NumSpec, Sourced};
 use super::rng::SplitMix64;
-use crate::schedule::{self as sched, Step, TraceUse, DEFAULT_TRACE_BIN_MS};
 use super::schema::{
     BdpRtt, LossModel, Profile, Scenario, WebModel, BUFFER_KEYS, CI_MAX_RATE_MBIT,
     DEFAULT_BUFFER_FLOOR_PKTS,
 };
+use crate::schedule::{self as sched, Step, TraceUse, DEFAULT_TRACE_BIN_MS};
 
 /// Packet size the BDP is counted in, in bytes (1500-byte IP packets, `benchmarks.md` §0).
 pub const PACKET_BYTES: f64 = 1500.0;

@@ -5,8 +5,8 @@
 use std::path::{Path, PathBuf};
 
 use cctl_bench::runner::{self, RunRecord};
-use cctl_bench::schedule::{self, Step, Trace, BUILTIN_TRACES};
 use cctl_bench::scenario::{Profile, Scenario, ScenarioError};
+use cctl_bench::schedule::{self, Step, Trace, BUILTIN_TRACES};
 use cctl_tests::bench::run_ci;
 
 /// Duration of each guest run, s.
@@ -86,7 +86,10 @@ pub fn parse_checks() {
     let t = trace_scenario().expand(Profile::Ci, 1).unwrap().remove(0);
     let used = t.rate_trace.as_ref().expect("the trace is recorded");
     assert_eq!(used.bin_ms, 100);
-    assert!((t.rate_mbit - used.mean_mbit).abs() < 1e-9, "rate_mbit defaults to the mean");
+    assert!(
+        (t.rate_mbit - used.mean_mbit).abs() < 1e-9,
+        "rate_mbit defaults to the mean"
+    );
     assert_eq!(t.rate_schedule[0].at_s, 0.0);
 
     let nowhere = Path::new("<test>/bad.toml");
@@ -177,7 +180,10 @@ pub fn parse_checks() {
     let s = step.bin(100, 15.0);
     for (from, want) in [(0.0, 20.0), (5.0, 5.0), (10.0, 20.0)] {
         let got = schedule::mean_over(&s, 0.0, from, from + 5.0);
-        assert!((got - want).abs() / want < 0.01, "step trace {from} s: {got}");
+        assert!(
+            (got - want).abs() / want < 0.01,
+            "step trace {from} s: {got}"
+        );
     }
 }
 
@@ -280,7 +286,10 @@ pub fn checks(root: &Path) {
     let log = r.schedule.as_ref().expect("the run records its schedule");
     let err = log.error.expect("timing error");
     let p = &r.spec;
-    let (from, to) = (2.0, (DURATION_S - 1.0).min(r.queue.last().map_or(0.0, |q| q.t_s)));
+    let (from, to) = (
+        2.0,
+        (DURATION_S - 1.0).min(r.queue.last().map_or(0.0, |q| q.t_s)),
+    );
     let want = schedule::mean_over(&p.rate_schedule, p.rate_mbit, from, to);
     let got = achieved(&r, from, to);
     eprintln!(
