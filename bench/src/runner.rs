@@ -733,6 +733,17 @@ pub fn deviations(points: &[RunPoint]) -> Vec<String> {
             p.init_ssthresh_pkts.unwrap_or(0)
         ));
     }
+    if points
+        .iter()
+        .any(|p| !p.rate_schedule.is_empty() || !p.delay_schedule.is_empty())
+    {
+        out.push(
+            "time-varying link: changes applied through one tc -batch per run (timing in each \
+             run.json's `schedule`); tbf refills its bucket at every rate change; a trace is \
+             replayed as piecewise-constant rates per trace_bin_ms bin"
+                .into(),
+        );
+    }
     out.push(
         "bottleneck queue sampled every queue_interval_ms (benchmarks.md's [CHOICE] is 10 ms); \
          tbf rather than htb; delay on the ACK path; loss at each sender's egress \

@@ -17,11 +17,17 @@ const BURST_MS: f64 = 10.0;
 /// Drop-tail buffer of the step run, in packets (fixed, so it must stay after each change).
 const STEP_BUFFER_PKTS: u32 = 40;
 
-/// A one-flow scenario (cubic under test) at 20 ms RTT, `keys` added to `[defaults]`.
+/// A one-flow scenario (cubic under test) at 20 ms RTT, `keys` added to `[defaults]`
+/// (`duration_s` 15 unless they set it).
 fn scenario_text(name: &str, keys: &str) -> String {
+    let keys = if keys.contains("duration_s") {
+        keys.to_string()
+    } else {
+        format!("duration_s = {DURATION_S}\n{keys}")
+    };
     format!(
         "id = \"X.{name}\"\nname = \"{name}\"\ntitle = \"{name}\"\nsource = \"cctl test\"\n\
-         metrics = [\"M1\"]\n[defaults]\nrtt_ms = 20\nduration_s = {DURATION_S}\n\
+         metrics = [\"M1\"]\n[defaults]\nrtt_ms = 20\n\
          tbf_burst_ms = {BURST_MS}\n{keys}\n\
          [[flows]]\ncc = \"{{algo}}\"\n[profiles.paper]\n[profiles.ci]\n"
     )
@@ -36,10 +42,19 @@ fn parse(name: &str, keys: &str) -> Scenario {
         .unwrap_or_else(|e| panic!("{e}"))
 }
 
-const STEP_KEYS: &str = "rate_mbit = 20\nbuffer_pkts = 40\n\
+const STEP_KEYS: &str = "rate_mbit = 20\nbuffer_pkts = 40\nduration_s = 15\n\
     rate_schedule = [{ at_s = 5, rate_mbit = 5 }, { at_s = 10, rate_mbit = 20 }]";
 
-const TRACE_KEYS: &str = "buffer_pkts = 100\nrate_trace = \"traces/lte_synthetic.mm\"";
+const TRACE_KEYS: &str =
+    "buffer_pkts = 100\nduration_s = 15\nrate_trace = \"traces/lte_synthetic.mm\"";
+
+/// 10 Mbit/s, 20 packets (≤ 24 ms of queue), the added RTT 20 → 60 ms at 3 s, back at 6 s.
+const DELAY_KEYS: &str = "rate_mbit = 10\nbuffer_pkts = 20\nduration_s = 9\n\
+    delay_schedule = [{ at_s = 3, rtt_ms = 60 }, { at_s = 6, rtt_ms = 20 }]";
+
+fn delay_scenario() -> Scenario {
+    parse("delay-step", DELAY_KEYS)
+}
 
 fn step_scenario() -> Scenario {
     parse("rate-step", STEP_KEYS)
@@ -83,6 +98,8 @@ pub fn parse_checks() {
         ]
     );
     assert_eq!(p.buffer_pkts, STEP_BUFFER_PKTS);
+    let d = delay_scenario().expand(Profile::Ci, 1).unwrap().remove(0);
+    assert_eq!(d.delay_schedule.len(), 2);
     let t = trace_scenario().expand(Profile::Ci, 1).unwrap().remove(0);
     let used = t.rate_trace.as_ref().expect("the trace is recorded");
     assert_eq!(used.bin_ms, 100);
@@ -280,6 +297,38 @@ pub fn checks(root: &Path) {
         "achieved rate more than 10 % off the schedule: {off:?}"
     );
     assert!(checked >= 10, "only {checked} seconds judged");
+
+    // (c) A delay step 20 -> 60 -> 20 ms: the flow's RTT follows it.
+    let r = run_one(&delay_scenario(), root);
+    let log = r.schedule.as_ref().expect("the run records its schedule");
+    let err = log.error.expect("timing error");
+    eprintln!(
+        "schedule: delay run: {} changes, timing error max {:.1} ms, median {:.1} ms",
+        log.changes.len(),
+        err.max_ms,
+        err.median_ms
+    );
+    assert_eq!(log.changes.len(), 2);
+    assert!(err.max_ms < 50.0, "{log:?}");
+    let srtt_ms = |from: f64, to: f64| -> f64 {
+        r.series[0]
+            .points
+            .iter()
+            .filter(|p| p.t_s >= from && p.t_s < to && p.srtt_us > 0)
+            .map(|p| f64::from(p.srtt_us) / 1000.0)
+            .fold(f64::INFINITY, f64::min)
+    };
+    let (before, during, after) = (srtt_ms(1.5, 3.0), srtt_ms(4.0, 6.0), srtt_ms(7.5, 9.0));
+    eprintln!(
+        "schedule:   smallest srtt: {before:.1} ms in [1.5, 3) s (20 ms added), \
+         {during:.1} ms in [4, 6) s (60 ms), {after:.1} ms in [7.5, 9) s (20 ms)"
+    );
+    // The queue adds at most 20 packets at 10 Mbit/s = 24 ms.
+    assert!(
+        before < 20.0 + 30.0 && after < 20.0 + 30.0,
+        "{before} {after}"
+    );
+    assert!(during >= 58.0 && during < 60.0 + 30.0, "{during}");
 
     // (b) The shipped LTE-like trace, binned at 100 ms, replays at its mean rate.
     let r = run_one(&trace_scenario(), root);
