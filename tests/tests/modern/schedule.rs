@@ -328,7 +328,7 @@ pub fn checks(root: &Path) {
         before < 20.0 + 30.0 && after < 20.0 + 30.0,
         "{before} {after}"
     );
-    assert!(during >= 58.0 && during < 60.0 + 30.0, "{during}");
+    assert!((58.0..60.0 + 30.0).contains(&during), "{during}");
 
     // (b) The shipped LTE-like trace, binned at 100 ms, replays at its mean rate.
     let r = run_one(&trace_scenario(), root);
