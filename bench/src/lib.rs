@@ -19,6 +19,7 @@ pub mod plot;
 pub mod report;
 pub mod runner;
 pub mod scenario;
+pub mod schedule;
 pub mod sweep;
 pub mod testbed;
 pub mod vm;

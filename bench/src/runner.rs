@@ -358,6 +358,10 @@ pub struct RunRecord {
     /// the dumbbell, whose bottleneck is in `queue`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub hops: Vec<crate::chain::HopStats>,
+    /// The rate/delay changes applied during the run, with their timing (none without a
+    /// schedule).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<crate::schedule::ScheduleLog>,
 }
 
 fn yes() -> bool {
@@ -424,6 +428,7 @@ pub fn path_in_slot(point: &RunPoint, slot: Slot) -> PathSpec {
             loss_model: point.loss_model,
         });
     }
+    crate::schedule::initial_path(point, &mut spec);
     spec
 }
 
@@ -489,6 +494,17 @@ pub fn run_once(
     let cpu0 = cpu_times();
     let t0_ns = monotonic_ns();
     let t0 = Instant::now();
+    // Schedules are refused with a [topology] chain when the scenario is parsed.
+    let schedule = match bed.dumbbell() {
+        Some(t) => crate::schedule::ScheduleDriver::start(
+            t,
+            &point.rate_schedule,
+            &point.delay_schedule,
+            t0,
+        )
+        .context("starting the schedule driver")?,
+        None => None,
+    };
     let sampler = {
         let (queue, done) = (queue.clone(), done.clone());
         let (ns, dev) = bed.sampled_queue();
@@ -524,6 +540,10 @@ pub fn run_once(
     let completed = !stop.load(Ordering::SeqCst);
     done.store(true, Ordering::Relaxed);
     let _ = sampler.join();
+    let schedule = schedule
+        .map(crate::schedule::ScheduleDriver::finish)
+        .transpose()
+        .map_err(|e| anyhow!(e))?;
     let web = web.map(crate::web::WebTraffic::finish);
     let wall_s = t0.elapsed().as_secs_f64();
     let cpu_busy = match (cpu0, cpu_times()) {
@@ -570,6 +590,7 @@ pub fn run_once(
         cpus: std::thread::available_parallelism().map_or(0, |n| n.get() as u32),
         completed,
         hops,
+        schedule,
     };
     let tmp = dir.join("run.json.part");
     std::fs::write(&tmp, serde_json::to_vec_pretty(&record)?)?;
@@ -728,6 +749,17 @@ pub fn deviations(points: &[RunPoint]) -> Vec<String> {
              path is ignored with tcp_no_ssthresh_metrics_save; flows start with ssthresh = infinity",
             p.init_ssthresh_pkts.unwrap_or(0)
         ));
+    }
+    if points
+        .iter()
+        .any(|p| !p.rate_schedule.is_empty() || !p.delay_schedule.is_empty())
+    {
+        out.push(
+            "time-varying link: changes applied through one tc -batch per run (timing in each \
+             run.json's `schedule`); tbf refills its bucket at every rate change; a trace is \
+             replayed as piecewise-constant rates per trace_bin_ms bin"
+                .into(),
+        );
     }
     out.push(
         "bottleneck queue sampled every queue_interval_ms (benchmarks.md's [CHOICE] is 10 ms); \

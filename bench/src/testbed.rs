@@ -80,7 +80,13 @@ pub struct PathSpec {
     /// Rate of the reverse (receiver → senders) direction, in Mbit/s, shaped by tbf on the
     /// receiver's egress (an asymmetric path such as [P2]'s DSL uplink); `None` = unshaped.
     pub reverse_rate_mbit: Option<f64>,
+    /// tbf bucket at the bottleneck, in ms of the rate (at least two frames); default
+    /// [`DEFAULT_BURST_MS`]. See [`PathSpec::burst_bytes`].
+    pub burst_ms: f64,
 }
+
+/// Default tbf bucket at the bottleneck, in ms of the rate.
+pub const DEFAULT_BURST_MS: f64 = 1.0;
 
 /// Most senders a testbed can have (subnets 10.80.X.0 to 10.179.X.0, two-digit device suffixes).
 pub const MAX_SENDERS: usize = 100;
@@ -95,6 +101,7 @@ impl PathSpec {
             subnet_octet: 0,
             senders: vec![AccessSpec::default()],
             reverse_rate_mbit: None,
+            burst_ms: DEFAULT_BURST_MS,
         }
     }
 
@@ -170,16 +177,55 @@ impl PathSpec {
     ///
     /// Small on purpose: a bigger bucket lets a burst through at veth speed after an idle
     /// spell, which the papers' dummynet bottleneck never did. One millisecond keeps tbf's
-    /// hrtimer wake-ups from losing tokens on a busy host at high rates.
+    /// hrtimer wake-ups from losing tokens on a busy host at high rates; an emulated VM on
+    /// a loaded host wakes later than that (a 1 ms bucket carried 12 of 20 Mbit/s with a
+    /// standing queue), which [`PathSpec::burst_ms`] (`tbf_burst_ms`) can make up for.
     pub fn burst_bytes(&self) -> u32 {
-        let per_ms = (self.rate_mbit * 1e6 / 8.0 / 1000.0) as u64;
-        per_ms
-            .max(2 * u64::from(FRAME_BYTES))
-            .min(u64::from(u32::MAX)) as u32
+        burst_bytes_at(self.rate_mbit, self.burst_ms)
+    }
+
+    /// The bottleneck's child qdisc under tbf (handle 10:, parent 1:1), as `tc` arguments:
+    /// the one place that says what it is, used to build it and to re-set it after a rate
+    /// change (tbf's `change` hands its byte limit to a fifo child as a packet count).
+    pub fn bottleneck_child(&self) -> String {
+        format!("pfifo limit {}", self.queue_pkts)
+    }
+
+    /// `tc -batch` lines that set the bottleneck rate to `rate_mbit` (Mbit/s) during a run:
+    /// tbf's rate and burst, then the child qdisc re-set to [`PathSpec::bottleneck_child`],
+    /// so that the drop-tail buffer stays what the scenario says.
+    pub fn rate_change_lines(&self, rate_mbit: f64) -> Vec<String> {
+        let bdev = self.bottleneck_dev();
+        vec![
+            format!(
+                "qdisc change dev {bdev} root handle 1: tbf rate {}kbit burst {} latency 1s",
+                (rate_mbit * 1000.0).round() as u64,
+                burst_bytes_at(rate_mbit, self.burst_ms)
+            ),
+            format!(
+                "qdisc change dev {bdev} parent 1:1 handle 10: {}",
+                self.bottleneck_child()
+            ),
+        ]
+    }
+
+    /// `tc -batch` lines that set the delay of every sender's ACK path to `rtt_ms` (ms)
+    /// during a run (`replace`: a link built without delay has no netem yet).
+    pub fn delay_change_lines(&self, rtt_ms: f64) -> Vec<String> {
+        let limit = netem_limit_pkts(self.rate_mbit, rtt_ms);
+        (0..self.senders.len())
+            .map(|i| {
+                format!(
+                    "qdisc replace dev {} root netem delay {}us limit {limit}",
+                    self.router_access_dev(i),
+                    (rtt_ms * 1000.0).round() as u64
+                )
+            })
+            .collect()
     }
 
     /// The `tc` batch lines that build this spec's bottleneck on `dev`: a root tbf (`1:`)
-    /// at [`PathSpec::rate_mbit`] over a pfifo (`10:`) of [`PathSpec::queue_pkts`]. The
+    /// at [`PathSpec::rate_mbit`] over [`PathSpec::bottleneck_child`] (`10:`). The
     /// dumbbell and every hop of a parking-lot chain ([`crate::chain`]) are built from it.
     pub(crate) fn bottleneck_lines(&self, dev: &str) -> Vec<String> {
         // `latency` only sizes tbf's default bfifo child, which the pfifo below replaces.
@@ -190,8 +236,8 @@ impl PathSpec {
                 self.burst_bytes()
             ),
             format!(
-                "qdisc add dev {dev} parent 1:1 handle 10: pfifo limit {}",
-                self.queue_pkts
+                "qdisc add dev {dev} parent 1:1 handle 10: {}",
+                self.bottleneck_child()
             ),
         ]
     }
@@ -224,6 +270,12 @@ impl PathSpec {
             return bad(format!(
                 "rate_mbit must be in [0.01, 100000] Mbit/s, got {}",
                 self.rate_mbit
+            ));
+        }
+        if !(self.burst_ms > 0.0 && self.burst_ms <= 1000.0) {
+            return bad(format!(
+                "burst_ms must be in (0, 1000] ms, got {}",
+                self.burst_ms
             ));
         }
         if self.queue_pkts == 0 {
@@ -265,6 +317,15 @@ impl PathSpec {
 pub(crate) fn netem_limit_pkts(rate_mbit: f64, rtt_ms: f64) -> u64 {
     let bdp = rate_mbit * 1e6 * (rtt_ms / 1000.0) / (1500.0 * 8.0);
     ((4.0 * bdp).ceil() as u64).max(1000)
+}
+
+/// tbf bucket size of `burst_ms` ms at `rate_mbit` Mbit/s, at least two full frames, in
+/// bytes (see [`PathSpec::burst_bytes`]).
+pub fn burst_bytes_at(rate_mbit: f64, burst_ms: f64) -> u32 {
+    let bytes = (rate_mbit * 1e6 / 8.0 / 1000.0 * burst_ms) as u64;
+    bytes
+        .max(2 * u64::from(FRAME_BYTES))
+        .min(u64::from(u32::MAX)) as u32
 }
 
 /// A deterministic stem for interface names, at most `IFNAME_MAX - 3` bytes, so that

@@ -44,6 +44,14 @@
 //! repeat = 5                       # repetitions of every point (default 1)
 //! seed = 1                         # base seed of random draws (default 1)
 //! vars = { rtt2_ms = 162 }         # user variables for "{var}" references in [[flows]]
+//! rate_schedule = [{ at_s = 5, rate_mbit = 5 }, { at_s = 10, rate_mbit = 20, ramp_s = 2 }]
+//!                                  # optional: rate changes (steps, or linear ramps reaching the
+//!                                  #   value at at_s + ramp_s); see crate::schedule
+//! delay_schedule = [{ at_s = 8, rtt_ms = 80 }]   # optional: every sender's added RTT changes
+//! rate_trace = "traces/lte_synthetic.mm"        # optional, instead of rate_schedule: a mahimahi
+//!                                  #   trace (relative to this file), binned into rates
+//! trace_bin_ms = 100               # bin width of rate_trace, ms (default 100)
+//! tbf_burst_ms = 1                 # tbf bucket at the bottleneck, ms of the rate (default 1)
 //!
 //! [[flows]]                        # at least one; each flow gets its own sender namespace
 //! cc = "{algo}"                    # "{algo}" (default) = the algorithm under test, or a fixed name
@@ -104,7 +112,7 @@ mod expr;
 #[cfg(test)]
 mod fuzz;
 mod point;
-mod rng;
+pub(crate) mod rng;
 mod schema;
 mod shipped;
 mod sweep;

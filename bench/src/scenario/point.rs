@@ -12,6 +12,7 @@ use super::schema::{
     BdpRtt, LossModel, Profile, Scenario, WebModel, BUFFER_KEYS, CI_MAX_RATE_MBIT,
     DEFAULT_BUFFER_FLOOR_PKTS,
 };
+use crate::schedule::{self as sched, Step, TraceUse, DEFAULT_TRACE_BIN_MS};
 
 /// Packet size the BDP is counted in, in bytes (1500-byte IP packets, `benchmarks.md` §0).
 pub const PACKET_BYTES: f64 = 1500.0;
@@ -93,6 +94,20 @@ pub struct RunPoint {
     /// the sum over its path); `None`: the dumbbell of `rate_mbit` and `buffer_pkts`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub topology: Option<super::TopologyPlan>,
+    /// Changes of the bottleneck rate (Mbit/s) during the run, as steps: from
+    /// `rate_schedule` (ramps as steps) or the binned `rate_trace`; empty: constant.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rate_schedule: Vec<Step>,
+    /// Changes of the RTT added on every access link (ms) during the run, as steps.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub delay_schedule: Vec<Step>,
+    /// The trace `rate_schedule` was binned from, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_trace: Option<TraceUse>,
+    /// tbf bucket at the bottleneck (`tbf_burst_ms`), in ms of the rate; `None`: the
+    /// testbed's default (1 ms).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tbf_burst_ms: Option<f64>,
 }
 
 /// Reads a number that JSON wrote as `null` because it was infinite (serde_json writes
@@ -169,7 +184,21 @@ impl Scenario {
             }
             Ok(())
         };
-        let rate_s = required("rate_mbit")?;
+        // The most specific layer that sets rate_schedule or rate_trace decides.
+        let rate_layer = [self.layer(profile), &self.defaults]
+            .into_iter()
+            .find(|l| l.schedules.rate.is_some() || l.schedules.trace.is_some());
+        let trace = rate_layer.and_then(|l| l.schedules.trace.as_ref().map(|t| (t, &l.at)));
+        // With a trace, rate_mbit (the BDP's rate) defaults to the trace's mean.
+        let trace_rate = trace.map(|(t, at)| Sourced {
+            value: t.mean_mbit(),
+            field: format!("{at}.rate_trace"),
+        });
+        let rate_s = match (env.get("rate_mbit"), &trace_rate) {
+            (Some(s), _) => s,
+            (None, Some(t)) => t,
+            (None, None) => required("rate_mbit")?,
+        };
         let rate = positive(rate_s, "the capacity (Mbit/s)")?;
         cap(rate_s)?;
         let reverse = match env.get("reverse_rate_mbit") {
@@ -269,6 +298,78 @@ impl Scenario {
                 format!("the buffer is {pkts} packets, more than a queue can hold {ctx}"),
             ));
         }
+        let (rate_schedule, rate_trace) = match (rate_layer, trace) {
+            (_, Some((t, at))) => {
+                let bin_ms = self
+                    .setting(profile, |l| &l.trace_bin_ms)
+                    .unwrap_or(DEFAULT_TRACE_BIN_MS);
+                let steps = t.bin(bin_ms, duration);
+                if let Some(top) = steps.iter().map(|s| s.value).reduce(f64::max) {
+                    cap(&Sourced {
+                        value: top,
+                        field: format!("{at}.rate_trace"),
+                    })?;
+                }
+                let used = TraceUse {
+                    file: t.file.clone(),
+                    bin_ms,
+                    mean_mbit: t.mean_mbit(),
+                    period_ms: t.period_ms(),
+                };
+                (steps, Some(used))
+            }
+            (Some(l), None) => {
+                let entries = l.schedules.rate.as_deref().unwrap_or_default();
+                for e in entries {
+                    cap(&Sourced {
+                        value: e.value,
+                        field: format!("{}.rate_mbit", e.field),
+                    })?;
+                }
+                (sched::resolve(entries, rate, duration, &ctx)?, None)
+            }
+            (None, None) => (Vec::new(), None),
+        };
+        let delay_schedule = match [self.layer(profile), &self.defaults]
+            .into_iter()
+            .find_map(|l| l.schedules.delay.as_ref())
+        {
+            Some(entries) => sched::resolve(entries, rtt, duration, &ctx)?,
+            None => Vec::new(),
+        };
+        if topology.is_some() && (!rate_schedule.is_empty() || !delay_schedule.is_empty()) {
+            let key = if rate_schedule.is_empty() {
+                "delay_schedule"
+            } else if rate_trace.is_some() {
+                "rate_trace"
+            } else {
+                "rate_schedule"
+            };
+            let at = [self.layer(profile), &self.defaults]
+                .into_iter()
+                .find(|l| match key {
+                    "delay_schedule" => l.schedules.delay.is_some(),
+                    "rate_trace" => l.schedules.trace.is_some(),
+                    _ => l.schedules.rate.is_some(),
+                })
+                .map_or("defaults".to_string(), |l| l.at.clone());
+            return Err(FieldError::new(
+                format!("{at}.{key}"),
+                "a schedule changes the dumbbell's one bottleneck; it is not implemented on a [topology] chain yet",
+            ));
+        }
+        let tbf_burst_ms = self.setting(profile, |l| &l.tbf_burst_ms);
+        if let Some(b) = tbf_burst_ms.filter(|b| !(*b > 0.0 && *b <= 1000.0)) {
+            let at = if self.layer(profile).raw.tbf_burst_ms.is_some() {
+                at.clone()
+            } else {
+                "defaults".to_string()
+            };
+            return Err(FieldError::new(
+                format!("{at}.tbf_burst_ms"),
+                format!("{b} is not allowed: the tbf bucket must be in (0, 1000] ms"),
+            ));
+        }
         let init_ssthresh_pkts = match env.get("init_ssthresh_bdp") {
             Some(s) => Some(
                 (positive(s, "the initial ssthresh fraction")? * bdp)
@@ -299,6 +400,10 @@ impl Scenario {
             duration_s: duration,
             flows,
             topology,
+            rate_schedule,
+            delay_schedule,
+            rate_trace,
+            tbf_burst_ms,
         })
     }
 

@@ -12,6 +12,7 @@ use super::error::{FieldError, ScenarioError};
 use super::expr::{expr_from, is_ident, numspec_from, Draws, Env, Expr, Factor, NumSpec, Sourced};
 use super::point::CcRef;
 use super::sweep::{parse_sweep, SweepCase};
+use crate::schedule::LayerSchedules;
 
 /// Highest bottleneck (and reverse-path) capacity a `ci` profile may use, in Mbit/s: the CI
 /// VM reaches about 50 Mbit/s under emulation (`benchmarks.md` §7.4, C_ci = min(C, 50)).
@@ -239,6 +240,16 @@ pub(super) struct RawLayer {
     #[serde(default)]
     pub(super) vars: BTreeMap<String, f64>,
     pub(super) sweep: Option<toml::Value>,
+    /// Steps and ramps of the bottleneck rate (see [`crate::schedule`]).
+    pub(super) rate_schedule: Option<toml::Value>,
+    /// Steps and ramps of the ACK-path delay (see [`crate::schedule`]).
+    pub(super) delay_schedule: Option<toml::Value>,
+    /// A mahimahi trace file replayed as the bottleneck rate.
+    pub(super) rate_trace: Option<String>,
+    /// Width of the bins a trace is counted in, ms.
+    pub(super) trace_bin_ms: Option<u32>,
+    /// tbf bucket at the bottleneck, ms of the rate.
+    pub(super) tbf_burst_ms: Option<f64>,
 }
 
 #[derive(Deserialize)]
@@ -266,6 +277,8 @@ pub(super) struct Layer {
     pub(super) at: String,
     pub(super) raw: RawLayer,
     pub(super) sweep: Option<Vec<SweepCase>>,
+    /// `rate_schedule`, `delay_schedule` and `rate_trace`, parsed.
+    pub(super) schedules: LayerSchedules,
 }
 
 #[derive(Debug, Clone)]
@@ -413,11 +426,24 @@ pub(super) fn is_setting(key: &str) -> bool {
             | "note"
             | "vars"
             | "sweep"
+            | "rate_schedule"
+            | "delay_schedule"
+            | "rate_trace"
+            | "trace_bin_ms"
+            | "tbf_burst_ms"
     )
 }
 
-fn parse_layer(value: toml::Value, at: &str) -> Result<Layer, FieldError> {
+fn parse_layer(value: toml::Value, at: &str, path: &Path) -> Result<Layer, FieldError> {
     let raw: RawLayer = de_at(value, at)?;
+    let schedules = LayerSchedules::parse(
+        raw.rate_schedule.as_ref(),
+        raw.delay_schedule.as_ref(),
+        raw.rate_trace.as_deref(),
+        raw.trace_bin_ms,
+        at,
+        path,
+    )?;
     let sweep = raw
         .sweep
         .as_ref()
@@ -471,6 +497,7 @@ fn parse_layer(value: toml::Value, at: &str) -> Result<Layer, FieldError> {
         at: at.to_string(),
         raw,
         sweep,
+        schedules,
     })
 }
 
@@ -599,15 +626,15 @@ impl Scenario {
             }
         }
         let defaults = match top.defaults {
-            Some(v) => parse_layer(v, "defaults")?,
+            Some(v) => parse_layer(v, "defaults", path)?,
             None => Layer {
                 at: "defaults".into(),
                 ..Layer::default()
             },
         };
         let profiles: RawProfiles = de_at(top.profiles, "profiles")?;
-        let paper = parse_layer(profiles.paper, "profiles.paper")?;
-        let ci = parse_layer(profiles.ci, "profiles.ci")?;
+        let paper = parse_layer(profiles.paper, "profiles.paper", path)?;
+        let ci = parse_layer(profiles.ci, "profiles.ci", path)?;
         if top.flows.is_empty() {
             return Err(FieldError::new(
                 "flows",

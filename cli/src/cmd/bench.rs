@@ -401,7 +401,9 @@ fn run_bench(a: RunArgs) -> Result<i32> {
         };
     }
     runner::check_supported(&sc, &points)?;
-    let needs_netem = points.iter().any(|p| runner::path_for(p).needs_netem());
+    let needs_netem = points
+        .iter()
+        .any(|p| runner::path_for(p).needs_netem() || !p.delay_schedule.is_empty());
 
     let in_vm = match a.vm {
         VmMode::Always => true,
