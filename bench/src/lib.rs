@@ -5,6 +5,7 @@
 //! on threads that have joined the namespaces, with a chosen congestion control per flow.
 //! Both need root (CAP_NET_ADMIN + CAP_SYS_ADMIN).
 
+pub mod aqm;
 pub mod compare;
 pub mod conform;
 pub mod feed;

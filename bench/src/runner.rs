@@ -354,6 +354,14 @@ pub struct RunRecord {
     /// Files written before this field existed were written only at a run's end.
     #[serde(default = "yes")]
     pub completed: bool,
+    /// How the bottleneck was built (qdisc, its tc lines as applied, ECN sysctl, receiver
+    /// congestion control); `None` in files written before it was recorded (drop-tail).
+    #[serde(default)]
+    pub bottleneck: Option<crate::aqm::BottleneckSetup>,
+    /// Samples of the bottleneck discipline's own counters (drops, ECN marks, its delay
+    /// estimate), taken with the queue samples.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub aqm: Vec<crate::aqm::AqmPoint>,
 }
 
 fn yes() -> bool {
@@ -402,6 +410,7 @@ pub fn path_for(point: &RunPoint) -> PathSpec {
 pub fn path_in_slot(point: &RunPoint, slot: Slot) -> PathSpec {
     let mut spec = PathSpec::new(slot.prefix(), point.rate_mbit, point.buffer_pkts.max(1));
     spec.subnet_octet = slot.0;
+    spec.aqm = point.aqm.clone();
     spec.reverse_rate_mbit = point.reverse_rate_mbit;
     spec.senders = point
         .flows
@@ -439,10 +448,6 @@ pub fn run_once(
     feed: &SampleFeed,
 ) -> Result<RunRecord> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let bed = Testbed::create(&path_in_slot(point, slot)).context("building the dumbbell")?;
-    feed.subscribe(slot.0);
-    let counters0 = feed.counters();
-
     let flows: Vec<FlowSpec> = point
         .flows
         .iter()
@@ -456,9 +461,25 @@ pub fn run_once(
             size_bytes: f.size_bytes,
         })
         .collect();
+    let mut path = path_in_slot(point, slot);
+    // dctcp's receivers must run dctcp too: it echoes every CE mark (not classic ECN's
+    // latched ECE), which is what the sender's marked fraction α is computed from.
+    if flows.iter().any(|f| crate::scenario::is_dctcp(&f.cc)) {
+        path.receiver_cc = Some("dctcp".into());
+    }
+    let setup = crate::aqm::BottleneckSetup {
+        aqm: point.aqm.clone(),
+        tc: path.bottleneck_tc_lines(),
+        ecn_sysctl: point.aqm.ecn_sysctl().into(),
+        receiver_cc: path.receiver_cc.clone(),
+    };
+    let bed = Testbed::create(&path).context("building the dumbbell")?;
+    feed.subscribe(slot.0);
+    let counters0 = feed.counters();
 
     // Bottleneck sampler.
     let queue: Arc<Mutex<Vec<QueuePoint>>> = Arc::default();
+    let aqm_points: Arc<Mutex<Vec<crate::aqm::AqmPoint>>> = Arc::default();
     let done = Arc::new(AtomicBool::new(false));
     let web = if point.web_sessions > 0 {
         let web_cc = all
@@ -483,13 +504,23 @@ pub fn run_once(
     let t0_ns = monotonic_ns();
     let t0 = Instant::now();
     let sampler = {
-        let (queue, done) = (queue.clone(), done.clone());
+        let (queue, aqm_points, done) = (queue.clone(), aqm_points.clone(), done.clone());
         let (ns, dev) = (bed.router_ns().to_string(), bed.spec().bottleneck_dev());
         let every = opts.queue_interval;
+        let qdisc = point.aqm.qdisc;
         let mut tc = QdiscSampler::start(&ns, &dev).context("starting the queue sampler")?;
         std::thread::spawn(move || {
             while !done.load(Ordering::Relaxed) {
-                if let Ok(q) = tc.sample() {
+                if let Ok((q, a)) = tc.sample_with_aqm(qdisc) {
+                    if let Some(stats) = a {
+                        aqm_points
+                            .lock()
+                            .expect("aqm lock")
+                            .push(crate::aqm::AqmPoint {
+                                t_s: t0.elapsed().as_secs_f64(),
+                                stats,
+                            });
+                    }
                     queue.lock().expect("queue lock").push(QueuePoint {
                         t_s: t0.elapsed().as_secs_f64(),
                         backlog_pkts: q.backlog_packets,
@@ -544,6 +575,7 @@ pub fn run_once(
     w.flush()?;
 
     let series = flow_series(point, &flows, &results, &samples, t0_ns);
+    let aqm = std::mem::take(&mut *aqm_points.lock().expect("aqm lock"));
     let record = RunRecord {
         point: point.index,
         vars: point.vars.clone(),
@@ -561,6 +593,8 @@ pub fn run_once(
         cpu_busy,
         cpus: std::thread::available_parallelism().map_or(0, |n| n.get() as u32),
         completed,
+        bottleneck: Some(setup),
+        aqm,
     };
     let tmp = dir.join("run.json.part");
     std::fs::write(&tmp, serde_json::to_vec_pretty(&record)?)?;
@@ -699,6 +733,11 @@ pub struct Metadata {
     /// Directories merged into this one by `cctl bench merge`.
     #[serde(default)]
     pub merged_from: Vec<String>,
+    /// The bottleneck of each point (by index) as slot 0 builds it: qdisc, parameters, tc
+    /// lines, ECN sysctl; the receiver's congestion control when a named flow runs dctcp
+    /// (a run's `run.json` has what it applied, also for dctcp under test).
+    #[serde(default)]
+    pub bottleneck: BTreeMap<usize, crate::aqm::BottleneckSetup>,
 }
 
 fn one() -> u32 {
@@ -714,6 +753,14 @@ pub fn deviations(points: &[RunPoint]) -> Vec<String> {
              per-connection setter that works for every congestion control and its route-metric \
              path is ignored with tcp_no_ssthresh_metrics_save; flows start with ssthresh = infinity",
             p.init_ssthresh_pkts.unwrap_or(0)
+        ));
+    }
+    if let Some(p) = points.iter().find(|p| p.aqm.ecn) {
+        out.push(format!(
+            "ECN on ({} at point {}): net.ipv4.tcp_ecn=1 in every sender and receiver \
+             namespace; with a dctcp flow the receiver namespace runs dctcp (dctcp is added to \
+             the kernel's tcp_allowed_congestion_control for that)",
+            p.aqm.qdisc, p.index
         ));
     }
     out.push(
@@ -759,6 +806,7 @@ pub fn run_scenario(
         .collect::<Result<_>>()?;
     let points = per_rep[0].clone();
     check_supported(sc, &points)?;
+    crate::aqm::check_dctcp(&opts.algos, &points)?;
     kernel::require_privileges("running a benchmark")?;
     kernel::require_struct_ops_links()?;
     kernel::ensure_bpffs()?;
@@ -849,6 +897,10 @@ pub fn run_scenario(
         shard: opts.shard,
         jobs: opts.jobs,
         merged_from: Vec::new(),
+        bottleneck: points
+            .iter()
+            .map(|p| (p.index, crate::aqm::setup_of(p, &opts.algos)))
+            .collect(),
     };
     if let Some(old) = &previous {
         let what = format!("cannot resume into {}", dir.display());

@@ -80,6 +80,12 @@ pub struct PathSpec {
     /// Rate of the reverse (receiver → senders) direction, in Mbit/s, shaped by tbf on the
     /// receiver's egress (an asymmetric path such as [P2]'s DSL uplink); `None` = unshaped.
     pub reverse_rate_mbit: Option<f64>,
+    /// Queue discipline at the bottleneck (default: drop-tail pfifo under tbf) and ECN
+    /// (see [`crate::aqm`]); `queue_pkts` is its limit.
+    pub aqm: crate::aqm::Aqm,
+    /// `net.ipv4.tcp_congestion_control` of the receiver namespace; `None`: the kernel's
+    /// default (dctcp flows need dctcp at the receiver too).
+    pub receiver_cc: Option<String>,
 }
 
 /// Most senders a testbed can have (subnets 10.80.X.0 to 10.179.X.0, two-digit device suffixes).
@@ -95,7 +101,20 @@ impl PathSpec {
             subnet_octet: 0,
             senders: vec![AccessSpec::default()],
             reverse_rate_mbit: None,
+            aqm: crate::aqm::Aqm::default(),
+            receiver_cc: None,
         }
+    }
+
+    /// The tc lines (for `tc -n <rtr> -batch`) of the bottleneck: tbf over the discipline's
+    /// child, or CAKE at the root (see [`crate::aqm::Aqm::tc_lines`]).
+    pub fn bottleneck_tc_lines(&self) -> Vec<String> {
+        self.aqm.tc_lines(
+            &self.bottleneck_dev(),
+            self.rate_mbit,
+            self.burst_bytes(),
+            self.queue_pkts,
+        )
     }
 
     /// Name of the first sender's network namespace, `<prefix>-snd1`.
@@ -468,17 +487,32 @@ impl Testbed {
         let (rtr, rcv) = (&self.router_ns, &self.receiver_ns);
         let (bdev, rdev) = (spec.bottleneck_dev(), spec.receiver_dev());
         let x = spec.subnet_octet;
-        let (rate, queue) = (spec.rate_mbit, spec.queue_pkts);
-        let burst = spec.burst_bytes();
 
         let adds: Vec<String> = self
             .namespaces()
             .map(|ns| format!("netns add {ns}"))
             .collect();
         run_batch(&["ip"], &adds)?;
+        if let Some(cc) = &spec.receiver_cc {
+            crate::aqm::allow_namespace_default(cc).map_err(|e| {
+                TestbedError::InvalidSpec(format!(
+                    "cannot allow {cc} as the receiver namespace's congestion control \
+                 (net.ipv4.tcp_allowed_congestion_control): {e}"
+                ))
+            })?;
+        }
+        let receiver_cc = spec
+            .receiver_cc
+            .as_ref()
+            .map(|cc| format!("net.ipv4.tcp_congestion_control={cc}"));
         for ns in self.sender_ns.iter().chain([rcv]) {
             let mut argv = vec!["ip", "netns", "exec", ns, "sysctl", "-qw"];
             argv.extend(HOST_SYSCTLS);
+            // Later settings win: ECN on replaces HOST_SYSCTLS' tcp_ecn=0.
+            argv.push(spec.aqm.ecn_sysctl());
+            if let (true, Some(cc)) = (ns == rcv, &receiver_cc) {
+                argv.push(cc);
+            }
             run(&argv)?;
         }
         run_words(&format!(
@@ -580,17 +614,7 @@ impl Testbed {
         }
         self.netem(rtr, &rtr_tc)?;
 
-        // `latency` only sizes tbf's default bfifo child, which the pfifo below replaces.
-        run_batch(
-            &["tc", "-n", rtr],
-            &[
-                format!(
-                    "qdisc add dev {bdev} root handle 1: tbf rate {}kbit burst {burst} latency 1s",
-                    (rate * 1000.0).round() as u64
-                ),
-                format!("qdisc add dev {bdev} parent 1:1 handle 10: pfifo limit {queue}"),
-            ],
-        )?;
+        run_batch(&["tc", "-n", rtr], &spec.bottleneck_tc_lines())?;
         if let Some(rev) = spec.reverse_rate_mbit {
             let burst = ((rev * 1e6 / 8.0 / 1000.0) as u64).max(2 * u64::from(FRAME_BYTES));
             run_words(&format!(
@@ -841,6 +865,39 @@ impl QdiscSampler {
 
     /// One sample of the root qdisc's counters.
     pub fn sample(&mut self) -> Result<QdiscStats, TestbedError> {
+        let line = self.sample_json()?;
+        self.parse_root(&line)
+    }
+
+    /// One sample of the root qdisc's counters and of the bottleneck discipline's own
+    /// (drops, ECN marks, delay estimate: [`crate::aqm::AqmStats`]), from one `qdisc show`.
+    pub fn sample_with_aqm(
+        &mut self,
+        qdisc: crate::aqm::Qdisc,
+    ) -> Result<(QdiscStats, Option<crate::aqm::AqmStats>), TestbedError> {
+        let line = self.sample_json()?;
+        let root = self.parse_root(&line)?;
+        let aqm = crate::aqm::AqmStats::from_tc_json(&line, qdisc).map_err(|reason| {
+            TestbedError::Parse {
+                command: self.command.clone(),
+                reason,
+            }
+        })?;
+        Ok((root, aqm))
+    }
+
+    fn parse_root(&self, line: &str) -> Result<QdiscStats, TestbedError> {
+        let parse_err = |reason: String| TestbedError::Parse {
+            command: self.command.clone(),
+            reason,
+        };
+        QdiscStats::from_tc_json(line)
+            .map_err(parse_err)?
+            .ok_or_else(|| parse_err("no root qdisc in the output".into()))
+    }
+
+    /// The JSON line of one `qdisc show` of the device.
+    fn sample_json(&mut self) -> Result<String, TestbedError> {
         use std::io::{BufRead as _, Write as _};
         let parse_err = |reason: String| TestbedError::Parse {
             command: self.command.clone(),
@@ -855,9 +912,7 @@ impl QdiscSampler {
             Ok(_) => {}
             Err(e) => return Err(parse_err(format!("reading from tc: {e}"))),
         }
-        QdiscStats::from_tc_json(&line)
-            .map_err(parse_err)?
-            .ok_or_else(|| parse_err("no root qdisc in the output".into()))
+        Ok(line)
     }
 }
 

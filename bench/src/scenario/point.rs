@@ -6,12 +6,13 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::error::{FieldError, ScenarioError};
-use super::expr::{draw, eval, origins, range, Env, NumSpec, Sourced};
+use super::expr::{draw, eval, origins, range, Env, Factor, NumSpec, Sourced};
 use super::rng::SplitMix64;
 use super::schema::{
     BdpRtt, LossModel, Profile, Scenario, WebModel, BUFFER_KEYS, CI_MAX_RATE_MBIT,
     DEFAULT_BUFFER_FLOOR_PKTS,
 };
+use crate::aqm::{Aqm, Qdisc, AQM_PARAMS};
 
 /// Packet size the BDP is counted in, in bytes (1500-byte IP packets, `benchmarks.md` §0).
 pub const PACKET_BYTES: f64 = 1500.0;
@@ -89,6 +90,18 @@ pub struct RunPoint {
     pub duration_s: f64,
     /// The flows, in `[[flows]]` order (copies and on-periods in time order).
     pub flows: Vec<FlowPlan>,
+    /// The bottleneck's queue discipline and ECN (drop-tail pfifo without ECN if the
+    /// scenario says nothing; results written before it existed read as that).
+    #[serde(default)]
+    pub aqm: Aqm,
+    /// Swept string settings of this point (e.g. `qdisc`), by name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub settings: BTreeMap<String, String>,
+}
+
+/// Whether the congestion-control name `name` is the kernel's dctcp (also `native:dctcp`).
+pub fn is_dctcp(name: &str) -> bool {
+    name.strip_prefix("native:").unwrap_or(name) == "dctcp"
 }
 
 /// Reads a number that JSON wrote as `null` because it was infinite (serde_json writes
@@ -100,12 +113,13 @@ fn null_as_infinity<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Er
 impl RunPoint {
     /// A short label of the swept values, e.g. `rate_mbit=10,rtt_ms=42` (`base` if none).
     pub fn label(&self) -> String {
-        if self.vars.is_empty() {
+        if self.vars.is_empty() && self.settings.is_empty() {
             return "base".to_string();
         }
         self.vars
             .iter()
             .map(|(k, v)| format!("{k}={v}"))
+            .chain(self.settings.iter().map(|(k, v)| format!("{k}={v}")))
             .collect::<Vec<_>>()
             .join(",")
     }
@@ -124,13 +138,18 @@ impl Scenario {
         index: usize,
         env: Env,
         vars: BTreeMap<String, f64>,
+        settings: BTreeMap<String, (String, String)>,
         seed: u64,
     ) -> Result<RunPoint, FieldError> {
         let at = self.layer(profile).at.clone();
-        let ctx = if vars.is_empty() {
+        let ctx = if vars.is_empty() && settings.is_empty() {
             format!("(profile {profile})")
         } else {
-            let v: Vec<String> = vars.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            let v: Vec<String> = vars
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .chain(settings.iter().map(|(k, (v, _))| format!("{k}={v}")))
+                .collect();
             format!("(profile {profile}, point {})", v.join(", "))
         };
         let required = |k: &str| -> Result<&Sourced, FieldError> {
@@ -254,6 +273,7 @@ impl Scenario {
                 format!("the buffer is {pkts} packets, more than a queue can hold {ctx}"),
             ));
         }
+        let aqm = self.aqm_of(profile, &env, &settings, pkts as u32, &flows, &ctx)?;
         let init_ssthresh_pkts = match env.get("init_ssthresh_bdp") {
             Some(s) => Some(
                 (positive(s, "the initial ssthresh fraction")? * bdp)
@@ -283,7 +303,152 @@ impl Scenario {
                 .unwrap_or_else(|| "reno".to_string()),
             duration_s: duration,
             flows,
+            aqm,
+            settings: settings.into_iter().map(|(k, (v, _))| (k, v)).collect(),
         })
+    }
+
+    /// The bottleneck discipline of a point: `qdisc` (swept, or from the layers), `ecn`, and
+    /// the parameters of that qdisc, checked; a parameter of another qdisc is an error unless
+    /// `qdisc` is swept (then it applies to the points whose qdisc takes it). A flow running
+    /// dctcp needs ECN marking at the bottleneck.
+    fn aqm_of(
+        &self,
+        profile: Profile,
+        env: &Env,
+        settings: &BTreeMap<String, (String, String)>,
+        buffer_pkts: u32,
+        flows: &[FlowPlan],
+        ctx: &str,
+    ) -> Result<Aqm, FieldError> {
+        let layer_field = |k: &str| {
+            if self.layer(profile).raw.qdisc.is_some() && k == "qdisc"
+                || self.layer(profile).raw.ecn.is_some() && k == "ecn"
+            {
+                format!("{}.{k}", self.layer(profile).at)
+            } else {
+                format!("defaults.{k}")
+            }
+        };
+        let (name, qdisc_field, swept) = match settings.get("qdisc") {
+            Some((v, field)) => (v.clone(), field.clone(), true),
+            None => (
+                self.setting(profile, |l| &l.qdisc)
+                    .unwrap_or_else(|| "pfifo".into()),
+                layer_field("qdisc"),
+                false,
+            ),
+        };
+        let qdisc = Qdisc::parse(&name)
+            .ok_or_else(|| FieldError::new(&qdisc_field, Qdisc::unknown(&name)))?;
+        let mut aqm = Aqm {
+            qdisc,
+            ecn: self.setting(profile, |l| &l.ecn).unwrap_or(false),
+            ..Aqm::default()
+        };
+        for &(key, owner) in AQM_PARAMS {
+            let Some(s) = env.get(key) else { continue };
+            if owner != qdisc {
+                if swept {
+                    continue;
+                }
+                return Err(FieldError::new(
+                    &s.field,
+                    format!(
+                        "`{key}` is a parameter of {owner}, but the bottleneck is {qdisc} \
+                         ({qdisc_field}); remove it or set qdisc = \"{owner}\" {ctx}"
+                    ),
+                ));
+            }
+            let v = s.value;
+            let bad =
+                |why: &str| FieldError::new(&s.field, format!("{v} is not allowed: {why} {ctx}"));
+            match key {
+                "red_probability" if !(v > 0.0 && v <= 1.0) => {
+                    return Err(bad("a probability in (0, 1]"))
+                }
+                "red_min_pkts" | "red_max_pkts" if !(v >= 1.0 && v <= f64::from(buffer_pkts)) => {
+                    return Err(bad(&format!(
+                        "RED's thresholds are in packets, from 1 to the buffer ({buffer_pkts} packets)"
+                    )))
+                }
+                _ if !(v.is_finite() && v > 0.0) => return Err(bad("must be > 0 ms")),
+                _ => {}
+            }
+            let slot = match key {
+                "codel_target_ms" => &mut aqm.codel_target_ms,
+                "codel_interval_ms" => &mut aqm.codel_interval_ms,
+                "ce_threshold_ms" => &mut aqm.ce_threshold_ms,
+                "pie_target_ms" => &mut aqm.pie_target_ms,
+                "red_min_pkts" => &mut aqm.red_min_pkts,
+                "red_max_pkts" => &mut aqm.red_max_pkts,
+                _ => &mut aqm.red_probability,
+            };
+            *slot = Some(v);
+        }
+        match qdisc {
+            Qdisc::FqCodel => {
+                let t = *aqm
+                    .codel_target_ms
+                    .get_or_insert(crate::aqm::CODEL_TARGET_MS_DEFAULT);
+                let i = *aqm
+                    .codel_interval_ms
+                    .get_or_insert(crate::aqm::CODEL_INTERVAL_MS_DEFAULT);
+                if t >= i {
+                    let field = env.get("codel_target_ms").map_or_else(
+                        || env["codel_interval_ms"].field.clone(),
+                        |s| s.field.clone(),
+                    );
+                    return Err(FieldError::new(
+                        field,
+                        format!(
+                            "CoDel's target ({t} ms) must be below its interval ({i} ms) {ctx}"
+                        ),
+                    ));
+                }
+            }
+            Qdisc::Pie => {
+                aqm.pie_target_ms
+                    .get_or_insert(crate::aqm::PIE_TARGET_MS_DEFAULT);
+            }
+            Qdisc::Red => {
+                let (min, max) =
+                    crate::aqm::red_defaults(buffer_pkts, aqm.red_min_pkts, aqm.red_max_pkts);
+                if let (Some(lo), Some(hi)) = (aqm.red_min_pkts, aqm.red_max_pkts) {
+                    if lo > hi {
+                        return Err(FieldError::new(
+                            &env["red_min_pkts"].field,
+                            format!("red_min_pkts = {lo} is above red_max_pkts = {hi} {ctx}"),
+                        ));
+                    }
+                }
+                aqm.red_min_pkts = Some(min);
+                aqm.red_max_pkts = Some(max);
+                aqm.red_probability
+                    .get_or_insert(crate::aqm::RED_PROBABILITY_DEFAULT);
+            }
+            Qdisc::Pfifo | Qdisc::Cake => {}
+        }
+        if !aqm.marks() {
+            for (i, f) in flows.iter().enumerate() {
+                if let CcRef::Named(n) = &f.cc {
+                    if is_dctcp(n) {
+                        return Err(FieldError::new(
+                            format!("flows[{}].cc", f.entry),
+                            format!(
+                                "dctcp needs ECN marking at the bottleneck: set ecn = true and a \
+                                 marking qdisc (red with red_min_pkts = red_max_pkts = K and \
+                                 red_probability = 1, or fq_codel with ce_threshold_ms); here \
+                                 qdisc = {qdisc} ({qdisc_field}), ecn = {} (flow {}) {ctx}",
+                                aqm.ecn,
+                                i + 1
+                            ),
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(aqm)
     }
 
     pub(super) fn flows_of(
@@ -300,6 +465,12 @@ impl Scenario {
         for (e, f) in self.flows.iter().enumerate() {
             let at = |k: &str| format!("flows[{e}].{k}");
             let count = eval(&f.count, env, &at("count"))?;
+            // A count driven by a variable may be 0: the table has no flow at that point
+            // (how a sweep turns flow mixes on and off, e.g. modern-mix).
+            let from_var = f.count.factors.iter().any(|x| matches!(x, Factor::Var(_)));
+            if from_var && count == 0.0 {
+                continue;
+            }
             if count.fract() != 0.0 || count < 1.0 {
                 return Err(FieldError::new(
                     at("count"),
@@ -443,6 +614,12 @@ impl Scenario {
                     }
                 }
             }
+        }
+        if plans.is_empty() {
+            return Err(FieldError::new(
+                "flows",
+                format!("every flow table has count 0: a run needs at least one flow {ctx}"),
+            ));
         }
         Ok(plans)
     }
