@@ -390,6 +390,50 @@ pub fn check_dctcp(algos: &[String], points: &[crate::scenario::RunPoint]) -> an
     Ok(())
 }
 
+/// Summary values of a run's bottleneck discipline, named with their units:
+/// `bottleneck drops (pkts)` and `bottleneck ECN marks (pkts)` (the qdisc's counters at the
+/// end of the run), and, where the qdisc reports a delay, `M13 qdisc-reported delay (ms)`
+/// (mean of the samples: PIE's `delay`, cake's `avg_delay_us`) and `M13 qdisc-reported peak
+/// delay (ms)` (cake's `peak_delay_us`, largest sample). Also `M13 mean qdelay all flows (ms)`,
+/// the mean of the per-flow srtt − min RTT means.
+pub fn run_metrics(r: &crate::runner::RunRecord) -> Vec<(String, f64)> {
+    let mut out = Vec::new();
+    if let Some(last) = r.aqm.last() {
+        out.push(("bottleneck drops (pkts)".into(), last.stats.drops as f64));
+        out.push((
+            "bottleneck ECN marks (pkts)".into(),
+            last.stats.ecn_marks as f64,
+        ));
+    }
+    let delays: Vec<f64> = r.aqm.iter().filter_map(|a| a.stats.delay_us).collect();
+    if !delays.is_empty() {
+        let mean = delays.iter().sum::<f64>() / delays.len() as f64;
+        out.push(("M13 qdisc-reported delay (ms)".into(), mean / 1e3));
+    }
+    if let Some(peak) = r
+        .aqm
+        .iter()
+        .filter_map(|a| a.stats.peak_delay_us)
+        .reduce(f64::max)
+    {
+        out.push(("M13 qdisc-reported peak delay (ms)".into(), peak / 1e3));
+    }
+    let end = r.spec.duration_s;
+    let per_flow: Vec<f64> = r
+        .series
+        .iter()
+        .filter_map(|f| crate::metrics::queueing_delay(f, 0.0, end))
+        .map(|q| q.mean_s * 1e3)
+        .collect();
+    if !per_flow.is_empty() {
+        out.push((
+            "M13 mean qdelay all flows (ms)".into(),
+            per_flow.iter().sum::<f64>() / per_flow.len() as f64,
+        ));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

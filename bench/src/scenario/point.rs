@@ -645,6 +645,8 @@ pub fn buffer_pkts(raw_pkts: f64, floor_pkts: f64) -> (f64, bool) {
 mod tests {
     use std::path::Path;
 
+    use std::collections::BTreeSet;
+
     use super::*;
     use crate::scenario::test_input::{rejects, shipped, GOOD};
     use crate::scenario::{find, BUILTIN_FILES};
@@ -891,6 +893,150 @@ mod tests {
             "cc = \"{algo}\"\ncount = 1.5\n",
             "flows[0].count",
             &["whole number"],
+        );
+    }
+
+    #[test]
+    fn qdisc_keys_are_checked_and_name_the_field() {
+        rejects(
+            "buffer_bdp = 0.2",
+            "buffer_bdp = 0.2\nqdisc = \"fifo\"",
+            "defaults.qdisc",
+            &["unknown qdisc \"fifo\"", "pfifo, fq_codel, pie, red, cake"],
+        );
+        rejects(
+            "sweep = { rtt_ms = [22, 42, 82] }",
+            "sweep = { qdisc = [\"pfifo\", \"codel\"] }",
+            "profiles.ci.sweep.qdisc[1]",
+            &["unknown qdisc \"codel\"", "fq_codel"],
+        );
+        rejects(
+            "buffer_bdp = 0.2",
+            "buffer_bdp = 0.2\nqdisc = \"pie\"\ncodel_target_ms = 5",
+            "defaults.codel_target_ms",
+            &["parameter of fq_codel", "bottleneck is pie"],
+        );
+        rejects(
+            "buffer_bdp = 0.2",
+            "buffer_bdp = 0.2\ncodel_target_ms = 5",
+            "defaults.codel_target_ms",
+            &["bottleneck is pfifo"],
+        );
+        rejects(
+            "buffer_bdp = 0.2",
+            "buffer_pkts = 100\nqdisc = \"red\"\nred_min_pkts = 30\nred_max_pkts = 20",
+            "defaults.red_min_pkts",
+            &["above red_max_pkts"],
+        );
+        rejects(
+            "buffer_bdp = 0.2",
+            "buffer_pkts = 100\nqdisc = \"red\"\nred_probability = 1.5",
+            "defaults.red_probability",
+            &["(0, 1]"],
+        );
+        rejects(
+            "buffer_bdp = 0.2",
+            "buffer_pkts = 100\nqdisc = \"fq_codel\"\ncodel_target_ms = 100",
+            "defaults.codel_target_ms",
+            &["below its interval"],
+        );
+        rejects(
+            "cc = \"reno\"",
+            "cc = \"dctcp\"",
+            "flows[1].cc",
+            &["dctcp needs ECN marking", "ecn = true"],
+        );
+        rejects(
+            "buffer_bdp = 0.2",
+            "buffer_bdp = 0.2\necn = \"yes\"",
+            "defaults.ecn",
+            &["bool"],
+        );
+    }
+
+    #[test]
+    fn a_marking_aqm_takes_dctcp_and_resolves_its_defaults() {
+        let text = GOOD
+            .replacen("cc = \"reno\"", "cc = \"dctcp\"", 1)
+            .replacen(
+                "buffer_bdp = 0.2",
+                "buffer_pkts = 100\nqdisc = \"red\"\necn = true\nred_min_pkts = 20\nred_max_pkts = 20\nred_probability = 1.0",
+                1,
+            );
+        let sc = Scenario::parse(&text, Path::new("dctcp.toml")).unwrap();
+        let p = &sc.expand(Profile::Ci, 1).unwrap()[0];
+        assert!(p.aqm.marks());
+        assert_eq!(
+            (
+                p.aqm.red_min_pkts,
+                p.aqm.red_max_pkts,
+                p.aqm.red_probability
+            ),
+            (Some(20.0), Some(20.0), Some(1.0))
+        );
+        let text = GOOD.replacen(
+            "buffer_bdp = 0.2",
+            "buffer_pkts = 60\nqdisc = \"fq_codel\"",
+            1,
+        );
+        let sc = Scenario::parse(&text, Path::new("fq.toml")).unwrap();
+        let p = &sc.expand(Profile::Ci, 1).unwrap()[0];
+        assert_eq!(
+            (p.aqm.codel_target_ms, p.aqm.codel_interval_ms, p.aqm.ecn),
+            (Some(5.0), Some(100.0), false)
+        );
+    }
+
+    #[test]
+    fn modern_mix_sweeps_qdisc_strings_and_three_flow_mixes() {
+        let sc = shipped("modern-mix");
+        let ci = sc.expand(Profile::Ci, 1).unwrap();
+        assert_eq!(ci.len(), 6);
+        let mixes: Vec<(String, Vec<CcRef>)> = ci
+            .iter()
+            .map(|p| {
+                (
+                    p.aqm.qdisc.to_string(),
+                    p.flows.iter().map(|f| f.cc.clone()).collect(),
+                )
+            })
+            .collect();
+        let named = |n: &str| CcRef::Named(n.into());
+        assert_eq!(
+            mixes[0],
+            ("pfifo".into(), vec![CcRef::UnderTest, CcRef::UnderTest])
+        );
+        assert_eq!(
+            mixes[1],
+            ("fq_codel".into(), vec![CcRef::UnderTest, CcRef::UnderTest])
+        );
+        assert_eq!(mixes[3].1, vec![CcRef::UnderTest, named("bbr")]);
+        assert_eq!(
+            mixes[5],
+            (
+                "fq_codel".into(),
+                vec![CcRef::UnderTest, named("native:cubic")]
+            )
+        );
+        assert!(
+            ci[1].label().contains("qdisc=fq_codel"),
+            "{}",
+            ci[1].label()
+        );
+        assert!(ci
+            .iter()
+            .all(|p| p.rate_mbit <= 50.0 && p.duration_s <= 20.0));
+        let paper = sc.expand(Profile::Paper, 1).unwrap();
+        assert_eq!(paper.len(), 24);
+        let buffers: BTreeSet<u64> = paper.iter().map(|p| p.buffer_bdp.to_bits()).collect();
+        let rtts: BTreeSet<u64> = paper.iter().map(|p| p.rtt_ms.to_bits()).collect();
+        assert_eq!((buffers.len(), rtts.len()), (2, 2));
+        // A literal count of 0 is still refused; one from a variable leaves the table out.
+        rejects(
+            "cc = \"{algo}\"\n",
+            "cc = \"{algo}\"\ncount = 0\n",
+            "flows[0].count",
+            &["≥ 1"],
         );
     }
 }

@@ -34,7 +34,9 @@ pub const METRICS: &[&str] = &[
 /// goodput against `x`; `completion`: completion times (M15); `queue`: normalised queue
 /// (M12) against `x`; `fairness`: Jain's index (M4) against `x`; `friendliness`: the
 /// fair-to-Reno factor (M11) against `x`; `timeline`: per-flow throughput, queue and losses
-/// over time; `cdf`: CDFs of per-interval metrics across runs (T1.4).
+/// over time; `cdf`: CDFs of per-interval metrics across runs (T1.4); `delay_throughput`:
+/// Pantheon-style scatter of each flow's throughput against its queueing delay, with a mean
+/// and 1-σ ellipse per algorithm.
 pub const PLOTS: &[&str] = &[
     "cwnd",
     "ratio_vs_rtt",
@@ -48,6 +50,7 @@ pub const PLOTS: &[&str] = &[
     "friendliness",
     "timeline",
     "cdf",
+    "delay_throughput",
 ];
 
 /// Numeric parameters of `[defaults]` and the profiles: the keys a sweep may vary and that
