@@ -127,7 +127,7 @@ pub fn render(dots: &[FlowDot], title: &str, notes: &[String], stem: &Path) -> R
             .or_default()
             .push((d.delay_ms, d.mbit));
     }
-    let groups: Vec<(&str, Vec<(f64, f64)>, Option<Ellipse>)> = by_algo
+    let groups: Vec<Group<'_>> = by_algo
         .into_iter()
         .map(|(a, pts)| {
             let e = ellipse(&pts);
