@@ -145,8 +145,10 @@ pub fn render(dots: &[FlowDot], title: &str, notes: &[String], stem: &Path) -> R
         }
     }
     let max = |v: &[f64]| v.iter().copied().fold(0.0_f64, f64::max);
-    let x_hi = (max(&xs) * 1.1).max(1.0);
-    let y_hi = (max(&ys) * 1.1).max(1.0);
+    let min = |v: &[f64]| v.iter().copied().fold(0.0_f64, f64::min);
+    // From 0 (or below, where an ellipse reaches) to 10 % above the largest value.
+    let x = (min(&xs), (max(&xs) * 1.1).max(1.0));
+    let y = (min(&ys), (max(&ys) * 1.1).max(1.0));
     let png = stem.with_extension("png");
     let svg = stem.with_extension("svg");
     if let Some(dir) = stem.parent() {
@@ -155,13 +157,13 @@ pub fn render(dots: &[FlowDot], title: &str, notes: &[String], stem: &Path) -> R
     let size = (crate::plot::WIDTH_PX, crate::plot::HEIGHT_PX);
     {
         let root = BitMapBackend::new(&png, size).into_drawing_area();
-        draw(&root, &groups, title, notes, x_hi, y_hi)?;
+        draw(&root, &groups, title, notes, x, y)?;
         root.present()
             .map_err(|e| anyhow!("writing {}: {e}", png.display()))?;
     }
     {
         let root = SVGBackend::new(&svg, size).into_drawing_area();
-        draw(&root, &groups, title, notes, x_hi, y_hi)?;
+        draw(&root, &groups, title, notes, x, y)?;
         root.present()
             .map_err(|e| anyhow!("writing {}: {e}", svg.display()))?;
     }
@@ -175,26 +177,28 @@ fn draw<DB: DrawingBackend>(
     groups: &[Group<'_>],
     title: &str,
     notes: &[String],
-    x_hi: f64,
-    y_hi: f64,
+    x: (f64, f64),
+    y: (f64, f64),
 ) -> Result<()>
 where
     DB::ErrorType: 'static,
 {
     let err = |e: DrawingAreaErrorKind<DB::ErrorType>| anyhow!("{e:?}");
     root.fill(&WHITE).map_err(err)?;
-    let caption = if notes.is_empty() {
-        title.to_string()
-    } else {
-        format!("{title} — {}", notes.join("; "))
-    };
-    let mut chart = ChartBuilder::on(root)
-        .caption(caption, ("sans-serif", 16))
+    let body = root.titled(title, ("sans-serif", 18)).map_err(err)?;
+    body.draw_text(
+        &notes.join("; "),
+        &("sans-serif", 12).into_text_style(&body),
+        (12, 0),
+    )
+    .map_err(err)?;
+    let mut chart = ChartBuilder::on(&body)
         .margin(12)
+        .margin_top(20)
         .x_label_area_size(40)
         .y_label_area_size(56)
         // Pantheon's orientation: delay grows to the left.
-        .build_cartesian_2d(x_hi..0.0, 0.0..y_hi)
+        .build_cartesian_2d(x.1..x.0, y.0..y.1)
         .map_err(err)?;
     chart
         .configure_mesh()
