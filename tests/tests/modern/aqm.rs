@@ -155,12 +155,16 @@ pub fn checks(root: &Path) {
          queueing delay {dq:.1} ms, {dtp:.1} Mbit/s"
     );
     assert!(marks > 0.0, "dctcp saw no ECN marks");
-    // The flow loses nothing: every packet it sends is ECT, so RED marks it. The qdisc's
-    // drop counter may still count a non-ECT packet of another kind on the link (measured:
-    // 0 and 2 drops while the flow retransmitted nothing), which RED in ECN mode drops once
-    // the average queue is above max.
-    assert_eq!(retrans, 0, "dctcp behind a marking RED lost packets");
-    assert!(drops <= 5.0, "{drops} drops at a marking RED");
+    // Every packet dctcp sends is ECT, so RED marks rather than drops it. The qdisc's drop
+    // counter may still count a non-ECT packet of another kind on the link, which RED in ECN
+    // mode drops once the average queue is above max (three guest runs: 0, 2 and 0 drops
+    // against 1694-2727 marks). The flow's retransmission counter is no loss measure here:
+    // it also counts tail-loss probes and spurious timeouts of the emulated host (1 in a
+    // run with 0 drops), so it is printed, not asserted.
+    assert!(
+        drops <= 5.0 && drops * 100.0 <= marks,
+        "{drops} drops against {marks} marks at a marking RED"
+    );
     assert!(dtp > 8.0, "dctcp {dtp} Mbit/s of 20");
     // What was applied is recorded: the RED line, ECN on, dctcp at the receiver.
     let meta = std::fs::read_to_string(dir.join("metadata.json")).unwrap();
