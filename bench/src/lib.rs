@@ -5,8 +5,9 @@
 //! on threads that have joined the namespaces, with a chosen congestion control per flow.
 //! Both need root (CAP_NET_ADMIN + CAP_SYS_ADMIN).
 
-pub mod check;
+pub mod aqm;
 pub mod chain;
+pub mod check;
 pub mod compare;
 pub mod conform;
 pub mod feed;

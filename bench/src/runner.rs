@@ -362,6 +362,14 @@ pub struct RunRecord {
     /// schedule).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub schedule: Option<crate::schedule::ScheduleLog>,
+    /// How the bottleneck was built (qdisc, its tc lines as applied, ECN sysctl, receiver
+    /// congestion control); `None` in files written before it was recorded (drop-tail).
+    #[serde(default)]
+    pub bottleneck: Option<crate::aqm::BottleneckSetup>,
+    /// Samples of the bottleneck discipline's own counters (drops, ECN marks, its delay
+    /// estimate), taken with the queue samples.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub aqm: Vec<crate::aqm::AqmPoint>,
 }
 
 fn yes() -> bool {
@@ -410,6 +418,7 @@ pub fn path_for(point: &RunPoint) -> PathSpec {
 pub fn path_in_slot(point: &RunPoint, slot: Slot) -> PathSpec {
     let mut spec = PathSpec::new(slot.prefix(), point.rate_mbit, point.buffer_pkts.max(1));
     spec.subnet_octet = slot.0;
+    spec.aqm = point.aqm.clone();
     spec.reverse_rate_mbit = point.reverse_rate_mbit;
     spec.senders = point
         .flows
@@ -448,10 +457,6 @@ pub fn run_once(
     feed: &SampleFeed,
 ) -> Result<RunRecord> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let bed = crate::chain::Bed::create(point, slot)?;
-    feed.subscribe(slot.0);
-    let counters0 = feed.counters();
-
     let flows: Vec<FlowSpec> = point
         .flows
         .iter()
@@ -465,9 +470,25 @@ pub fn run_once(
             size_bytes: f.size_bytes,
         })
         .collect();
+    let mut path = path_in_slot(point, slot);
+    // dctcp's receivers must run dctcp too: it echoes every CE mark (not classic ECN's
+    // latched ECE), which is what the sender's marked fraction α is computed from.
+    if flows.iter().any(|f| crate::scenario::is_dctcp(&f.cc)) {
+        path.receiver_cc = Some("dctcp".into());
+    }
+    let setup = crate::aqm::BottleneckSetup {
+        aqm: point.aqm.clone(),
+        tc: path.bottleneck_tc_lines(),
+        ecn_sysctl: point.aqm.ecn_sysctl().into(),
+        receiver_cc: path.receiver_cc.clone(),
+    };
+    let bed = crate::chain::Bed::create(point, slot, &path)?;
+    feed.subscribe(slot.0);
+    let counters0 = feed.counters();
 
     // Bottleneck sampler.
     let queue: Arc<Mutex<Vec<QueuePoint>>> = Arc::default();
+    let aqm_points: Arc<Mutex<Vec<crate::aqm::AqmPoint>>> = Arc::default();
     let done = Arc::new(AtomicBool::new(false));
     let web = if point.web_sessions > 0 {
         let web_cc = all
@@ -506,13 +527,23 @@ pub fn run_once(
         None => None,
     };
     let sampler = {
-        let (queue, done) = (queue.clone(), done.clone());
+        let (queue, aqm_points, done) = (queue.clone(), aqm_points.clone(), done.clone());
         let (ns, dev) = bed.sampled_queue();
         let every = opts.queue_interval;
+        let qdisc = point.aqm.qdisc;
         let mut tc = QdiscSampler::start(&ns, &dev).context("starting the queue sampler")?;
         std::thread::spawn(move || {
             while !done.load(Ordering::Relaxed) {
-                if let Ok(q) = tc.sample() {
+                if let Ok((q, a)) = tc.sample_with_aqm(qdisc) {
+                    if let Some(stats) = a {
+                        aqm_points
+                            .lock()
+                            .expect("aqm lock")
+                            .push(crate::aqm::AqmPoint {
+                                t_s: t0.elapsed().as_secs_f64(),
+                                stats,
+                            });
+                    }
                     queue.lock().expect("queue lock").push(QueuePoint {
                         t_s: t0.elapsed().as_secs_f64(),
                         backlog_pkts: q.backlog_packets,
@@ -572,6 +603,7 @@ pub fn run_once(
     w.flush()?;
 
     let series = flow_series(point, &flows, &results, &samples, t0_ns);
+    let aqm = std::mem::take(&mut *aqm_points.lock().expect("aqm lock"));
     let record = RunRecord {
         point: point.index,
         vars: point.vars.clone(),
@@ -591,6 +623,8 @@ pub fn run_once(
         completed,
         hops,
         schedule,
+        bottleneck: Some(setup),
+        aqm,
     };
     let tmp = dir.join("run.json.part");
     std::fs::write(&tmp, serde_json::to_vec_pretty(&record)?)?;
@@ -733,6 +767,11 @@ pub struct Metadata {
     /// (rate, delay, buffer) and each flow's path and RTT.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub topology: BTreeMap<usize, crate::scenario::TopologyPlan>,
+    /// The bottleneck of each point (by index) as slot 0 builds it: qdisc, parameters, tc
+    /// lines, ECN sysctl; the receiver's congestion control when a named flow runs dctcp
+    /// (a run's `run.json` has what it applied, also for dctcp under test).
+    #[serde(default)]
+    pub bottleneck: BTreeMap<usize, crate::aqm::BottleneckSetup>,
 }
 
 fn one() -> u32 {
@@ -760,6 +799,14 @@ pub fn deviations(points: &[RunPoint]) -> Vec<String> {
              replayed as piecewise-constant rates per trace_bin_ms bin"
                 .into(),
         );
+    }
+    if let Some(p) = points.iter().find(|p| p.aqm.ecn) {
+        out.push(format!(
+            "ECN on ({} at point {}): net.ipv4.tcp_ecn=1 in every sender and receiver \
+             namespace; with a dctcp flow the receiver namespace runs dctcp (dctcp is added to \
+             the kernel's tcp_allowed_congestion_control for that)",
+            p.aqm.qdisc, p.index
+        ));
     }
     out.push(
         "bottleneck queue sampled every queue_interval_ms (benchmarks.md's [CHOICE] is 10 ms); \
@@ -812,6 +859,7 @@ pub fn run_scenario(
         .collect::<Result<_>>()?;
     let points = per_rep[0].clone();
     check_supported(sc, &points)?;
+    crate::aqm::check_dctcp(&opts.algos, &points)?;
     kernel::require_privileges("running a benchmark")?;
     kernel::require_struct_ops_links()?;
     kernel::ensure_bpffs()?;
@@ -905,6 +953,10 @@ pub fn run_scenario(
         topology: points
             .iter()
             .filter_map(|p| Some((p.index, p.topology.clone()?)))
+            .collect(),
+        bottleneck: points
+            .iter()
+            .map(|p| (p.index, crate::aqm::setup_of(p, &opts.algos)))
             .collect(),
     };
     if let Some(old) = &previous {

@@ -83,6 +83,12 @@ pub struct PathSpec {
     /// tbf bucket at the bottleneck, in ms of the rate (at least two frames); default
     /// [`DEFAULT_BURST_MS`]. See [`PathSpec::burst_bytes`].
     pub burst_ms: f64,
+    /// Queue discipline at the bottleneck (default: drop-tail pfifo under tbf) and ECN
+    /// (see [`crate::aqm`]); `queue_pkts` is its limit.
+    pub aqm: crate::aqm::Aqm,
+    /// `net.ipv4.tcp_congestion_control` of the receiver namespace; `None`: the kernel's
+    /// default (dctcp flows need dctcp at the receiver too).
+    pub receiver_cc: Option<String>,
 }
 
 /// Default tbf bucket at the bottleneck, in ms of the rate.
@@ -102,7 +108,15 @@ impl PathSpec {
             senders: vec![AccessSpec::default()],
             reverse_rate_mbit: None,
             burst_ms: DEFAULT_BURST_MS,
+            aqm: crate::aqm::Aqm::default(),
+            receiver_cc: None,
         }
+    }
+
+    /// The tc lines (for `tc -n <rtr> -batch`) of the dumbbell's bottleneck
+    /// ([`PathSpec::bottleneck_lines`] on [`PathSpec::bottleneck_dev`]).
+    pub fn bottleneck_tc_lines(&self) -> Vec<String> {
+        self.bottleneck_lines(&self.bottleneck_dev())
     }
 
     /// Name of the first sender's network namespace, `<prefix>-snd1`.
@@ -188,14 +202,21 @@ impl PathSpec {
     /// the one place that says what it is, used to build it and to re-set it after a rate
     /// change (tbf's `change` hands its byte limit to a fifo child as a packet count).
     pub fn bottleneck_child(&self) -> String {
-        format!("pfifo limit {}", self.queue_pkts)
+        self.aqm.child(self.queue_pkts)
     }
 
     /// `tc -batch` lines that set the bottleneck rate to `rate_mbit` (Mbit/s) during a run:
     /// tbf's rate and burst, then the child qdisc re-set to [`PathSpec::bottleneck_child`],
-    /// so that the drop-tail buffer stays what the scenario says.
+    /// so that the drop-tail buffer stays what the scenario says. CAKE (its own shaper at
+    /// the root) changes its `bandwidth` alone.
     pub fn rate_change_lines(&self, rate_mbit: f64) -> Vec<String> {
         let bdev = self.bottleneck_dev();
+        if self.aqm.qdisc == crate::aqm::Qdisc::Cake {
+            return vec![format!(
+                "qdisc change dev {bdev} root handle 1: cake bandwidth {}kbit",
+                (rate_mbit * 1000.0).round() as u64
+            )];
+        }
         vec![
             format!(
                 "qdisc change dev {bdev} root handle 1: tbf rate {}kbit burst {} latency 1s",
@@ -225,21 +246,12 @@ impl PathSpec {
     }
 
     /// The `tc` batch lines that build this spec's bottleneck on `dev`: a root tbf (`1:`)
-    /// at [`PathSpec::rate_mbit`] over [`PathSpec::bottleneck_child`] (`10:`). The
-    /// dumbbell and every hop of a parking-lot chain ([`crate::chain`]) are built from it.
+    /// at [`PathSpec::rate_mbit`] over [`PathSpec::bottleneck_child`] (`10:`), or CAKE at
+    /// the root ([`crate::aqm::Aqm::tc_lines`]). The dumbbell and every hop of a
+    /// parking-lot chain ([`crate::chain`]) are built from it.
     pub(crate) fn bottleneck_lines(&self, dev: &str) -> Vec<String> {
-        // `latency` only sizes tbf's default bfifo child, which the pfifo below replaces.
-        vec![
-            format!(
-                "qdisc add dev {dev} root handle 1: tbf rate {}kbit burst {} latency 1s",
-                (self.rate_mbit * 1000.0).round() as u64,
-                self.burst_bytes()
-            ),
-            format!(
-                "qdisc add dev {dev} parent 1:1 handle 10: {}",
-                self.bottleneck_child()
-            ),
-        ]
+        self.aqm
+            .tc_lines(dev, self.rate_mbit, self.burst_bytes(), self.queue_pkts)
     }
 
     /// netem queue limit for sender `i`'s delay line, in packets: well above what one RTT
@@ -558,9 +570,26 @@ impl Testbed {
             .map(|ns| format!("netns add {ns}"))
             .collect();
         run_batch(&["ip"], &adds)?;
+        if let Some(cc) = &spec.receiver_cc {
+            crate::aqm::allow_namespace_default(cc).map_err(|e| {
+                TestbedError::InvalidSpec(format!(
+                    "cannot allow {cc} as the receiver namespace's congestion control \
+                 (net.ipv4.tcp_allowed_congestion_control): {e}"
+                ))
+            })?;
+        }
+        let receiver_cc = spec
+            .receiver_cc
+            .as_ref()
+            .map(|cc| format!("net.ipv4.tcp_congestion_control={cc}"));
         for ns in self.sender_ns.iter().chain([rcv]) {
             let mut argv = vec!["ip", "netns", "exec", ns, "sysctl", "-qw"];
             argv.extend(HOST_SYSCTLS);
+            // Later settings win: ECN on replaces HOST_SYSCTLS' tcp_ecn=0.
+            argv.push(spec.aqm.ecn_sysctl());
+            if let (true, Some(cc)) = (ns == rcv, &receiver_cc) {
+                argv.push(cc);
+            }
             run(&argv)?;
         }
         run_words(&format!(
@@ -901,6 +930,39 @@ impl QdiscSampler {
 
     /// One sample of the root qdisc's counters.
     pub fn sample(&mut self) -> Result<QdiscStats, TestbedError> {
+        let line = self.sample_json()?;
+        self.parse_root(&line)
+    }
+
+    /// One sample of the root qdisc's counters and of the bottleneck discipline's own
+    /// (drops, ECN marks, delay estimate: [`crate::aqm::AqmStats`]), from one `qdisc show`.
+    pub fn sample_with_aqm(
+        &mut self,
+        qdisc: crate::aqm::Qdisc,
+    ) -> Result<(QdiscStats, Option<crate::aqm::AqmStats>), TestbedError> {
+        let line = self.sample_json()?;
+        let root = self.parse_root(&line)?;
+        let aqm = crate::aqm::AqmStats::from_tc_json(&line, qdisc).map_err(|reason| {
+            TestbedError::Parse {
+                command: self.command.clone(),
+                reason,
+            }
+        })?;
+        Ok((root, aqm))
+    }
+
+    fn parse_root(&self, line: &str) -> Result<QdiscStats, TestbedError> {
+        let parse_err = |reason: String| TestbedError::Parse {
+            command: self.command.clone(),
+            reason,
+        };
+        QdiscStats::from_tc_json(line)
+            .map_err(parse_err)?
+            .ok_or_else(|| parse_err("no root qdisc in the output".into()))
+    }
+
+    /// The JSON line of one `qdisc show` of the device.
+    fn sample_json(&mut self) -> Result<String, TestbedError> {
         use std::io::{BufRead as _, Write as _};
         let parse_err = |reason: String| TestbedError::Parse {
             command: self.command.clone(),
@@ -915,9 +977,7 @@ impl QdiscSampler {
             Ok(_) => {}
             Err(e) => return Err(parse_err(format!("reading from tc: {e}"))),
         }
-        QdiscStats::from_tc_json(&line)
-            .map_err(parse_err)?
-            .ok_or_else(|| parse_err("no root qdisc in the output".into()))
+        Ok(line)
     }
 }
 

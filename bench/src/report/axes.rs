@@ -129,8 +129,13 @@ pub fn xy_series(rows: &[SummaryRow], axis: &XAxis, metric: &str) -> Vec<Series>
     type Points = Vec<(f64, f64, f64)>;
     let mut groups: Vec<(Key, Points)> = Vec::new();
     for r in rows {
+        // Swept string settings (e.g. `qdisc`) split series like the algorithm does.
+        let mut algo = r.algo.clone();
+        for (k, v) in &r.settings {
+            algo += &format!(", {k}={v}");
+        }
         let key: Key = (
-            r.algo.clone(),
+            algo,
             others.iter().map(|k| r.vars.get(k).copied()).collect(),
         );
         let i = match groups.iter().position(|(k, _)| *k == key) {
@@ -203,6 +208,7 @@ mod tests {
                 .find(|(k, _)| *k == "rate_mbit")
                 .map_or(10.0, |v| v.1),
             loss: 0.0,
+            settings: BTreeMap::new(),
             algo: algo.into(),
             n: 1,
             metrics: BTreeMap::from([(METRIC.to_string(), agg)]),
@@ -299,7 +305,10 @@ mod tests {
                         points.iter().map(move |p| {
                             let vars: Vec<(&str, f64)> =
                                 p.vars.iter().map(|(k, v)| (k.as_str(), *v)).collect();
-                            row(p.index, a, &vars, 1.0)
+                            SummaryRow {
+                                settings: p.settings.clone(),
+                                ..row(p.index, a, &vars, 1.0)
+                            }
                         })
                     })
                     .collect();

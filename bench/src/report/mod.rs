@@ -14,6 +14,7 @@ use crate::plot::{self, Chart, Series, SeriesStyle};
 use crate::runner::{read_records, Metadata, RunRecord};
 
 mod axes;
+pub mod scatter;
 
 use axes::{xy_series, XAxis};
 
@@ -166,6 +167,9 @@ pub fn run_metrics(r: &RunRecord, p: &MetricParams) -> RunMetrics {
         }
         v.insert("M14 mean cwnd at backoff (pkts)".into(), b.mean_pkts);
     }
+    for (name, x) in crate::aqm::run_metrics(r) {
+        v.insert(name, x);
+    }
     RunMetrics {
         point: r.point,
         algo: r.algo.clone(),
@@ -201,6 +205,9 @@ pub struct SummaryRow {
     pub rate_mbit: f64,
     /// Random loss probability.
     pub loss: f64,
+    /// Swept string settings of the point (e.g. `qdisc`).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub settings: BTreeMap<String, String>,
     /// Algorithm.
     pub algo: String,
     /// Repetitions.
@@ -325,6 +332,7 @@ pub fn summarize(meta: &Metadata, records: &[RunRecord], p: &MetricParams) -> Su
             buffer_pkts: spec.buffer_pkts,
             rate_mbit: spec.rate_mbit,
             loss: spec.loss,
+            settings: spec.settings.clone(),
             algo,
             n: recs.len(),
             metrics: metrics_out,
@@ -363,6 +371,7 @@ fn fmt_agg(a: &Aggregate) -> String {
 
 fn point_label(row: &SummaryRow) -> String {
     let mut parts: Vec<String> = row.vars.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    parts.extend(row.settings.iter().map(|(k, v)| format!("{k}={v}")));
     parts.push(format!("buf={}", row.buffer_pkts));
     parts.join(" ")
 }
@@ -374,6 +383,7 @@ fn selected(names: &[String], wanted: &[String]) -> Vec<String> {
         "M1 flow",
         "M8 utilisation (goodput)",
         "M9 drop rate",
+        "bottleneck",
         "backoffs",
         "web load",
         "CPU busy",
@@ -851,6 +861,15 @@ pub fn plots(
                     series,
                     &notes,
                     false,
+                )?);
+            }
+            "delay_throughput" => {
+                let dots = scatter::flow_dots(records, &s.params);
+                out.push(scatter::render(
+                    &dots,
+                    "Throughput vs queueing delay, one point per flow per run (mean, 1-σ ellipse)",
+                    &notes,
+                    &pdir.join("delay-throughput"),
                 )?);
             }
             other => anyhow::bail!("unknown plot kind '{other}'"),

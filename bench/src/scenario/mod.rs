@@ -122,7 +122,7 @@ mod topology;
 
 pub use error::{FieldError, ScenarioError};
 pub use point::{
-    bdp_pkts, buffer_pkts, CcRef, FlowPlan, RunPoint, MAX_FLOWS_PER_POINT, PACKET_BYTES,
+    bdp_pkts, buffer_pkts, is_dctcp, CcRef, FlowPlan, RunPoint, MAX_FLOWS_PER_POINT, PACKET_BYTES,
 };
 pub use schema::{
     BdpRtt, LossModel, Profile, Scenario, WebModel, CI_MAX_RATE_MBIT, DEFAULT_BUFFER_FLOOR_PKTS,

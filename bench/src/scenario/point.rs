@@ -6,12 +6,13 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::error::{FieldError, ScenarioError};
-use super::expr::{draw, eval, origins, range, Env, NumSpec, Sourced};
+use super::expr::{draw, eval, origins, range, Env, Factor, NumSpec, Sourced};
 use super::rng::SplitMix64;
 use super::schema::{
     BdpRtt, LossModel, Profile, Scenario, WebModel, BUFFER_KEYS, CI_MAX_RATE_MBIT,
     DEFAULT_BUFFER_FLOOR_PKTS,
 };
+use crate::aqm::{Aqm, Qdisc, AQM_PARAMS};
 use crate::schedule::{self as sched, Step, TraceUse, DEFAULT_TRACE_BIN_MS};
 
 /// Packet size the BDP is counted in, in bytes (1500-byte IP packets, `benchmarks.md` §0).
@@ -108,6 +109,18 @@ pub struct RunPoint {
     /// testbed's default (1 ms).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tbf_burst_ms: Option<f64>,
+    /// The bottleneck's queue discipline and ECN (drop-tail pfifo without ECN if the
+    /// scenario says nothing; results written before it existed read as that).
+    #[serde(default)]
+    pub aqm: Aqm,
+    /// Swept string settings of this point (e.g. `qdisc`), by name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub settings: BTreeMap<String, String>,
+}
+
+/// Whether the congestion-control name `name` is the kernel's dctcp (also `native:dctcp`).
+pub fn is_dctcp(name: &str) -> bool {
+    name.strip_prefix("native:").unwrap_or(name) == "dctcp"
 }
 
 /// Reads a number that JSON wrote as `null` because it was infinite (serde_json writes
@@ -119,12 +132,13 @@ fn null_as_infinity<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Er
 impl RunPoint {
     /// A short label of the swept values, e.g. `rate_mbit=10,rtt_ms=42` (`base` if none).
     pub fn label(&self) -> String {
-        if self.vars.is_empty() {
+        if self.vars.is_empty() && self.settings.is_empty() {
             return "base".to_string();
         }
         self.vars
             .iter()
             .map(|(k, v)| format!("{k}={v}"))
+            .chain(self.settings.iter().map(|(k, v)| format!("{k}={v}")))
             .collect::<Vec<_>>()
             .join(",")
     }
@@ -143,13 +157,18 @@ impl Scenario {
         index: usize,
         env: Env,
         vars: BTreeMap<String, f64>,
+        settings: BTreeMap<String, (String, String)>,
         seed: u64,
     ) -> Result<RunPoint, FieldError> {
         let at = self.layer(profile).at.clone();
-        let ctx = if vars.is_empty() {
+        let ctx = if vars.is_empty() && settings.is_empty() {
             format!("(profile {profile})")
         } else {
-            let v: Vec<String> = vars.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            let v: Vec<String> = vars
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .chain(settings.iter().map(|(k, (v, _))| format!("{k}={v}")))
+                .collect();
             format!("(profile {profile}, point {})", v.join(", "))
         };
         let required = |k: &str| -> Result<&Sourced, FieldError> {
@@ -370,6 +389,7 @@ impl Scenario {
                 format!("{b} is not allowed: the tbf bucket must be in (0, 1000] ms"),
             ));
         }
+        let aqm = self.aqm_of(profile, &env, &settings, pkts as u32, &flows, &ctx)?;
         let init_ssthresh_pkts = match env.get("init_ssthresh_bdp") {
             Some(s) => Some(
                 (positive(s, "the initial ssthresh fraction")? * bdp)
@@ -404,7 +424,152 @@ impl Scenario {
             delay_schedule,
             rate_trace,
             tbf_burst_ms,
+            aqm,
+            settings: settings.into_iter().map(|(k, (v, _))| (k, v)).collect(),
         })
+    }
+
+    /// The bottleneck discipline of a point: `qdisc` (swept, or from the layers), `ecn`, and
+    /// the parameters of that qdisc, checked; a parameter of another qdisc is an error unless
+    /// `qdisc` is swept (then it applies to the points whose qdisc takes it). A flow running
+    /// dctcp needs ECN marking at the bottleneck.
+    fn aqm_of(
+        &self,
+        profile: Profile,
+        env: &Env,
+        settings: &BTreeMap<String, (String, String)>,
+        buffer_pkts: u32,
+        flows: &[FlowPlan],
+        ctx: &str,
+    ) -> Result<Aqm, FieldError> {
+        let layer_field = |k: &str| {
+            if self.layer(profile).raw.qdisc.is_some() && k == "qdisc"
+                || self.layer(profile).raw.ecn.is_some() && k == "ecn"
+            {
+                format!("{}.{k}", self.layer(profile).at)
+            } else {
+                format!("defaults.{k}")
+            }
+        };
+        let (name, qdisc_field, swept) = match settings.get("qdisc") {
+            Some((v, field)) => (v.clone(), field.clone(), true),
+            None => (
+                self.setting(profile, |l| &l.qdisc)
+                    .unwrap_or_else(|| "pfifo".into()),
+                layer_field("qdisc"),
+                false,
+            ),
+        };
+        let qdisc = Qdisc::parse(&name)
+            .ok_or_else(|| FieldError::new(&qdisc_field, Qdisc::unknown(&name)))?;
+        let mut aqm = Aqm {
+            qdisc,
+            ecn: self.setting(profile, |l| &l.ecn).unwrap_or(false),
+            ..Aqm::default()
+        };
+        for &(key, owner) in AQM_PARAMS {
+            let Some(s) = env.get(key) else { continue };
+            if owner != qdisc {
+                if swept {
+                    continue;
+                }
+                return Err(FieldError::new(
+                    &s.field,
+                    format!(
+                        "`{key}` is a parameter of {owner}, but the bottleneck is {qdisc} \
+                         ({qdisc_field}); remove it or set qdisc = \"{owner}\" {ctx}"
+                    ),
+                ));
+            }
+            let v = s.value;
+            let bad =
+                |why: &str| FieldError::new(&s.field, format!("{v} is not allowed: {why} {ctx}"));
+            match key {
+                "red_probability" if !(v > 0.0 && v <= 1.0) => {
+                    return Err(bad("a probability in (0, 1]"))
+                }
+                "red_min_pkts" | "red_max_pkts" if !(v >= 1.0 && v <= f64::from(buffer_pkts)) => {
+                    return Err(bad(&format!(
+                        "RED's thresholds are in packets, from 1 to the buffer ({buffer_pkts} packets)"
+                    )))
+                }
+                _ if !(v.is_finite() && v > 0.0) => return Err(bad("must be > 0 ms")),
+                _ => {}
+            }
+            let slot = match key {
+                "codel_target_ms" => &mut aqm.codel_target_ms,
+                "codel_interval_ms" => &mut aqm.codel_interval_ms,
+                "ce_threshold_ms" => &mut aqm.ce_threshold_ms,
+                "pie_target_ms" => &mut aqm.pie_target_ms,
+                "red_min_pkts" => &mut aqm.red_min_pkts,
+                "red_max_pkts" => &mut aqm.red_max_pkts,
+                _ => &mut aqm.red_probability,
+            };
+            *slot = Some(v);
+        }
+        match qdisc {
+            Qdisc::FqCodel => {
+                let t = *aqm
+                    .codel_target_ms
+                    .get_or_insert(crate::aqm::CODEL_TARGET_MS_DEFAULT);
+                let i = *aqm
+                    .codel_interval_ms
+                    .get_or_insert(crate::aqm::CODEL_INTERVAL_MS_DEFAULT);
+                if t >= i {
+                    let field = env.get("codel_target_ms").map_or_else(
+                        || env["codel_interval_ms"].field.clone(),
+                        |s| s.field.clone(),
+                    );
+                    return Err(FieldError::new(
+                        field,
+                        format!(
+                            "CoDel's target ({t} ms) must be below its interval ({i} ms) {ctx}"
+                        ),
+                    ));
+                }
+            }
+            Qdisc::Pie => {
+                aqm.pie_target_ms
+                    .get_or_insert(crate::aqm::PIE_TARGET_MS_DEFAULT);
+            }
+            Qdisc::Red => {
+                let (min, max) =
+                    crate::aqm::red_defaults(buffer_pkts, aqm.red_min_pkts, aqm.red_max_pkts);
+                if let (Some(lo), Some(hi)) = (aqm.red_min_pkts, aqm.red_max_pkts) {
+                    if lo > hi {
+                        return Err(FieldError::new(
+                            &env["red_min_pkts"].field,
+                            format!("red_min_pkts = {lo} is above red_max_pkts = {hi} {ctx}"),
+                        ));
+                    }
+                }
+                aqm.red_min_pkts = Some(min);
+                aqm.red_max_pkts = Some(max);
+                aqm.red_probability
+                    .get_or_insert(crate::aqm::RED_PROBABILITY_DEFAULT);
+            }
+            Qdisc::Pfifo | Qdisc::Cake => {}
+        }
+        if !aqm.marks() {
+            for (i, f) in flows.iter().enumerate() {
+                if let CcRef::Named(n) = &f.cc {
+                    if is_dctcp(n) {
+                        return Err(FieldError::new(
+                            format!("flows[{}].cc", f.entry),
+                            format!(
+                                "dctcp needs ECN marking at the bottleneck: set ecn = true and a \
+                                 marking qdisc (red with red_min_pkts = red_max_pkts = K and \
+                                 red_probability = 1, or fq_codel with ce_threshold_ms); here \
+                                 qdisc = {qdisc} ({qdisc_field}), ecn = {} (flow {}) {ctx}",
+                                aqm.ecn,
+                                i + 1
+                            ),
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(aqm)
     }
 
     pub(super) fn flows_of(
@@ -421,6 +586,12 @@ impl Scenario {
         for (e, f) in self.flows.iter().enumerate() {
             let at = |k: &str| format!("flows[{e}].{k}");
             let count = eval(&f.count, env, &at("count"))?;
+            // A count driven by a variable may be 0: the table has no flow at that point
+            // (how a sweep turns flow mixes on and off, e.g. modern-mix).
+            let from_var = f.count.factors.iter().any(|x| matches!(x, Factor::Var(_)));
+            if from_var && count == 0.0 {
+                continue;
+            }
             if count.fract() != 0.0 || count < 1.0 {
                 return Err(FieldError::new(
                     at("count"),
@@ -565,6 +736,12 @@ impl Scenario {
                 }
             }
         }
+        if plans.is_empty() {
+            return Err(FieldError::new(
+                "flows",
+                format!("every flow table has count 0: a run needs at least one flow {ctx}"),
+            ));
+        }
         Ok(plans)
     }
 }
@@ -588,6 +765,8 @@ pub fn buffer_pkts(raw_pkts: f64, floor_pkts: f64) -> (f64, bool) {
 #[cfg(test)]
 mod tests {
     use std::path::Path;
+
+    use std::collections::BTreeSet;
 
     use super::*;
     use crate::scenario::test_input::{rejects, shipped, GOOD};
@@ -835,6 +1014,150 @@ mod tests {
             "cc = \"{algo}\"\ncount = 1.5\n",
             "flows[0].count",
             &["whole number"],
+        );
+    }
+
+    #[test]
+    fn qdisc_keys_are_checked_and_name_the_field() {
+        rejects(
+            "buffer_bdp = 0.2",
+            "buffer_bdp = 0.2\nqdisc = \"fifo\"",
+            "defaults.qdisc",
+            &["unknown qdisc \"fifo\"", "pfifo, fq_codel, pie, red, cake"],
+        );
+        rejects(
+            "sweep = { rtt_ms = [22, 42, 82] }",
+            "sweep = { qdisc = [\"pfifo\", \"codel\"] }",
+            "profiles.ci.sweep.qdisc[1]",
+            &["unknown qdisc \"codel\"", "fq_codel"],
+        );
+        rejects(
+            "buffer_bdp = 0.2",
+            "buffer_bdp = 0.2\nqdisc = \"pie\"\ncodel_target_ms = 5",
+            "defaults.codel_target_ms",
+            &["parameter of fq_codel", "bottleneck is pie"],
+        );
+        rejects(
+            "buffer_bdp = 0.2",
+            "buffer_bdp = 0.2\ncodel_target_ms = 5",
+            "defaults.codel_target_ms",
+            &["bottleneck is pfifo"],
+        );
+        rejects(
+            "buffer_bdp = 0.2",
+            "buffer_pkts = 100\nqdisc = \"red\"\nred_min_pkts = 30\nred_max_pkts = 20",
+            "defaults.red_min_pkts",
+            &["above red_max_pkts"],
+        );
+        rejects(
+            "buffer_bdp = 0.2",
+            "buffer_pkts = 100\nqdisc = \"red\"\nred_probability = 1.5",
+            "defaults.red_probability",
+            &["(0, 1]"],
+        );
+        rejects(
+            "buffer_bdp = 0.2",
+            "buffer_pkts = 100\nqdisc = \"fq_codel\"\ncodel_target_ms = 100",
+            "defaults.codel_target_ms",
+            &["below its interval"],
+        );
+        rejects(
+            "cc = \"reno\"",
+            "cc = \"dctcp\"",
+            "flows[1].cc",
+            &["dctcp needs ECN marking", "ecn = true"],
+        );
+        rejects(
+            "buffer_bdp = 0.2",
+            "buffer_bdp = 0.2\necn = \"yes\"",
+            "defaults.ecn",
+            &["bool"],
+        );
+    }
+
+    #[test]
+    fn a_marking_aqm_takes_dctcp_and_resolves_its_defaults() {
+        let text = GOOD
+            .replacen("cc = \"reno\"", "cc = \"dctcp\"", 1)
+            .replacen(
+                "buffer_bdp = 0.2",
+                "buffer_pkts = 100\nqdisc = \"red\"\necn = true\nred_min_pkts = 20\nred_max_pkts = 20\nred_probability = 1.0",
+                1,
+            );
+        let sc = Scenario::parse(&text, Path::new("dctcp.toml")).unwrap();
+        let p = &sc.expand(Profile::Ci, 1).unwrap()[0];
+        assert!(p.aqm.marks());
+        assert_eq!(
+            (
+                p.aqm.red_min_pkts,
+                p.aqm.red_max_pkts,
+                p.aqm.red_probability
+            ),
+            (Some(20.0), Some(20.0), Some(1.0))
+        );
+        let text = GOOD.replacen(
+            "buffer_bdp = 0.2",
+            "buffer_pkts = 60\nqdisc = \"fq_codel\"",
+            1,
+        );
+        let sc = Scenario::parse(&text, Path::new("fq.toml")).unwrap();
+        let p = &sc.expand(Profile::Ci, 1).unwrap()[0];
+        assert_eq!(
+            (p.aqm.codel_target_ms, p.aqm.codel_interval_ms, p.aqm.ecn),
+            (Some(5.0), Some(100.0), false)
+        );
+    }
+
+    #[test]
+    fn modern_mix_sweeps_qdisc_strings_and_three_flow_mixes() {
+        let sc = shipped("modern-mix");
+        let ci = sc.expand(Profile::Ci, 1).unwrap();
+        assert_eq!(ci.len(), 6);
+        let mixes: Vec<(String, Vec<CcRef>)> = ci
+            .iter()
+            .map(|p| {
+                (
+                    p.aqm.qdisc.to_string(),
+                    p.flows.iter().map(|f| f.cc.clone()).collect(),
+                )
+            })
+            .collect();
+        let named = |n: &str| CcRef::Named(n.into());
+        assert_eq!(
+            mixes[0],
+            ("pfifo".into(), vec![CcRef::UnderTest, CcRef::UnderTest])
+        );
+        assert_eq!(
+            mixes[1],
+            ("fq_codel".into(), vec![CcRef::UnderTest, CcRef::UnderTest])
+        );
+        assert_eq!(mixes[3].1, vec![CcRef::UnderTest, named("bbr")]);
+        assert_eq!(
+            mixes[5],
+            (
+                "fq_codel".into(),
+                vec![CcRef::UnderTest, named("native:cubic")]
+            )
+        );
+        assert!(
+            ci[1].label().contains("qdisc=fq_codel"),
+            "{}",
+            ci[1].label()
+        );
+        assert!(ci
+            .iter()
+            .all(|p| p.rate_mbit <= 50.0 && p.duration_s <= 20.0));
+        let paper = sc.expand(Profile::Paper, 1).unwrap();
+        assert_eq!(paper.len(), 24);
+        let buffers: BTreeSet<u64> = paper.iter().map(|p| p.buffer_bdp.to_bits()).collect();
+        let rtts: BTreeSet<u64> = paper.iter().map(|p| p.rtt_ms.to_bits()).collect();
+        assert_eq!((buffers.len(), rtts.len()), (2, 2));
+        // A literal count of 0 is still refused; one from a variable leaves the table out.
+        rejects(
+            "cc = \"{algo}\"\n",
+            "cc = \"{algo}\"\ncount = 0\n",
+            "flows[0].count",
+            &["≥ 1"],
         );
     }
 }

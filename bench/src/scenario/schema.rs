@@ -35,7 +35,9 @@ pub const METRICS: &[&str] = &[
 /// goodput against `x`; `completion`: completion times (M15); `queue`: normalised queue
 /// (M12) against `x`; `fairness`: Jain's index (M4) against `x`; `friendliness`: the
 /// fair-to-Reno factor (M11) against `x`; `timeline`: per-flow throughput, queue and losses
-/// over time; `cdf`: CDFs of per-interval metrics across runs (T1.4).
+/// over time; `cdf`: CDFs of per-interval metrics across runs (T1.4); `delay_throughput`:
+/// Pantheon-style scatter of each flow's throughput against its queueing delay, with a mean
+/// and 1-σ ellipse per algorithm.
 pub const PLOTS: &[&str] = &[
     "cwnd",
     "ratio_vs_rtt",
@@ -49,6 +51,7 @@ pub const PLOTS: &[&str] = &[
     "friendliness",
     "timeline",
     "cdf",
+    "delay_throughput",
 ];
 
 /// Numeric parameters of `[defaults]` and the profiles: the keys a sweep may vary and that
@@ -65,7 +68,18 @@ pub const PARAMS: &[&str] = &[
     "init_ssthresh_bdp",
     "web_sessions",
     "duration_s",
+    "codel_target_ms",
+    "codel_interval_ms",
+    "ce_threshold_ms",
+    "pie_target_ms",
+    "red_min_pkts",
+    "red_max_pkts",
+    "red_probability",
 ];
+
+/// Settings a sweep may vary through a list of strings (`sweep = { qdisc = ["pfifo",
+/// "fq_codel"] }`); the point records them in [`super::RunPoint::settings`].
+pub const STRING_SWEEPS: &[&str] = &["qdisc"];
 
 /// Parameters that only take whole numbers.
 pub(super) const INTEGER_PARAMS: &[&str] = &["buffer_pkts", "buffer_floor_pkts", "web_sessions"];
@@ -234,6 +248,15 @@ pub(super) struct RawLayer {
     pub(super) web_model: Option<WebModel>,
     pub(super) web_cc: Option<String>,
     pub(super) duration_s: Option<f64>,
+    pub(super) qdisc: Option<String>,
+    pub(super) ecn: Option<bool>,
+    pub(super) codel_target_ms: Option<f64>,
+    pub(super) codel_interval_ms: Option<f64>,
+    pub(super) ce_threshold_ms: Option<f64>,
+    pub(super) pie_target_ms: Option<f64>,
+    pub(super) red_min_pkts: Option<f64>,
+    pub(super) red_max_pkts: Option<f64>,
+    pub(super) red_probability: Option<f64>,
     pub(super) repeat: Option<u32>,
     pub(super) seed: Option<u64>,
     pub(super) note: Option<String>,
@@ -421,6 +444,8 @@ pub(super) fn is_setting(key: &str) -> bool {
             | "loss_model"
             | "web_model"
             | "web_cc"
+            | "qdisc"
+            | "ecn"
             | "repeat"
             | "seed"
             | "note"
@@ -485,6 +510,14 @@ fn parse_layer(value: toml::Value, at: &str, path: &Path) -> Result<Layer, Field
             "must be at least 1",
         ));
     }
+    if let Some(q) = &raw.qdisc {
+        if crate::aqm::Qdisc::parse(q).is_none() {
+            return Err(FieldError::new(
+                format!("{at}.qdisc"),
+                crate::aqm::Qdisc::unknown(q),
+            ));
+        }
+    }
     if let Some(cc) = &raw.web_cc {
         if cc.is_empty() || cc.contains(['{', '}']) {
             return Err(FieldError::new(
@@ -520,6 +553,13 @@ fn numeric(raw: &RawLayer) -> Vec<(&'static str, f64)> {
     put("init_ssthresh_bdp", raw.init_ssthresh_bdp);
     put("web_sessions", raw.web_sessions.map(f64::from));
     put("duration_s", raw.duration_s);
+    put("codel_target_ms", raw.codel_target_ms);
+    put("codel_interval_ms", raw.codel_interval_ms);
+    put("ce_threshold_ms", raw.ce_threshold_ms);
+    put("pie_target_ms", raw.pie_target_ms);
+    put("red_min_pkts", raw.red_min_pkts);
+    put("red_max_pkts", raw.red_max_pkts);
+    put("red_probability", raw.red_probability);
     out
 }
 
@@ -724,7 +764,10 @@ impl Scenario {
             }
             for case in layer.sweep.iter().flatten() {
                 for (name, _) in &case.axes {
-                    if !PARAMS.contains(&name.as_str()) && !used.contains(name.as_str()) {
+                    if !PARAMS.contains(&name.as_str())
+                        && !used.contains(name.as_str())
+                        && !STRING_SWEEPS.contains(&name.as_str())
+                    {
                         return Err(FieldError::new(
                             format!("{}.{name}", case.at),
                             format!("`{name}` is neither a parameter ({}) nor a variable used by a flow or by `x` (a typo?)", PARAMS.join(", ")),

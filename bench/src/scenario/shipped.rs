@@ -38,6 +38,7 @@ pub const BUILTIN_FILES: &[(&str, &str)] = builtin_files!(
     "t3_6_web_background.toml",
     "v1_native_comparison.toml",
     "parking_lot.toml",
+    "modern_mix.toml",
 );
 
 /// The shipped scenarios, in test-id order, with `path` = `<builtin>/<file>.toml`.
@@ -100,7 +101,7 @@ mod tests {
     #[test]
     fn every_shipped_scenario_parses_and_expands_in_both_profiles() {
         let all = builtin();
-        assert_eq!(all.len(), 24);
+        assert_eq!(all.len(), 25);
         for s in &all {
             assert!(s.path.starts_with("<builtin>"), "{}", s.path.display());
             for profile in Profile::ALL {
@@ -144,7 +145,7 @@ mod tests {
         let want = [
             "T0.1", "T0.2", "T0.3", "T0.4", "T0.5", "T0.6", "T0.7", "T0.8", "T0.9", "T1.1", "T1.2",
             "T1.3", "T1.4", "T2.5", "T2.6", "T2.7", "T3.1", "T3.2", "T3.3", "T3.4", "T3.5", "T3.6",
-            "V1", "PL1",
+            "V1", "PL1", "MM1",
         ];
         assert_eq!(ids, want);
         let names: BTreeSet<&str> = all.iter().map(|s| s.name.as_str()).collect();

@@ -7,7 +7,9 @@ use std::collections::BTreeMap;
 use super::error::{FieldError, ScenarioError};
 use super::expr::{describe, is_ident, Sourced};
 use super::point::RunPoint;
-use super::schema::{is_setting, Profile, Scenario, BUFFER_KEYS, INTEGER_PARAMS, PARAMS};
+use super::schema::{
+    is_setting, Profile, Scenario, BUFFER_KEYS, INTEGER_PARAMS, PARAMS, STRING_SWEEPS,
+};
 
 /// One cartesian product of a sweep.
 #[derive(Debug, Clone)]
@@ -15,6 +17,43 @@ pub(super) struct SweepCase {
     /// `profiles.ci.sweep` or `profiles.ci.sweep[1]`.
     pub(super) at: String,
     pub(super) axes: Vec<(String, Vec<f64>)>,
+    /// Axes of string settings ([`STRING_SWEEPS`]), varied after (inside) the numeric ones.
+    pub(super) strings: Vec<(String, Vec<String>)>,
+}
+
+/// Parses the list of a string setting's sweep (`qdisc = ["pfifo", "fq_codel"]`).
+fn parse_string_axis(
+    key: &str,
+    list: &toml::Value,
+    key_at: &str,
+) -> Result<Vec<String>, FieldError> {
+    let toml::Value::Array(items) = list else {
+        return Err(FieldError::new(
+            key_at,
+            format!("expected a list of strings, found {}", describe(list)),
+        ));
+    };
+    if items.is_empty() {
+        return Err(FieldError::new(
+            key_at,
+            "an empty list; give at least one value",
+        ));
+    }
+    let mut out = Vec::new();
+    for (i, item) in items.iter().enumerate() {
+        let item_at = format!("{key_at}[{i}]");
+        let toml::Value::String(v) = item else {
+            return Err(FieldError::new(
+                item_at,
+                format!("expected a string, found {}", describe(item)),
+            ));
+        };
+        if key == "qdisc" && crate::aqm::Qdisc::parse(v).is_none() {
+            return Err(FieldError::new(item_at, crate::aqm::Qdisc::unknown(v)));
+        }
+        out.push(v.clone());
+    }
+    Ok(out)
 }
 
 pub(super) fn parse_sweep(value: &toml::Value, at: &str) -> Result<Vec<SweepCase>, FieldError> {
@@ -51,9 +90,14 @@ pub(super) fn parse_sweep(value: &toml::Value, at: &str) -> Result<Vec<SweepCase
     let mut cases = Vec::new();
     for (case_at, table) in tables {
         let mut axes = Vec::new();
+        let mut strings = Vec::new();
         let mut buffers = Vec::new();
         for (key, list) in table {
             let key_at = format!("{case_at}.{key}");
+            if STRING_SWEEPS.contains(&key.as_str()) {
+                strings.push((key.clone(), parse_string_axis(key, list, &key_at)?));
+                continue;
+            }
             if !is_ident(key) || key == "algo" {
                 return Err(FieldError::new(
                     key_at,
@@ -117,7 +161,11 @@ pub(super) fn parse_sweep(value: &toml::Value, at: &str) -> Result<Vec<SweepCase
                 ),
             ));
         }
-        cases.push(SweepCase { at: case_at, axes });
+        cases.push(SweepCase {
+            at: case_at,
+            axes,
+            strings,
+        });
     }
     Ok(cases)
 }
@@ -130,6 +178,7 @@ impl Scenario {
             None => vec![SweepCase {
                 at: format!("{}.sweep", layer.at),
                 axes: Vec::new(),
+                strings: Vec::new(),
             }],
         }
     }
@@ -143,7 +192,14 @@ impl Scenario {
         let base = self.base_env(profile);
         let mut points = Vec::new();
         for case in self.sweep_cases(profile) {
-            let mut idx = vec![0usize; case.axes.len()];
+            let n = case.axes.len();
+            let lens: Vec<usize> = case
+                .axes
+                .iter()
+                .map(|(_, v)| v.len())
+                .chain(case.strings.iter().map(|(_, v)| v.len()))
+                .collect();
+            let mut idx = vec![0usize; lens.len()];
             'points: loop {
                 let mut env = base.clone();
                 let mut vars = BTreeMap::new();
@@ -164,8 +220,19 @@ impl Scenario {
                     );
                     vars.insert(name.clone(), values[i]);
                 }
+                let settings: BTreeMap<String, (String, String)> = case
+                    .strings
+                    .iter()
+                    .zip(&idx[n..])
+                    .map(|((name, values), &i)| {
+                        (
+                            name.clone(),
+                            (values[i].clone(), format!("{}.{name}[{i}]", case.at)),
+                        )
+                    })
+                    .collect();
                 let point = self
-                    .point(profile, points.len(), env, vars, seed)
+                    .point(profile, points.len(), env, vars, settings, seed)
                     .map_err(invalid)?;
                 points.push(point);
                 // Odometer: the last axis varies fastest.
@@ -176,7 +243,7 @@ impl Scenario {
                     }
                     d -= 1;
                     idx[d] += 1;
-                    if idx[d] < case.axes[d].1.len() {
+                    if idx[d] < lens[d] {
                         break;
                     }
                     idx[d] = 0;

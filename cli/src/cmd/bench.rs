@@ -338,6 +338,7 @@ fn run_bench(a: RunArgs) -> Result<i32> {
             RunKernel::Installed
         };
         runner::check_algorithms(&a.algo, kernel)?;
+        cctl_bench::aqm::check_dctcp(&a.algo, &points)?;
         let repeat = a.repeat.unwrap_or_else(|| sc.repeat(profile));
         if let Some(shard) = shard {
             let list = shard.select(run_list(&point_indices(&points), &a.algo, repeat));
