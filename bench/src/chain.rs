@@ -439,16 +439,7 @@ impl Chain {
     }
 
     fn remove_namespaces(&self) -> Option<TestbedError> {
-        let dels: Vec<String> = self
-            .namespaces
-            .iter()
-            .filter(|ns| netns_exists(ns))
-            .map(|ns| format!("netns delete {ns}"))
-            .collect();
-        if dels.is_empty() {
-            return None;
-        }
-        run_batch(&["ip", "-force"], &dels).err()
+        crate::testbed::delete_existing_netns(self.namespaces.iter())
     }
 }
 

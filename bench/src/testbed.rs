@@ -801,19 +801,25 @@ impl Testbed {
         first.map_or(Ok(()), Err)
     }
 
-    /// Deletes whichever of the namespaces exist (one `ip -batch -force`); returns the
-    /// error, if any.
+    /// Deletes whichever of the namespaces exist; returns the error, if any.
     fn remove_namespaces(&self) -> Option<TestbedError> {
-        let dels: Vec<String> = self
-            .namespaces()
-            .filter(|ns| netns_exists(ns))
-            .map(|ns| format!("netns delete {ns}"))
-            .collect();
-        if dels.is_empty() {
-            return None;
-        }
-        run_batch(&["ip", "-force"], &dels).err()
+        delete_existing_netns(self.namespaces())
     }
+}
+
+/// Deletes whichever of the namespaces `names` exist (one `ip -batch -force`); returns the
+/// error, if any. Shared by the dumbbell and the chain ([`crate::chain`]).
+pub(crate) fn delete_existing_netns<'a>(
+    names: impl Iterator<Item = &'a String>,
+) -> Option<TestbedError> {
+    let dels: Vec<String> = names
+        .filter(|ns| netns_exists(ns))
+        .map(|ns| format!("netns delete {ns}"))
+        .collect();
+    if dels.is_empty() {
+        return None;
+    }
+    run_batch(&["ip", "-force"], &dels).err()
 }
 
 impl Drop for Testbed {
