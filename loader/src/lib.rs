@@ -9,8 +9,6 @@ pub mod catalogue;
 pub mod collector;
 pub mod config;
 pub mod error;
-#[cfg(any(test, feature = "fuzz"))]
-pub mod fuzz;
 pub mod kernel;
 pub mod live;
 pub mod math {

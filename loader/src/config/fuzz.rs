@@ -1,10 +1,10 @@
-//! The configuration parser fuzzed (proptest, see [`crate::fuzz`]): random and mutated
+//! The configuration parser fuzzed (proptest, see `cctl_fuzz`): random and mutated
 //! documents never panic, and every error names its field.
 
 use std::path::Path;
 
 use super::*;
-use crate::fuzz;
+use cctl_fuzz as fuzz;
 
 /// The schema's keys, algorithm keys, profiles, parameter keys and plausible values.
 const WORDS: &[&str] = &[

@@ -1,0 +1,155 @@
+//! A scenario point as a network: the dumbbell (or the `[topology]` chain) slot `s` builds
+//! for it, with its schedules' values at 0 s, its bottleneck discipline and the receivers'
+//! congestion control; and the checks that refuse, before anything is built, what the
+//! emulator cannot give a point.
+
+use anyhow::{bail, Result};
+use cctl_netem::aqm::BottleneckSetup;
+use cctl_netem::chain::ChainSpec;
+use cctl_netem::schedule::value_at;
+use cctl_netem::slot::Slot;
+use cctl_netem::testbed::{AccessSpec, PathSpec};
+use cctl_scenario::{RunPoint, Scenario};
+
+/// Builds the testbed of one point in slot 0: one sender per flow with its RTT, the
+/// scenario's loss.
+pub fn path_for(point: &RunPoint) -> PathSpec {
+    path_in_slot(point, Slot(0))
+}
+
+/// [`path_for`] in slot `slot`: its names and subnets.
+pub fn path_in_slot(point: &RunPoint, slot: Slot) -> PathSpec {
+    let mut spec = PathSpec::new(slot.prefix(), point.rate_mbit, point.buffer_pkts.max(1));
+    spec.subnet_octet = slot.0;
+    spec.aqm = point.aqm.clone();
+    spec.reverse_rate_mbit = point.reverse_rate_mbit;
+    spec.senders = point
+        .flows
+        .iter()
+        .map(|f| AccessSpec {
+            rtt_ms: f.rtt_ms,
+            loss: point.loss,
+            loss_model: point.loss_model,
+        })
+        .collect();
+    if point.web_sessions > 0 {
+        // The web host on the senders' side, at the scenario's RTT.
+        spec.senders.push(AccessSpec {
+            rtt_ms: point.rtt_ms,
+            loss: point.loss,
+            loss_model: point.loss_model,
+        });
+    }
+    initial_path(point, &mut spec);
+    spec
+}
+
+/// The chain of `point` in slot `slot`; `None` without a `[topology]`.
+pub fn chain_spec(point: &RunPoint, slot: Slot) -> Option<ChainSpec> {
+    let t = point.topology.as_ref()?;
+    Some(ChainSpec {
+        template: path_in_slot(point, slot),
+        hops: t.hops.clone(),
+        paths: t.paths.iter().map(|p| (p.first, p.last)).collect(),
+    })
+}
+
+/// Builds the schedules' values at 0 s into `path` (the testbed of `point`): the rate, and
+/// the RTT of every sender's access link; and the point's tbf bucket (`tbf_burst_ms`).
+pub fn initial_path(point: &RunPoint, path: &mut PathSpec) {
+    path.rate_mbit = value_at(&point.rate_schedule, path.rate_mbit, 0.0);
+    if let Some(b) = point.tbf_burst_ms {
+        path.burst_ms = b;
+    }
+    if let Some(first) = point.delay_schedule.first().filter(|s| s.at_s <= 0.0) {
+        for a in &mut path.senders {
+            a.rtt_ms = first.value;
+        }
+    }
+}
+
+/// The bottleneck of `point` as slot 0 builds it, for the metadata; the receiver runs dctcp
+/// when a named flow does (or every flow when dctcp is under test: `algos`).
+pub fn setup_of(point: &cctl_scenario::RunPoint, algos: &[String]) -> BottleneckSetup {
+    let named_dctcp = point.flows.iter().any(|f| match &f.cc {
+        cctl_scenario::CcRef::Named(n) => cctl_scenario::is_dctcp(n),
+        cctl_scenario::CcRef::UnderTest => algos.iter().any(|a| cctl_scenario::is_dctcp(a)),
+    });
+    let mut path = crate::network::path_for(point);
+    if named_dctcp {
+        path.receiver_cc = Some("dctcp".into());
+    }
+    BottleneckSetup {
+        aqm: point.aqm.clone(),
+        tc: path.bottleneck_tc_lines(),
+        ecn_sysctl: point.aqm.ecn_sysctl().into(),
+        receiver_cc: path.receiver_cc,
+    }
+}
+
+/// Refuses dctcp under test (`algos`) at a point whose bottleneck does not mark ECN: dctcp
+/// reacts only to CE marks, and behind a drop-tail queue without ECN it is not the algorithm
+/// its papers describe. (Named dctcp flows are refused when the scenario is parsed.)
+pub fn check_dctcp(algos: &[String], points: &[cctl_scenario::RunPoint]) -> anyhow::Result<()> {
+    if !algos.iter().any(|a| cctl_scenario::is_dctcp(a)) {
+        return Ok(());
+    }
+    if let Some(p) = points.iter().find(|p| !p.aqm.marks()) {
+        anyhow::bail!(
+            "--algo dctcp needs ECN marking at the bottleneck, but point {} ({}) has qdisc = {}, \
+             ecn = {}: set ecn = true and a marking qdisc (red with red_min_pkts = red_max_pkts \
+             = K and red_probability = 1, or fq_codel with ce_threshold_ms)",
+            p.index,
+            p.label(),
+            p.aqm.qdisc,
+            p.aqm.ecn
+        );
+    }
+    Ok(())
+}
+
+/// Refuses, before anything is created, scenario features this runner does not implement
+/// yet (named, so the user knows what is missing).
+pub fn check_supported(sc: &Scenario, points: &[RunPoint]) -> Result<()> {
+    for p in points {
+        let missing = if p.flows.len() + 1 > cctl_netem::testbed::MAX_SENDERS {
+            Some(format!(
+                "{} flows (at most {})",
+                p.flows.len(),
+                cctl_netem::testbed::MAX_SENDERS
+            ))
+        } else {
+            None
+        };
+        if let Some(m) = missing {
+            bail!(
+                "scenario {} ({}) point {} needs {m}, which `cctl bench` does not implement yet; \
+                 nothing was run",
+                sc.name,
+                sc.path.display(),
+                p.label()
+            );
+        }
+    }
+    Ok(())
+}
+
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_zero_rtt_point_needs_no_netem() {
+        let sc = cctl_scenario::find("fairness-same-rtt").unwrap();
+        let mut point = sc.expand(cctl_scenario::Profile::Ci, 1).unwrap().remove(0);
+        assert!(path_for(&point).needs_netem());
+        point.rtt_ms = 0.0;
+        for f in &mut point.flows {
+            f.rtt_ms = 0.0;
+        }
+        point.delay_schedule.clear();
+        assert!(point.loss == 0.0, "the scenario has no loss");
+        assert!(!path_for(&point).needs_netem());
+    }
+}

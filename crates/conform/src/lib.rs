@@ -1,0 +1,595 @@
+//! Conformance: a port and its Linux module driven by the same scripted ACK stream and
+//! compared ACK by ACK (`cctl conform`).
+//!
+//! [`script`] declares what the receiver does; [`receiver`] decides each ACK; [`wire`]
+//! builds and parses the packets; [`lockstep`] runs the senders side by side on a TUN
+//! device; [`verdict`] compares trajectories and judges; [`report`] writes the results.
+//!
+//! A case is a run of the port and the module side by side, then runs of two module
+//! sockets side by side: the module against itself. Ports whose rules read the clock
+//! ([`cctl_loader::catalogue::Algorithm::clocked`]) are judged against that spread over
+//! [`BASELINE_RUNS`] such runs; the others must be identical (and get one module run,
+//! which with run 1 checks that the same script gives the module the same trajectory).
+//! Two senders per run, not three: the driver's ACK rate is what limits the windows a
+//! script can reach in real time (QEMU TCG: about 1,500 steps of two senders per second).
+
+pub mod lockstep;
+pub mod model;
+pub mod receiver;
+pub mod report;
+pub mod script;
+pub mod verdict;
+pub mod wire;
+
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use anyhow::{anyhow, bail, Context, Result};
+use cctl_loader::catalogue::{self, Algorithm};
+use cctl_loader::collector::{Trace, TraceConfig};
+use cctl_loader::registry::{self, LoadGuard, LoadOptions};
+use cctl_loader::sample::Sample;
+
+use lockstep::RunResult;
+use script::Script;
+use verdict::{Comparison, Rule};
+
+/// Runs of a clocked port's case: its module against itself in each gives the baseline.
+pub const BASELINE_RUNS: usize = 3;
+
+/// Prefix of the namespaces `cctl conform` creates (`cctl-cf<pid>`).
+pub const NETNS_PREFIX: &str = "cctl-cf";
+
+/// What a port is compared with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Reference {
+    /// Its Linux module, in lockstep.
+    Module,
+    /// Its f64 model (algorithms without a module).
+    Model,
+}
+
+/// The algorithm under test: a catalogue entry, the profile compared, and what it is
+/// compared with.
+#[derive(Debug, Clone)]
+pub struct Subject {
+    /// Catalogue entry.
+    pub algo: &'static Algorithm,
+    /// Profile loaded (`linux` where the port has one).
+    pub profile: Option<&'static str>,
+    /// Module or model.
+    pub reference: Reference,
+}
+
+impl Subject {
+    /// The subject for `arg`: a key (`cubic`) or `key@profile`. The `linux` profile is
+    /// used where the port has one and no profile is given.
+    ///
+    /// Errors: unknown algorithm or profile, naming what exists.
+    pub fn parse(arg: &str) -> Result<Subject> {
+        let (key, profile) = match arg.split_once('@') {
+            Some((k, p)) => (k, Some(p)),
+            None => (arg, None),
+        };
+        let algo = catalogue::find(key).map_err(|e| anyhow!("{e}"))?;
+        let profile = match profile {
+            Some(p) => Some(
+                algo.profiles
+                    .iter()
+                    .find(|q| q.name == p)
+                    .map(|q| q.name)
+                    .ok_or_else(|| {
+                        anyhow!(
+                            "'{key}' has no profile '{p}' (it has: {})",
+                            if algo.profiles.is_empty() {
+                                "none".to_string()
+                            } else {
+                                algo.profiles
+                                    .iter()
+                                    .map(|q| q.name)
+                                    .collect::<Vec<_>>()
+                                    .join(", ")
+                            }
+                        )
+                    })?,
+            ),
+            None => algo
+                .profiles
+                .iter()
+                .find(|q| q.name == "linux")
+                .map(|q| q.name),
+        };
+        let reference = if algo.native.is_some() {
+            Reference::Module
+        } else {
+            Reference::Model
+        };
+        Ok(Subject {
+            algo,
+            profile,
+            reference,
+        })
+    }
+
+    /// `key` or `key@profile`.
+    pub fn label(&self) -> String {
+        match self.profile {
+            Some(p) => format!("{}@{p}", self.algo.key),
+            None => self.algo.key.to_string(),
+        }
+    }
+}
+
+/// The result of one (algorithm, script, RTT).
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct Outcome {
+    /// `key` or `key@profile`.
+    pub algo: String,
+    /// The port's registered name.
+    pub port_cc: String,
+    /// The module's name, for module checks.
+    pub module_cc: Option<String>,
+    /// Module or model.
+    pub reference: Reference,
+    /// Script name.
+    pub script: String,
+    /// Base RTT, ms.
+    pub rtt_ms: f64,
+    /// The port against the module (run 1).
+    pub comparison: Comparison,
+    /// The module against itself in each later run.
+    pub baseline: Vec<Comparison>,
+    /// The module of run 1 against the second socket of run 2 (same script, same
+    /// position in the step): the module's determinism across runs.
+    pub across_runs: Option<Comparison>,
+    /// How it was judged.
+    pub rule: Rule,
+    /// `match`, `diverges` or `invalid`.
+    pub verdict: String,
+    /// Why it does not match, or why the run is invalid.
+    pub why: Option<String>,
+    /// The runs (trajectories, validity).
+    pub runs: Vec<RunResult>,
+    /// The kernel's ssthresh fault (README, Known problems) was seen in the port's run.
+    pub kernel_ssthresh_fault: bool,
+    /// For model checks: what was checked per ACK, with which bounds and from which test.
+    pub model_bounds: Option<String>,
+}
+
+/// Options of [`run`].
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Use only the first (short) RTT of each script.
+    pub short_only: bool,
+    /// Runs per case for clocked ports (the baseline); exact ports run once.
+    pub baseline_runs: usize,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            short_only: false,
+            baseline_runs: BASELINE_RUNS,
+        }
+    }
+}
+
+/// A namespace of this process, deleted on drop; namespaces of dead `cctl conform`
+/// processes are removed when one is created.
+struct Netns(String);
+
+impl Netns {
+    fn create() -> Result<Netns> {
+        for entry in std::fs::read_dir(cctl_netem::testbed::NETNS_RUN_DIR)
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if let Some(pid) = name
+                .strip_prefix(NETNS_PREFIX)
+                .and_then(|p| p.parse::<u32>().ok())
+            {
+                if !Path::new(&format!("/proc/{pid}")).exists() {
+                    let _ = std::process::Command::new("ip")
+                        .args(["netns", "delete", &name])
+                        .status();
+                }
+            }
+        }
+        let name = format!("{NETNS_PREFIX}{}", std::process::id());
+        let ns = cctl_netem::testbed::LoopbackNetns::create(&name, None)
+            .map_err(|e| anyhow!("creating namespace {name}: {e}"))?;
+        std::mem::forget(ns); // deleted by our own Drop
+        Ok(Netns(name))
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("ip")
+            .args(["netns", "delete", &self.0])
+            .stderr(std::process::Stdio::null())
+            .status();
+    }
+}
+
+/// Sets the sender namespace's TCP sysctls for `script` (the calling thread is in it).
+fn apply_sysctls(script: &Script) -> Result<()> {
+    let set = |k: &str, v: &str| {
+        let p = format!("/proc/sys/net/ipv4/{k}");
+        std::fs::write(&p, v).with_context(|| format!("writing {p}"))
+    };
+    set("tcp_ecn", if script.ecn { "1" } else { "0" })?;
+    set("tcp_sack", "1")?;
+    set("tcp_dsack", "1")?;
+    set("tcp_timestamps", "1")?;
+    set("tcp_no_metrics_save", "1")?;
+    // Loss detection by ACKs only: RACK's reordering timer and the tail-loss probe fire
+    // at times that differ by the microseconds between the senders' transmissions, so an
+    // ACK of the next step can fall between the two senders' timers and they diverge for
+    // a reason that is not their congestion control. The RTO stays (the rto script).
+    set("tcp_recovery", "0")?;
+    set("tcp_early_retrans", "0")?;
+    Ok(())
+}
+
+/// Checks that `/dev/net/tun` can be opened.
+///
+/// Errors: missing device or module, with what to do.
+pub fn check_tun() -> Result<()> {
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/net/tun")
+        .map(drop)
+        .map_err(|e| {
+            anyhow!("/dev/net/tun: {e} (cctl conform needs the TUN driver: `modprobe tun`)")
+        })
+}
+
+/// Runs every `subjects` × `scripts` case with a module reference on this kernel (in a
+/// namespace of its own, cleaned up on return), calling `progress` after each.
+///
+/// Errors: no TUN device, a module the kernel does not have, loading a port, a run
+/// that fails (not one that diverges: that is an outcome).
+pub fn run(
+    subjects: &[Subject],
+    scripts: &[Script],
+    opts: &Options,
+    stop: Arc<AtomicBool>,
+    mut progress: impl FnMut(&Outcome) + Send,
+) -> Result<Vec<Outcome>> {
+    check_tun()?;
+    let _ = registry::remove_orphans();
+    let ns = Netns::create()?;
+    let file = std::fs::File::open(Path::new(cctl_netem::testbed::NETNS_RUN_DIR).join(&ns.0))?;
+    std::thread::scope(|scope| {
+        scope
+            .spawn(move || -> Result<Vec<Outcome>> {
+                nix::sched::setns(&file, nix::sched::CloneFlags::CLONE_NEWNET)
+                    .context("joining the conformance namespace")?;
+                let mut out = Vec::new();
+                for s in subjects {
+                    let port = registry::load(
+                        s.algo.key,
+                        &LoadOptions {
+                            profile: s.profile.map(str::to_string),
+                            owned: true,
+                            ..Default::default()
+                        },
+                    )
+                    .with_context(|| format!("loading {}", s.label()))?;
+                    let guard = LoadGuard::new(port.name.clone());
+                    let mut trace = Trace::start(TraceConfig {
+                        interval: std::time::Duration::ZERO,
+                        port: None,
+                        cc: Some(port.name.clone()),
+                    })
+                    .context("starting the collector for the port's variables")?;
+                    for sc in scripts {
+                        let rtts: &[f64] = if opts.short_only {
+                            &sc.rtt_ms[..1]
+                        } else {
+                            &sc.rtt_ms
+                        };
+                        for &rtt in rtts {
+                            if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                                return Ok(out);
+                            }
+                            let o = match s.algo.native {
+                                Some(native) => run_case(
+                                    s, &port.name, native, sc, rtt, opts, &mut trace, &stop,
+                                )?,
+                                None => run_model_case(s, &port, sc, rtt, &mut trace, &stop)?,
+                            };
+                            progress(&o);
+                            out.push(o);
+                        }
+                    }
+                    let _ = trace.finish();
+                    guard
+                        .unload()
+                        .with_context(|| format!("unloading {}", port.name))?;
+                }
+                Ok(out)
+            })
+            .join()
+            .map_err(|_| anyhow!("the conformance thread panicked"))?
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_case(
+    s: &Subject,
+    port_cc: &str,
+    module_cc: &str,
+    sc: &Script,
+    rtt_ms: f64,
+    opts: &Options,
+    trace: &mut Trace,
+    stop: &AtomicBool,
+) -> Result<Outcome> {
+    apply_sysctls(sc)?;
+    // Run 1: the port and the module side by side. Then the module against itself:
+    // the baseline of a clocked port, and for every port the determinism check.
+    let baseline_n = if s.algo.clocked {
+        opts.baseline_runs.max(1)
+    } else {
+        1
+    };
+    let mut runs = Vec::new();
+    let mut samples: Vec<Sample> = Vec::new();
+    for i in 0..=baseline_n {
+        let ccs = if i == 0 {
+            [port_cc.to_string(), module_cc.to_string()]
+        } else {
+            [module_cc.to_string(), module_cc.to_string()]
+        };
+        let _ = trace.drain();
+        let r = lockstep::run_here(sc, rtt_ms, &ccs, stop).with_context(|| {
+            format!("{} / {} at {rtt_ms} ms, run {}", s.label(), sc.name, i + 1)
+        })?;
+        if i == 0 {
+            samples = trace
+                .drain()
+                .into_iter()
+                .filter(|x| x.cookie == r.sides[0].cookie)
+                .collect();
+        }
+        runs.push(r);
+    }
+    let first = &runs[0];
+    let mut comparison = verdict::compare(&first.sides[0], &first.sides[1]);
+    if let Some(d) = comparison.first_divergence.as_mut() {
+        if let Some(&done) = first.sides[0].done_us.get(d.step) {
+            d.vars = samples
+                .iter()
+                .find(|x| x.ts_ns / 1000 > done)
+                .map(|x| x.vars.to_string());
+        }
+    }
+    let fault = first.sides[0]
+        .steps
+        .iter()
+        .any(|st| st.ssthresh > 0x7fff_ffff);
+    let baseline: Vec<Comparison> = runs[1..]
+        .iter()
+        .map(|r| verdict::compare(&r.sides[0], &r.sides[1]))
+        .collect();
+    // The module in run 1 against the module in run 2: the same script twice.
+    let across_runs = Some(verdict::compare_across_runs(
+        &runs[0].sides[1],
+        &runs[1].sides[1],
+    ));
+    let rule = if s.algo.clocked {
+        Rule::Baseline {
+            module_first_divergence: baseline
+                .iter()
+                .filter_map(|c| c.first_divergence.as_ref().map(|d| d.step))
+                .min(),
+            module_max_abs_cwnd_diff: baseline
+                .iter()
+                .map(|c| c.max_abs_cwnd_diff)
+                .max()
+                .unwrap_or(0),
+            tolerance: verdict::header_tolerance(program_source(s.algo.key)),
+        }
+    } else {
+        Rule::Exact
+    };
+    let invalid: Vec<String> = runs
+        .iter()
+        .enumerate()
+        .filter_map(|(i, r)| {
+            r.validity
+                .invalid
+                .as_ref()
+                .map(|w| format!("run {}: {w}", i + 1))
+        })
+        .collect();
+    let (verdict, why) = if !invalid.is_empty() {
+        ("invalid".to_string(), Some(invalid.join("; ")))
+    } else if first.sides.iter().any(|x| x.steps.len() < 10) {
+        (
+            "invalid".to_string(),
+            Some("fewer than 10 ACKs in the run: the senders did not start".into()),
+        )
+    } else {
+        let (ok, why) = verdict::judge(&comparison, &rule);
+        (if ok { "match" } else { "diverges" }.to_string(), why)
+    };
+    Ok(Outcome {
+        algo: s.label(),
+        port_cc: port_cc.into(),
+        module_cc: Some(module_cc.into()),
+        reference: Reference::Module,
+        script: sc.name.clone(),
+        rtt_ms,
+        comparison,
+        baseline,
+        across_runs,
+        rule,
+        verdict,
+        why,
+        runs,
+        kernel_ssthresh_fault: fault,
+        model_bounds: None,
+    })
+}
+
+/// A port without a module: it runs alone, and its recorded per-ACK state drives its
+/// f64 model ([`model::check`]).
+fn run_model_case(
+    s: &Subject,
+    port: &registry::LoadedCc,
+    sc: &Script,
+    rtt_ms: f64,
+    trace: &mut Trace,
+    stop: &AtomicBool,
+) -> Result<Outcome> {
+    apply_sysctls(sc)?;
+    let _ = trace.drain();
+    let r = lockstep::run_here(sc, rtt_ms, std::slice::from_ref(&port.name), stop)
+        .with_context(|| format!("{} / {} at {rtt_ms} ms", s.label(), sc.name))?;
+    let samples: Vec<Sample> = trace
+        .drain()
+        .into_iter()
+        .filter(|x| x.cookie == r.sides[0].cookie)
+        .collect();
+    let params: catalogue::Params = s
+        .algo
+        .params
+        .iter()
+        .map(|p| (p.key, port.params.get(p.key).copied().unwrap_or(p.default)))
+        .collect();
+    let (comparison, verdict, why, bounds) =
+        match model::check(s.algo.key, &params, &samples, r.t0_us * 1000) {
+            Ok(m) => {
+                let first = m.first_divergence.as_ref().map(|d| verdict::Divergence {
+                    step: d.step,
+                    t_ms: d.t_ms,
+                    a: None,
+                    b: None,
+                    vars: Some(format!(
+                        "port cwnd {} vs model {:.3}: {}",
+                        d.port_cwnd, d.model_cwnd, d.detail
+                    )),
+                });
+                let ok = first.is_none();
+                (
+                    Comparison {
+                        steps: m.steps,
+                        identical_pct: m.identical_pct,
+                        max_abs_cwnd_diff: m.max_abs_cwnd_diff.ceil() as u32,
+                        first_divergence: first,
+                    },
+                    if r.validity.invalid.is_some() {
+                        "invalid"
+                    } else if ok {
+                        "match"
+                    } else {
+                        "diverges"
+                    },
+                    r.validity.invalid.clone().or_else(|| {
+                        m.first_divergence
+                            .as_ref()
+                            .map(|d| format!("step {}: {}", d.step, d.detail))
+                    }),
+                    Some(m.bounds),
+                )
+            }
+            Err(e) => (
+                verdict::compare(&r.sides[0], &r.sides[0]),
+                "invalid",
+                Some(format!("the model check could not run: {e:#}")),
+                None,
+            ),
+        };
+    Ok(Outcome {
+        algo: s.label(),
+        port_cc: port.name.clone(),
+        module_cc: None,
+        reference: Reference::Model,
+        script: sc.name.clone(),
+        rtt_ms,
+        comparison,
+        baseline: Vec::new(),
+        across_runs: None,
+        rule: Rule::Exact,
+        verdict: verdict.into(),
+        why,
+        kernel_ssthresh_fault: r.sides[0].steps.iter().any(|st| st.ssthresh > 0x7fff_ffff),
+        model_bounds: bounds,
+        runs: vec![r],
+    })
+}
+
+/// The source text of `key`'s BPF program (empty for an unknown key).
+pub fn program_source(key: &str) -> &'static str {
+    catalogue::find(key).map_or("", |a| a.program)
+}
+
+/// Fails unless every subject can be checked somewhere (module or model).
+///
+/// Errors: none today (every algorithm has one or the other); kept for subjects added
+/// without either.
+pub fn check_subjects(subjects: &[Subject]) -> Result<()> {
+    for s in subjects {
+        if s.algo.native.is_none() && !model::has_model(s.algo.key) {
+            bail!(
+                "{} has neither a Linux module nor an f64 model to be checked against",
+                s.algo.key
+            );
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_catalogue_algorithm_has_its_program_source_and_a_reference() {
+        for a in catalogue::ALGORITHMS {
+            assert!(
+                program_source(a.key).contains("SPDX-License-Identifier"),
+                "{}: program_sources! misses bpf/{}.bpf.c",
+                a.key,
+                a.key
+            );
+            let s = Subject::parse(a.key).unwrap();
+            assert!(
+                check_subjects(&[s]).is_ok(),
+                "{}: neither module nor model",
+                a.key
+            );
+        }
+    }
+
+    #[test]
+    fn subjects_take_the_linux_profile_where_there_is_one() {
+        assert_eq!(Subject::parse("cubic").unwrap().label(), "cubic@linux");
+        assert_eq!(Subject::parse("reno").unwrap().label(), "reno");
+        assert_eq!(Subject::parse("fast").unwrap().reference, Reference::Model);
+        let e = Subject::parse("cubic@fast").unwrap_err().to_string();
+        assert!(
+            e.contains("has no profile 'fast'") && e.contains("linux"),
+            "{e}"
+        );
+        assert!(Subject::parse("nosuch").is_err());
+    }
+
+    #[test]
+    fn ports_with_a_declared_tolerance_give_a_reason() {
+        for a in catalogue::ALGORITHMS {
+            if let Some(t) = verdict::header_tolerance(program_source(a.key)) {
+                assert!(a.clocked, "{}: exact ports get no tolerance", a.key);
+                assert!(t.reason.len() > 20, "{}: tolerance without a reason", a.key);
+            }
+        }
+    }
+}

@@ -1,0 +1,301 @@
+//! Fuzzing of TOML parsers with proptest (the `cctl apply` configuration of the loader, the
+//! scenarios of cctl-scenario): random documents built from the schema's keys,
+//! and valid files mutated (cut, spliced, tokens inserted, values swapped). A run lasts
+//! a time budget: `CCTL_FUZZ_SECONDS` (default 2; `make test` sets 60), with the seed
+//! from `CCTL_FUZZ_SEED` (default: from the clock, printed so a failure can be replayed).
+
+use std::panic::AssertUnwindSafe;
+use std::time::{Duration, Instant};
+
+use proptest::prelude::*;
+use proptest::strategy::ValueTree;
+use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
+
+/// Environment variable with the time budget of one fuzz run, in seconds.
+pub const SECONDS_ENV: &str = "CCTL_FUZZ_SECONDS";
+/// Environment variable with the seed of a fuzz run (to replay one).
+pub const SEED_ENV: &str = "CCTL_FUZZ_SEED";
+
+/// The time budget of one fuzz run: `CCTL_FUZZ_SECONDS`, default 2 s.
+pub fn budget() -> Duration {
+    let s = std::env::var(SECONDS_ENV)
+        .ok()
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .filter(|s| s.is_finite() && *s >= 0.0)
+        .unwrap_or(2.0);
+    Duration::from_secs_f64(s)
+}
+
+/// Snippets inserted by mutations: TOML punctuation and awkward values.
+const TOKENS: &[&str] = &[
+    "=",
+    "\"",
+    "'",
+    "[",
+    "]",
+    "[[",
+    "]]",
+    "{",
+    "}",
+    ",",
+    ".",
+    "\n",
+    "#",
+    " ",
+    "\\",
+    "-1",
+    "0",
+    "1",
+    "65535",
+    "65536",
+    "4294967295",
+    "4294967296",
+    "-9223372036854775808",
+    "9223372036854775807",
+    "1e400",
+    "nan",
+    "inf",
+    "-0.0",
+    "true",
+    "false",
+    "\"\"",
+    "\"x\"",
+    "''",
+    "1979-05-27T07:32:00Z",
+    "[]",
+    "{}",
+    "\"\\u00e9\"",
+    "\"a\\u0000b\"",
+    "\"../..\"",
+    "\"/\"",
+    "é",
+    "\u{200b}",
+];
+
+#[derive(Debug, Clone)]
+enum Mutation {
+    /// Remove `len` bytes at a fraction of the text.
+    Delete(f64, usize),
+    /// Insert a snippet at a fraction of the text.
+    Insert(f64, String),
+    /// Replace what follows the `=` of a line with a snippet.
+    ReplaceValue(f64, String),
+    /// Repeat a line.
+    DuplicateLine(f64),
+    /// Swap two lines.
+    SwapLines(f64, f64),
+    /// Keep only the start.
+    Truncate(f64),
+}
+
+fn at(text: &str, frac: f64) -> usize {
+    let mut i = ((text.len() as f64) * frac.clamp(0.0, 1.0)) as usize;
+    i = i.min(text.len());
+    while !text.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+fn apply(text: &mut String, m: &Mutation) {
+    match m {
+        Mutation::Delete(f, len) => {
+            let start = at(text, *f);
+            let mut end = (start + len).min(text.len());
+            while !text.is_char_boundary(end) {
+                end += 1;
+            }
+            text.replace_range(start..end, "");
+        }
+        Mutation::Insert(f, s) => {
+            let i = at(text, *f);
+            text.insert_str(i, s);
+        }
+        Mutation::ReplaceValue(f, s) => {
+            let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+            if lines.is_empty() {
+                return;
+            }
+            let n = ((lines.len() as f64) * f.clamp(0.0, 0.999)) as usize;
+            if let Some((k, _)) = lines[n].split_once('=') {
+                lines[n] = format!("{k}= {s}");
+            }
+            *text = lines.join("\n");
+        }
+        Mutation::DuplicateLine(f) => {
+            let mut lines: Vec<&str> = text.lines().collect();
+            if lines.is_empty() {
+                return;
+            }
+            let n = ((lines.len() as f64) * f.clamp(0.0, 0.999)) as usize;
+            lines.insert(n, lines[n]);
+            *text = lines.join("\n");
+        }
+        Mutation::SwapLines(a, b) => {
+            let mut lines: Vec<&str> = text.lines().collect();
+            if lines.is_empty() {
+                return;
+            }
+            let i = ((lines.len() as f64) * a.clamp(0.0, 0.999)) as usize;
+            let j = ((lines.len() as f64) * b.clamp(0.0, 0.999)) as usize;
+            lines.swap(i, j);
+            *text = lines.join("\n");
+        }
+        Mutation::Truncate(f) => {
+            let i = at(text, *f);
+            text.truncate(i);
+        }
+    }
+}
+
+fn snippet(words: &'static [&'static str]) -> BoxedStrategy<String> {
+    prop_oneof![
+        4 => proptest::sample::select(TOKENS).prop_map(str::to_string),
+        2 => proptest::sample::select(words).prop_map(|w| w.to_string()),
+        2 => proptest::sample::select(words).prop_map(|w| format!("\"{w}\"")),
+        1 => any::<i64>().prop_map(|i| i.to_string()),
+        1 => "[ -~]{0,12}",
+    ]
+    .boxed()
+}
+
+fn mutation(words: &'static [&'static str]) -> BoxedStrategy<Mutation> {
+    let f = 0.0..1.0f64;
+    prop_oneof![
+        (f.clone(), 1..40usize).prop_map(|(f, n)| Mutation::Delete(f, n)),
+        (f.clone(), snippet(words)).prop_map(|(f, s)| Mutation::Insert(f, s)),
+        (f.clone(), snippet(words)).prop_map(|(f, s)| Mutation::ReplaceValue(f, s)),
+        f.clone().prop_map(Mutation::DuplicateLine),
+        (f.clone(), f.clone()).prop_map(|(a, b)| Mutation::SwapLines(a, b)),
+        f.prop_map(Mutation::Truncate),
+    ]
+    .boxed()
+}
+
+/// A TOML value of any kind, with keys and strings from `words` (the schema's keys and
+/// plausible values) or random ones.
+fn value(words: &'static [&'static str]) -> BoxedStrategy<toml::Value> {
+    let key = prop_oneof![
+        4 => proptest::sample::select(words).prop_map(str::to_string),
+        1 => "[a-z_]{1,10}",
+    ];
+    let leaf = prop_oneof![
+        any::<i64>().prop_map(toml::Value::Integer),
+        (-5i64..70000).prop_map(toml::Value::Integer),
+        any::<f64>().prop_map(toml::Value::Float),
+        any::<bool>().prop_map(toml::Value::Boolean),
+        proptest::sample::select(words).prop_map(|w| toml::Value::String(w.to_string())),
+        ".{0,16}".prop_map(toml::Value::String),
+    ];
+    leaf.prop_recursive(4, 48, 6, move |inner| {
+        prop_oneof![
+            proptest::collection::vec(inner.clone(), 0..4).prop_map(toml::Value::Array),
+            proptest::collection::btree_map(key.clone(), inner, 0..6)
+                .prop_map(|m| toml::Value::Table(m.into_iter().collect())),
+        ]
+    })
+    .boxed()
+}
+
+/// Documents to feed a TOML parser: `seeds` (valid files) mutated 1-6 times, tables of
+/// random values under the schema's keys (`words`) serialized as TOML, and mutations of
+/// those.
+pub fn documents(seeds: Vec<String>, words: &'static [&'static str]) -> BoxedStrategy<String> {
+    let mutated = (
+        proptest::sample::select(seeds),
+        proptest::collection::vec(mutation(words), 1..7),
+    )
+        .prop_map(|(mut text, ms)| {
+            for m in &ms {
+                apply(&mut text, m);
+            }
+            text
+        });
+    let generated = proptest::collection::btree_map(
+        proptest::sample::select(words).prop_map(str::to_string),
+        value(words),
+        0..5,
+    )
+    .prop_map(|m| {
+        let t: toml::Table = m.into_iter().collect();
+        toml::to_string(&t).unwrap_or_default()
+    });
+    let generated_mutated = (
+        generated.clone(),
+        proptest::collection::vec(mutation(words), 1..4),
+    )
+        .prop_map(|(mut text, ms)| {
+            for m in &ms {
+                apply(&mut text, m);
+            }
+            text
+        });
+    prop_oneof![5 => mutated, 3 => generated, 2 => generated_mutated].boxed()
+}
+
+/// Feeds documents of `strategy` to `check` until the time [`budget`] is spent (at least
+/// one document). A panic in `check` (the parser's, or the caller's assertion about the
+/// error) fails the run with the document and the seed to replay it. Returns the number
+/// of documents checked.
+pub fn run(what: &str, strategy: BoxedStrategy<String>, check: impl Fn(&str)) -> u64 {
+    let seed: u64 = std::env::var(SEED_ENV)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos() as u64)
+                .unwrap_or(1)
+        });
+    let mut bytes = [0u8; 32];
+    bytes[..8].copy_from_slice(&seed.to_le_bytes());
+    let rng = TestRng::from_seed(RngAlgorithm::ChaCha, &bytes);
+    let mut runner = TestRunner::new_with_rng(Config::default(), rng);
+    let budget = budget();
+    let start = Instant::now();
+    let mut n = 0u64;
+    while n == 0 || start.elapsed() < budget {
+        let doc = strategy
+            .new_tree(&mut runner)
+            .expect("the document strategies never reject")
+            .current();
+        let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| check(&doc)));
+        if let Err(cause) = outcome {
+            let msg = cause
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| cause.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default();
+            panic!(
+                "fuzzing {what}: document #{n} failed ({msg}); replay with {SEED_ENV}={seed}\n--- document ---\n{doc}\n---"
+            );
+        }
+        n += 1;
+    }
+    eprintln!(
+        "fuzzed {what}: {n} documents in {:.1} s ({SEED_ENV}={seed})",
+        start.elapsed().as_secs_f64()
+    );
+    n
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mutations_keep_text_valid_utf8_at_any_position() {
+        let mut t = String::from("a = \"é\"\nb = 1\n");
+        for m in [
+            Mutation::Delete(0.3, 5),
+            Mutation::Insert(0.55, "[[".into()),
+            Mutation::ReplaceValue(0.9, "-1".into()),
+            Mutation::DuplicateLine(0.0),
+            Mutation::SwapLines(0.0, 0.99),
+            Mutation::Truncate(0.41),
+        ] {
+            apply(&mut t, &m);
+            assert!(t.is_char_boundary(t.len()));
+        }
+    }
+}

@@ -1,0 +1,25 @@
+//! cctl's results directory: what `cctl bench run` writes and every later command reads.
+//!
+//! ```text
+//! <out>/<scenario>/<timestamp>/
+//!   metadata.json                     kernel, algorithms + parameters, scenario, profile, seed, cctl version
+//!   runs/<algo>/p<point>-r<rep>/      samples.csv (collector), queue.csv (bottleneck), run.json (flows, metrics)
+//!   summary.json, summary.md          mean ± standard error over repetitions
+//!   plots/*.png, plots/*.svg
+//! ```
+//!
+//! - [`record`]: the on-disk format of a run and of a directory ([`record::RunRecord`],
+//!   [`record::Metadata`]) and reading them back;
+//! - [`runs`]: run ids, shards and which runs of a directory completed (resume);
+//! - [`summary`]: summaries and plots; [`axes`], [`scatter`]: their plot kinds;
+//! - [`compare`]: BPF port against its Linux module; [`check`]: regression gating;
+//! - [`merge`]: directories of one sweep run in parts, merged.
+
+pub mod axes;
+pub mod check;
+pub mod compare;
+pub mod merge;
+pub mod record;
+pub mod runs;
+pub mod scatter;
+pub mod summary;

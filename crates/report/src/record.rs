@@ -1,0 +1,191 @@
+//! The on-disk format of a results directory: one [`RunRecord`] per run (`run.json`) and the
+//! directory's [`Metadata`] (`metadata.json`), and reading them back. Fields are only ever
+//! added, with serde defaults, so directories written by earlier versions still read
+//! (a fixture of one is tested).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use cctl_metrics::{FlowSeries, QueuePoint};
+use cctl_netem::FlowResult;
+use cctl_scenario::RunPoint;
+use serde::{Deserialize, Serialize};
+
+use crate::runs::Shard;
+
+/// A congestion control as the runner uses it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ResolvedCc {
+    /// As given (`htcp`, `cubic`).
+    pub requested: String,
+    /// Kernel name flows select with TCP_CONGESTION (`bpf_htcp`, `cubic`).
+    pub cc_name: String,
+    /// `cctl` (a BPF program of this binary), `native` (built-in or module).
+    pub kind: String,
+    /// Parameters of a cctl algorithm, as loaded.
+    pub params: BTreeMap<String, u32>,
+}
+
+/// What one run produced (also written to `run.json`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunRecord {
+    /// Index of the scenario point.
+    pub point: usize,
+    /// Swept values of the point.
+    pub vars: BTreeMap<String, f64>,
+    /// Algorithm under test (requested name).
+    pub algo: String,
+    /// Repetition, 0-based.
+    pub rep: u32,
+    /// The point as run (rate, buffer, loss, flows).
+    pub spec: RunPoint,
+    /// Per-flow outcome of the traffic generator.
+    pub flows: Vec<FlowResult>,
+    /// Per-flow series for the metrics.
+    pub series: Vec<FlowSeries>,
+    /// Bottleneck samples.
+    pub queue: Vec<QueuePoint>,
+    /// Forward-path loss drops (netem random or gact periodic; all senders), packets.
+    pub random_drops: u64,
+    /// Collector counters.
+    pub samples: u64,
+    /// Ring-buffer drops of the collector.
+    pub sample_drops: u64,
+    /// Wall-clock length of the run, s.
+    pub wall_s: f64,
+    /// What the web cross traffic did (none without web sessions).
+    #[serde(default)]
+    pub web: Option<cctl_netem::web::WebStats>,
+    /// Share of the machine's CPU time that was busy during the run (all CPUs), 0..1.
+    #[serde(default)]
+    pub cpu_busy: f64,
+    /// CPUs of the machine (for the CPU a run needs: `cpu_busy × cpus`, with one slot).
+    #[serde(default)]
+    pub cpus: u32,
+    /// The run went to its end (false: cut short by an interrupt; `--resume` redoes it).
+    /// Files written before this field existed were written only at a run's end.
+    #[serde(default = "yes")]
+    pub completed: bool,
+    /// Counters of each bottleneck of a `[topology]` chain at the end of the run (empty on
+    /// the dumbbell, whose bottleneck is in `queue`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hops: Vec<cctl_netem::chain::HopStats>,
+    /// The rate/delay changes applied during the run, with their timing (none without a
+    /// schedule).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<cctl_netem::schedule::ScheduleLog>,
+    /// How the bottleneck was built (qdisc, its tc lines as applied, ECN sysctl, receiver
+    /// congestion control); `None` in files written before it was recorded (drop-tail).
+    #[serde(default)]
+    pub bottleneck: Option<cctl_netem::aqm::BottleneckSetup>,
+    /// Samples of the bottleneck discipline's own counters (drops, ECN marks, its delay
+    /// estimate), taken with the queue samples.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub aqm: Vec<cctl_netem::aqm::AqmPoint>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// Metadata of a results directory.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Metadata {
+    /// Scenario name and id.
+    pub scenario: String,
+    /// Test id of benchmarks.md.
+    pub id: String,
+    /// Where the scenario came from.
+    pub scenario_path: String,
+    /// Profile (`ci`, `paper`).
+    pub profile: String,
+    /// Repetitions per point.
+    pub repeat: u32,
+    /// Seed of random start times.
+    pub seed: u64,
+    /// `uname -r`.
+    pub kernel: String,
+    /// cctl version.
+    pub cctl_version: String,
+    /// Algorithms with their parameters.
+    pub algorithms: Vec<ResolvedCc>,
+    /// Collector interval, ms.
+    pub interval_ms: u64,
+    /// Bottleneck sampling interval, ms.
+    pub queue_interval_ms: u64,
+    /// Unix time of the start, s.
+    pub started_unix: u64,
+    /// Runs completed.
+    pub runs_done: usize,
+    /// Runs planned.
+    pub runs_planned: usize,
+    /// Whether the run was interrupted.
+    pub interrupted: bool,
+    /// Where the runs differ from the scenario, and why (threats to validity).
+    #[serde(default)]
+    pub deviations: Vec<String>,
+    /// Algorithms under test, as requested (`--algo`); [`Metadata::algorithms`] also holds
+    /// those the scenario's flows name.
+    #[serde(default)]
+    pub under_test: Vec<String>,
+    /// The points selected with `--points` (`None`: all).
+    #[serde(default)]
+    pub points: Option<Vec<usize>>,
+    /// The shard of the run list this directory holds (`None`: all of it).
+    #[serde(default)]
+    pub shard: Option<Shard>,
+    /// Runs run at once (`--jobs`).
+    #[serde(default = "one")]
+    pub jobs: u32,
+    /// Directories merged into this one by `cctl bench merge`.
+    #[serde(default)]
+    pub merged_from: Vec<String>,
+    /// The `[topology]` chain of each point (by index) of a scenario that has one: hops
+    /// (rate, delay, buffer) and each flow's path and RTT.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub topology: BTreeMap<usize, cctl_scenario::TopologyPlan>,
+    /// The bottleneck of each point (by index) as slot 0 builds it: qdisc, parameters, tc
+    /// lines, ECN sysctl; the receiver's congestion control when a named flow runs dctcp
+    /// (a run's `run.json` has what it applied, also for dctcp under test).
+    #[serde(default)]
+    pub bottleneck: BTreeMap<usize, cctl_netem::aqm::BottleneckSetup>,
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// UTC time as `YYYYMMDDTHHMMSSZ` (for directory names).
+pub fn timestamp() -> String {
+    chrono::Utc::now().format("%Y%m%dT%H%M%SZ").to_string()
+}
+
+/// Reads the run records of a results directory (for `cctl bench report`).
+pub fn read_records(dir: &Path) -> Result<(Metadata, Vec<RunRecord>)> {
+    let meta: Metadata = serde_json::from_slice(
+        &std::fs::read(dir.join("metadata.json"))
+            .with_context(|| format!("reading {}/metadata.json", dir.display()))?,
+    )
+    .with_context(|| format!("parsing {}/metadata.json", dir.display()))?;
+    let mut records = Vec::new();
+    let runs = dir.join("runs");
+    if runs.is_dir() {
+        for algo in std::fs::read_dir(&runs)? {
+            for run in std::fs::read_dir(algo?.path())? {
+                let path = run?.path().join("run.json");
+                if let Ok(bytes) = std::fs::read(&path) {
+                    records.push(
+                        serde_json::from_slice(&bytes)
+                            .with_context(|| format!("parsing {}", path.display()))?,
+                    );
+                }
+            }
+        }
+    }
+    records.sort_by(|a: &RunRecord, b: &RunRecord| {
+        (a.point, &a.algo, a.rep).cmp(&(b.point, &b.algo, b.rep))
+    });
+    Ok((meta, records))
+}
+

@@ -1,0 +1,996 @@
+//! Reports of a results directory: per-run metrics (M1–M16 of benchmarks.md §1),
+//! mean ± standard error over repetitions, `summary.json`, `summary.md` and the plots.
+//! `cctl bench report DIR` rebuilds all of it from the raw `run.json` files.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use serde::Serialize;
+
+use cctl_metrics::{self as metrics, FlowSeries, MetricParams, ResponseFunction, RttUnfairnessModel};
+use cctl_plot::{self as plot, Chart, Series, SeriesStyle};
+use crate::compare::NativeOf;
+use crate::record::{read_records, Metadata, RunRecord};
+
+use crate::axes::{xy_series, XAxis};
+
+/// Named scalar metrics of one run, e.g. `"M3 R_minmax"` → 0.93. Units are in the names.
+pub type MetricMap = BTreeMap<String, f64>;
+
+/// Metric values of one run, plus what could not be computed (`"M5 A (s)"` not converged).
+#[derive(Debug, Clone, Serialize)]
+pub struct RunMetrics {
+    /// Scenario point.
+    pub point: usize,
+    /// Algorithm under test.
+    pub algo: String,
+    /// Repetition.
+    pub rep: u32,
+    /// Values.
+    pub values: MetricMap,
+    /// Metrics that were computed but had no value (M5 "not converged").
+    pub nc: Vec<String>,
+}
+
+/// Summary values of a run's bottleneck discipline, named with their units:
+/// `bottleneck drops (pkts)` and `bottleneck ECN marks (pkts)` (the qdisc's counters at the
+/// end of the run), and, where the qdisc reports a delay, `M13 qdisc-reported delay (ms)`
+/// (mean of the samples: PIE's `delay`, cake's `avg_delay_us`) and `M13 qdisc-reported peak
+/// delay (ms)` (cake's `peak_delay_us`, largest sample). Also `M13 mean qdelay all flows (ms)`,
+/// the mean of the per-flow srtt − min RTT means.
+fn bottleneck_metrics(r: &RunRecord) -> Vec<(String, f64)> {
+    let mut out = Vec::new();
+    if let Some(last) = r.aqm.last() {
+        out.push(("bottleneck drops (pkts)".into(), last.stats.drops as f64));
+        out.push((
+            "bottleneck ECN marks (pkts)".into(),
+            last.stats.ecn_marks as f64,
+        ));
+    }
+    let delays: Vec<f64> = r.aqm.iter().filter_map(|a| a.stats.delay_us).collect();
+    if !delays.is_empty() {
+        let mean = delays.iter().sum::<f64>() / delays.len() as f64;
+        out.push(("M13 qdisc-reported delay (ms)".into(), mean / 1e3));
+    }
+    if let Some(peak) = r
+        .aqm
+        .iter()
+        .filter_map(|a| a.stats.peak_delay_us)
+        .reduce(f64::max)
+    {
+        out.push(("M13 qdisc-reported peak delay (ms)".into(), peak / 1e3));
+    }
+    let end = r.spec.duration_s;
+    let per_flow: Vec<f64> = r
+        .series
+        .iter()
+        .filter_map(|f| metrics::queueing_delay(f, 0.0, end))
+        .map(|q| q.mean_s * 1e3)
+        .collect();
+    if !per_flow.is_empty() {
+        out.push((
+            "M13 mean qdelay all flows (ms)".into(),
+            per_flow.iter().sum::<f64>() / per_flow.len() as f64,
+        ));
+    }
+    out
+}
+
+/// Computes the per-run metrics of one record with the spec's [CHOICE] parameters.
+pub fn run_metrics(r: &RunRecord, p: &MetricParams) -> RunMetrics {
+    let mut v = MetricMap::new();
+    let mut nc = Vec::new();
+    let end = r.spec.duration_s;
+    let capacity = r.spec.rate_mbit * 1e6;
+    let flows = &r.series;
+
+    for f in flows {
+        let tp = metrics::flow_throughput(f, end, &p.steady_state);
+        if let Some(x) = tp.whole_run_bps {
+            v.insert(format!("M1 flow{} (Mbit/s)", f.id), x / 1e6);
+        }
+        if let Some(x) = tp.steady_state_bps {
+            v.insert(format!("M1 flow{} steady (Mbit/s)", f.id), x / 1e6);
+        }
+        if let Some(q) = metrics::queueing_delay(f, 0.0, end) {
+            v.insert(format!("M13 flow{} mean qdelay (ms)", f.id), q.mean_s * 1e3);
+        }
+        if let Some(e) = metrics::mean_congestion_epoch_s(f) {
+            v.insert(format!("M16 flow{} mean epoch (s)", f.id), e);
+        }
+        v.insert(format!("backoffs flow{}", f.id), f.backoffs.len() as f64);
+        if let Some(c) = f.completion_s {
+            v.insert(format!("M15 flow{} completion (s)", f.id), c);
+        }
+    }
+    if flows.len() >= 2 {
+        let u = |f: &FlowSeries| metrics::flow_throughput(f, end, &p.steady_state).whole_run_bps;
+        if let (Some(u1), Some(u2)) = (u(&flows[0]), u(&flows[1])) {
+            let ratio = metrics::throughput_ratio(u1, u2);
+            if let Some(x) = ratio.minmax {
+                v.insert("M3 R_minmax".into(), x);
+            }
+            if let Some(x) = ratio.signed_2_over_1 {
+                v.insert("M3 flow2/flow1".into(), x);
+            }
+            if let Some(x) = metrics::r_rtt(u1, flows[0].base_rtt_s, u2, flows[1].base_rtt_s) {
+                v.insert("M3 R_rtt".into(), x);
+            }
+        }
+        // [P0] T0.1: the ratio also over the last 50 % of the run.
+        let half = |f: &FlowSeries| metrics::avg_throughput_bps(f, end / 2.0, end);
+        if let (Some(u1), Some(u2)) = (half(&flows[0]), half(&flows[1])) {
+            if let Some(x) = metrics::throughput_ratio(u1, u2).minmax {
+                v.insert("M3 R_minmax last 50 %".into(), x);
+            }
+        }
+        let shares: Vec<f64> = flows
+            .iter()
+            .filter_map(|f| metrics::flow_throughput(f, end, &p.steady_state).whole_run_bps)
+            .collect();
+        if let Some(j) = metrics::jain_index(&shares) {
+            v.insert("M4 Jain".into(), j);
+        }
+        if flows[1].start_s > flows[0].start_s + 1.0 {
+            let c =
+                metrics::convergence_time(&flows[1], &flows[0], end, &p.convergence, &p.short_term);
+            for (name, x) in [
+                ("M5 A (s)", c.a_s),
+                ("M5 B (s)", c.b_s),
+                ("M5 C (s)", c.c_s),
+            ] {
+                match x {
+                    Some(x) => {
+                        v.insert(name.into(), x);
+                    }
+                    None => nc.push(name.into()),
+                }
+            }
+        }
+    }
+    // M6/M7 over the longest interval in which the set of flows does not change.
+    if let Some(iv) = metrics::constant_composition_intervals(flows)
+        .into_iter()
+        .filter(|iv| !iv.flow_ids.is_empty())
+        .max_by(|a, b| (a.t1_s - a.t0_s).total_cmp(&(b.t1_s - b.t0_s)))
+    {
+        let sel: Vec<&FlowSeries> = flows
+            .iter()
+            .filter(|f| iv.flow_ids.contains(&f.id))
+            .collect();
+        let s = metrics::interval_summary(&sel, iv.t0_s, iv.t1_s, p.period_s, p.r1_tolerance);
+        if let Some(x) = s.r1_s {
+            v.insert("M6 R1 (s)".into(), x);
+        }
+        if let Some(x) = s.stability {
+            v.insert("M7 S".into(), x);
+        }
+    }
+    let eff = metrics::efficiency(flows, &r.queue, 0.0, end, capacity);
+    if let Some(x) = eff.goodput_bps {
+        v.insert("M8 goodput (Mbit/s)".into(), x / 1e6);
+    }
+    if let Some(x) = eff.goodput_utilisation {
+        v.insert("M8 utilisation (goodput)".into(), x);
+    }
+    if let Some(x) = eff.wire_utilisation {
+        v.insert("M8 utilisation (wire)".into(), x);
+    }
+    if let Some(d) = metrics::bottleneck_drop_rate(&r.queue, 0.0, end) {
+        v.insert("M9 drop rate".into(), d.rate);
+    }
+    if let Some(x) = metrics::retransmission_ratio_pooled(flows.iter()) {
+        v.insert("M9 retransmission ratio".into(), x);
+    }
+    v.insert("M9 random drops (pkts)".into(), r.random_drops as f64);
+    if let Some(w) = &r.web {
+        v.insert("web load forward (Mbit/s)".into(), w.forward_bps() / 1e6);
+        v.insert("web pages".into(), w.pages as f64);
+    }
+    if r.cpu_busy.is_finite() {
+        v.insert("CPU busy (%)".into(), 100.0 * r.cpu_busy);
+    }
+    // A `[topology]` chain: what each bottleneck's tbf sent (L2, over the run) and dropped.
+    for h in &r.hops {
+        let sent = h.sent_bytes as f64 * 8.0 / end / 1e6;
+        v.insert(format!("hop{} sent (Mbit/s)", h.hop), sent);
+        v.insert(format!("hop{} drops (pkts)", h.hop), h.drops as f64);
+    }
+    if let Some(q) =
+        metrics::normalised_queue_length(&r.queue, 0.0, end, f64::from(r.spec.buffer_pkts))
+    {
+        v.insert("M12 Q_norm".into(), q);
+    }
+    if let Some(b) = metrics::cwnd_at_backoff(flows.iter(), 10) {
+        if let Some(c) = b.cov {
+            v.insert("M14 cwnd-at-backoff CoV".into(), c);
+        }
+        v.insert("M14 mean cwnd at backoff (pkts)".into(), b.mean_pkts);
+    }
+    for (name, x) in bottleneck_metrics(r) {
+        v.insert(name, x);
+    }
+    RunMetrics {
+        point: r.point,
+        algo: r.algo.clone(),
+        rep: r.rep,
+        values: v,
+        nc,
+    }
+}
+
+/// One metric over the repetitions of one (point, algorithm).
+#[derive(Debug, Clone, Serialize)]
+pub struct Aggregate {
+    /// Arithmetic mean.
+    pub mean: f64,
+    /// Standard error of the mean (0 for one repetition).
+    pub stderr: f64,
+    /// Per-repetition values.
+    pub values: Vec<f64>,
+    /// Repetitions where it was "not converged" (M5).
+    pub nc: usize,
+}
+
+/// One row of the summary: a point with one algorithm.
+#[derive(Debug, Clone, Serialize)]
+pub struct SummaryRow {
+    /// Scenario point.
+    pub point: usize,
+    /// Swept values.
+    pub vars: BTreeMap<String, f64>,
+    /// Buffer, packets.
+    pub buffer_pkts: u32,
+    /// Capacity, Mbit/s.
+    pub rate_mbit: f64,
+    /// Random loss probability.
+    pub loss: f64,
+    /// Swept string settings of the point (e.g. `qdisc`).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub settings: BTreeMap<String, String>,
+    /// Algorithm.
+    pub algo: String,
+    /// Repetitions.
+    pub n: usize,
+    /// Metric → aggregate.
+    pub metrics: BTreeMap<String, Aggregate>,
+}
+
+/// The whole summary (`summary.json`).
+#[derive(Debug, Clone, Serialize)]
+pub struct Summary {
+    /// Run metadata.
+    pub metadata: Metadata,
+    /// The [CHOICE] parameters the metrics used.
+    pub params: MetricParams,
+    /// Rows, by point then algorithm.
+    pub rows: Vec<SummaryRow>,
+    /// Per-run values.
+    pub runs: Vec<RunMetrics>,
+}
+
+/// Goodput of the fixed (named, e.g. Reno) flows of a run, bit/s: G_R of M11.
+fn named_flows_goodput(r: &RunRecord, p: &MetricParams) -> Option<f64> {
+    let mut total = 0.0;
+    let mut any = false;
+    for (f, plan) in r.series.iter().zip(&r.spec.flows) {
+        if matches!(plan.cc, cctl_scenario::CcRef::Named(_)) {
+            total +=
+                metrics::flow_throughput(f, r.spec.duration_s, &p.steady_state).whole_run_bps?;
+            any = true;
+        }
+    }
+    any.then_some(total)
+}
+
+/// M11: where the runs include Reno as the algorithm under test, each other algorithm's
+/// fair-to-Reno factor FtR = G_R(n Reno + 1 Reno) / G_R(n Reno + 1 X) at the same point.
+fn add_fair_to_reno(rows: &mut [SummaryRow], records: &[RunRecord], p: &MetricParams) {
+    let is_reno = |a: &str| a == "reno" || a == "native:reno";
+    let g = |point: usize, algo: &str| -> Vec<f64> {
+        records
+            .iter()
+            .filter(|r| r.point == point && r.algo == algo)
+            .filter_map(|r| named_flows_goodput(r, p))
+            .collect()
+    };
+    let points: Vec<usize> = rows.iter().map(|r| r.point).collect();
+    for point in points {
+        let Some(reno) = rows
+            .iter()
+            .find(|r| r.point == point && is_reno(&r.algo))
+            .map(|r| r.algo.clone())
+        else {
+            continue;
+        };
+        let Some((g_reno, _)) = metrics::mean_and_stderr(&g(point, &reno)) else {
+            continue;
+        };
+        for row in rows.iter_mut().filter(|r| r.point == point) {
+            let values: Vec<f64> = g(point, &row.algo)
+                .into_iter()
+                .filter_map(|gx| metrics::fair_to_reno(g_reno, gx))
+                .collect();
+            if let Some((mean, stderr)) = metrics::mean_and_stderr(&values) {
+                row.metrics.insert(
+                    "M11 FtR".into(),
+                    Aggregate {
+                        mean,
+                        stderr,
+                        values,
+                        nc: 0,
+                    },
+                );
+            }
+        }
+    }
+}
+
+/// Aggregates run metrics by (point, algorithm).
+pub fn summarize(meta: &Metadata, records: &[RunRecord], p: &MetricParams) -> Summary {
+    let runs: Vec<RunMetrics> = records.iter().map(|r| run_metrics(r, p)).collect();
+    let mut rows: Vec<SummaryRow> = Vec::new();
+    let mut keys: Vec<(usize, String)> =
+        records.iter().map(|r| (r.point, r.algo.clone())).collect();
+    keys.sort();
+    keys.dedup();
+    for (point, algo) in keys {
+        let recs: Vec<&RunRecord> = records
+            .iter()
+            .filter(|r| r.point == point && r.algo == algo)
+            .collect();
+        let ms: Vec<&RunMetrics> = runs
+            .iter()
+            .filter(|m| m.point == point && m.algo == algo)
+            .collect();
+        let mut names: Vec<String> = ms.iter().flat_map(|m| m.values.keys().cloned()).collect();
+        names.extend(ms.iter().flat_map(|m| m.nc.iter().cloned()));
+        names.sort();
+        names.dedup();
+        let mut metrics_out = BTreeMap::new();
+        for name in names {
+            let values: Vec<f64> = ms
+                .iter()
+                .filter_map(|m| m.values.get(&name).copied())
+                .collect();
+            let nc = ms.iter().filter(|m| m.nc.contains(&name)).count();
+            let (mean, stderr) = metrics::mean_and_stderr(&values).unwrap_or((f64::NAN, 0.0));
+            metrics_out.insert(
+                name,
+                Aggregate {
+                    mean,
+                    stderr,
+                    values,
+                    nc,
+                },
+            );
+        }
+        let spec = &recs[0].spec;
+        rows.push(SummaryRow {
+            point,
+            vars: spec.vars.clone(),
+            buffer_pkts: spec.buffer_pkts,
+            rate_mbit: spec.rate_mbit,
+            loss: spec.loss,
+            settings: spec.settings.clone(),
+            algo,
+            n: recs.len(),
+            metrics: metrics_out,
+        });
+    }
+    add_fair_to_reno(&mut rows, records, p);
+    Summary {
+        metadata: meta.clone(),
+        params: *p,
+        rows,
+        runs,
+    }
+}
+
+fn fmt_agg(a: &Aggregate) -> String {
+    if a.values.is_empty() {
+        return if a.nc > 0 { "NC".into() } else { "–".into() };
+    }
+    let prec = if a.mean.abs() >= 100.0 {
+        1
+    } else if a.mean.abs() >= 1.0 {
+        2
+    } else {
+        3
+    };
+    let mut s = if a.values.len() > 1 {
+        format!("{:.*} ± {:.*}", prec, a.mean, prec, a.stderr)
+    } else {
+        format!("{:.*}", prec, a.mean)
+    };
+    if a.nc > 0 {
+        s += &format!(" ({} NC)", a.nc);
+    }
+    s
+}
+
+fn point_label(row: &SummaryRow) -> String {
+    let mut parts: Vec<String> = row.vars.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    parts.extend(row.settings.iter().map(|(k, v)| format!("{k}={v}")));
+    parts.push(format!("buf={}", row.buffer_pkts));
+    parts.join(" ")
+}
+
+/// Which metric names a scenario's `metrics` list (M-ids) selects for the tables, in the
+/// order the scenario lists them, then the always-shown throughput, utilisation and loss.
+fn selected(names: &[String], wanted: &[String]) -> Vec<String> {
+    let always = [
+        "M1 flow",
+        "M8 utilisation (goodput)",
+        "M9 drop rate",
+        "bottleneck",
+        "backoffs",
+        "web load",
+        "CPU busy",
+    ];
+    let mut out: Vec<String> = Vec::new();
+    let mut push = |n: &String| {
+        if !n.contains("steady") && !out.contains(n) {
+            out.push(n.clone());
+        }
+    };
+    for w in wanted {
+        for n in names.iter().filter(|n| n.starts_with(&format!("{w} "))) {
+            push(n);
+        }
+    }
+    for a in always {
+        for n in names.iter().filter(|n| n.starts_with(a)) {
+            push(n);
+        }
+    }
+    out
+}
+
+/// Every metric name that occurs in the summary, sorted.
+fn metric_names(s: &Summary) -> Vec<String> {
+    let names: std::collections::BTreeSet<&String> =
+        s.rows.iter().flat_map(|r| r.metrics.keys()).collect();
+    names.into_iter().cloned().collect()
+}
+
+/// Renders `summary.md`: one table per metric, points as rows, algorithms as columns.
+pub fn markdown(s: &Summary, title: &str, wanted: &[String]) -> String {
+    let m = &s.metadata;
+    let mut out = String::new();
+    let _ = writeln!(out, "# {} ({}) — {}\n", m.scenario, m.id, title);
+    let _ = writeln!(
+        out,
+        "profile `{}`, {} repetition(s), seed {}, kernel {}, cctl {}; {} of {} runs done{}\n",
+        m.profile,
+        m.repeat,
+        m.seed,
+        m.kernel,
+        m.cctl_version,
+        m.runs_done,
+        m.runs_planned,
+        if m.interrupted { " (interrupted)" } else { "" }
+    );
+    if m.profile == "ci" {
+        let _ = writeln!(out, "> **ci profile**: scaled-down smoke test; never compare these numbers with the papers'.\n");
+    }
+    let algos: Vec<String> = m
+        .algorithms
+        .iter()
+        .map(|a| {
+            if a.params.is_empty() {
+                format!("{} ({})", a.requested, a.cc_name)
+            } else {
+                format!("{} ({}, params {:?})", a.requested, a.cc_name, a.params)
+            }
+        })
+        .collect();
+    let _ = writeln!(out, "algorithms: {}\n", algos.join("; "));
+    let _ = writeln!(
+        out,
+        "Values are mean ± standard error over repetitions; NC = not converged.\n"
+    );
+
+    let mut algo_cols: Vec<String> = s.rows.iter().map(|r| r.algo.clone()).collect();
+    algo_cols.sort();
+    algo_cols.dedup();
+    let mut points: Vec<usize> = s.rows.iter().map(|r| r.point).collect();
+    points.sort();
+    points.dedup();
+    let names = metric_names(s);
+    for name in selected(&names, wanted) {
+        let _ = writeln!(out, "## {name}\n");
+        let _ = writeln!(out, "| point | {} |", algo_cols.join(" | "));
+        let _ = writeln!(
+            out,
+            "|---|{}|",
+            algo_cols
+                .iter()
+                .map(|_| "---")
+                .collect::<Vec<_>>()
+                .join("|")
+        );
+        for p in &points {
+            let label = s
+                .rows
+                .iter()
+                .find(|r| r.point == *p)
+                .map(point_label)
+                .unwrap_or_default();
+            let cells: Vec<String> = algo_cols
+                .iter()
+                .map(|a| {
+                    s.rows
+                        .iter()
+                        .find(|r| r.point == *p && &r.algo == a)
+                        .and_then(|r| r.metrics.get(&name))
+                        .map(fmt_agg)
+                        .unwrap_or_else(|| "–".into())
+                })
+                .collect();
+            let _ = writeln!(out, "| {label} | {} |", cells.join(" | "));
+        }
+        let _ = writeln!(out);
+    }
+    out
+}
+
+/// A compact table for the terminal: each point × algorithm with the scenario's headline
+/// metrics.
+pub fn terminal_table(s: &Summary, wanted: &[String]) -> String {
+    let names = metric_names(s);
+    let cols: Vec<String> = selected(&names, wanted).into_iter().take(7).collect();
+    let mut out = String::new();
+    let _ = write!(out, "{:<28} {:<8}", "point", "algo");
+    for c in &cols {
+        let _ = write!(out, " {:>18}", shorten(c, 18));
+    }
+    out.push('\n');
+    for r in &s.rows {
+        let _ = write!(
+            out,
+            "{:<28} {:<8}",
+            shorten(&point_label(r), 28),
+            shorten(&r.algo, 8)
+        );
+        for c in &cols {
+            let cell = r.metrics.get(c).map(fmt_agg).unwrap_or_else(|| "–".into());
+            let _ = write!(out, " {:>18}", shorten(&cell, 18));
+        }
+        out.push('\n');
+    }
+    out
+}
+
+fn shorten(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        s.to_string()
+    } else {
+        s.chars().take(n - 1).collect::<String>() + "…"
+    }
+}
+
+/// Renders the scenario's plots into `dir/plots`; returns the PNG paths.
+pub fn plots(
+    s: &Summary,
+    records: &[RunRecord],
+    dir: &Path,
+    kinds: &[String],
+    x: Option<&str>,
+) -> Result<Vec<PathBuf>> {
+    let pdir = dir.join("plots");
+    std::fs::create_dir_all(&pdir)?;
+    let mut notes = vec![format!(
+        "{} ({}), profile {}, kernel {}",
+        s.metadata.scenario, s.metadata.id, s.metadata.profile, s.metadata.kernel
+    )];
+    if s.metadata.profile == "ci" {
+        notes.push("ci profile: never compare with the papers' numbers".into());
+    }
+    let mut out = Vec::new();
+    let axis = XAxis::of(&s.rows, x);
+    for kind in kinds {
+        match kind.as_str() {
+            "cwnd" => {
+                for r in records.iter().filter(|r| r.rep == 0) {
+                    let flows: Vec<(String, Vec<(f64, f64)>)> = r
+                        .series
+                        .iter()
+                        .map(|f| {
+                            (
+                                format!("flow{} {} {:.0} ms", f.id, f.cc, f.base_rtt_s * 1e3),
+                                f.points
+                                    .iter()
+                                    .map(|p| (p.t_s, f64::from(p.cwnd)))
+                                    .collect(),
+                            )
+                        })
+                        .collect();
+                    let title = format!("cwnd, {} p{} {}", r.algo, r.point, point_vars(&r.vars));
+                    let chart = plot::cwnd_history(&title, &flows, &notes);
+                    out.push(
+                        plot::render(&chart, &pdir.join(format!("cwnd-{}-p{}", r.algo, r.point)))?
+                            .0,
+                    );
+                }
+            }
+            "ratio_vs_rtt" => {
+                let mut series = xy_series(&s.rows, &axis, "M3 R_rtt");
+                // M17: Reno ∝ (RTT_short/RTT_long)², H-TCP's design ∝ RTT_short/RTT_long,
+                // against flow 1's fixed RTT; only when x is an RTT in ms.
+                let x_is_rtt = axis
+                    .var
+                    .as_deref()
+                    .is_some_and(|v| v.starts_with("rtt") && v.ends_with("_ms"));
+                if let (Some(r), true) = (records.first(), x_is_rtt) {
+                    let rtt1 = r.series.first().map(|f| f.base_rtt_s).unwrap_or(0.162);
+                    let xs: Vec<f64> = series
+                        .iter()
+                        .flat_map(|s| s.points.iter().map(|p| p.0))
+                        .collect();
+                    for (label, model) in [
+                        ("Reno reference (M17)", RttUnfairnessModel::Reno),
+                        ("H-TCP design (M17)", RttUnfairnessModel::Htcp),
+                    ] {
+                        let mut pts: Vec<(f64, f64)> = xs
+                            .iter()
+                            .filter_map(|&x| {
+                                metrics::reference_rtt_ratio(model, x / 1e3, rtt1).map(|y| (x, y))
+                            })
+                            .collect();
+                        pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+                        pts.dedup_by(|a, b| a.0 == b.0);
+                        series.push(Series {
+                            label: label.into(),
+                            points: pts,
+                            style: SeriesStyle::Dashed,
+                        });
+                    }
+                }
+                out.push(render_xy(
+                    &pdir,
+                    "ratio-vs-rtt",
+                    "Throughput ratio R_rtt (long/short RTT) vs RTT (Fig. 10)",
+                    &axis.label,
+                    "R_rtt",
+                    series,
+                    &notes,
+                    false,
+                )?);
+            }
+            "convergence" => {
+                let series = xy_series(&s.rows, &axis, "M5 A (s)");
+                let mut n = notes.clone();
+                n.push(
+                    "80 % convergence time, variant A; points missing = not converged (NC)".into(),
+                );
+                out.push(render_xy(
+                    &pdir,
+                    "convergence",
+                    "80 % convergence time (Fig. 14)",
+                    &axis.label,
+                    "t_conv (s)",
+                    series,
+                    &n,
+                    false,
+                )?);
+            }
+            "response" => {
+                let mut series = xy_series(&s.rows, &axis, "M1 flow1 (Mbit/s)");
+                // The closed forms are of the loss probability: only when x is `loss`.
+                if let (Some(r), Some("loss")) = (records.first(), axis.var.as_deref()) {
+                    let rtt = r.series.first().map(|f| f.base_rtt_s).unwrap_or(0.1);
+                    let mut ps: Vec<f64> = s
+                        .rows
+                        .iter()
+                        .filter_map(|r| axis.x(r))
+                        .filter(|p| *p > 0.0)
+                        .collect();
+                    ps.sort_by(f64::total_cmp);
+                    ps.dedup();
+                    for (label, rf) in [
+                        ("Reno 1.2/√p", ResponseFunction::Reno),
+                        ("HSTCP 0.12/p^0.835", ResponseFunction::Hstcp),
+                        ("STCP 0.08/p", ResponseFunction::Stcp),
+                    ] {
+                        let pts: Vec<(f64, f64)> = ps
+                            .iter()
+                            .filter_map(|&p| {
+                                metrics::response_throughput_bps(rf, p, None, 1448.0, rtt)
+                                    .map(|b| (p, b / 1e6))
+                            })
+                            .collect();
+                        series.push(Series {
+                            label: label.into(),
+                            points: pts,
+                            style: SeriesStyle::Dashed,
+                        });
+                    }
+                }
+                let chart = Chart {
+                    title: "Response function: throughput vs random loss (Fig. 13)".into(),
+                    x_label: axis.label.clone(),
+                    y_label: "throughput (Mbit/s)".into(),
+                    log_x: true,
+                    log_y: true,
+                    series,
+                    notes: notes.clone(),
+                    ..Default::default()
+                };
+                out.push(plot::render(&chart, &pdir.join("response"))?.0);
+            }
+            "buffer" => {
+                let series = xy_series(&s.rows, &axis, "M8 goodput (Mbit/s)");
+                out.push(render_xy(
+                    &pdir,
+                    "buffer-throughput",
+                    "Aggregate throughput vs buffer (Fig. 12)",
+                    &axis.label,
+                    "goodput (Mbit/s)",
+                    series,
+                    &notes,
+                    false,
+                )?);
+                let series = xy_series(&s.rows, &axis, "M9 drop rate");
+                out.push(render_xy(
+                    &pdir,
+                    "buffer-loss",
+                    "Loss rate vs buffer (Fig. 12)",
+                    &axis.label,
+                    "drop rate",
+                    series,
+                    &notes,
+                    false,
+                )?);
+            }
+            "goodput" => {
+                let series = xy_series(&s.rows, &axis, "M8 goodput (Mbit/s)");
+                out.push(render_xy(
+                    &pdir,
+                    "goodput",
+                    "Aggregate goodput",
+                    &axis.label,
+                    "goodput (Mbit/s)",
+                    series,
+                    &notes,
+                    false,
+                )?);
+            }
+            "completion" => {
+                let series = xy_series(&s.rows, &axis, "M15 flow2 completion (s)");
+                out.push(render_xy(
+                    &pdir,
+                    "completion",
+                    "Completion time",
+                    &axis.label,
+                    "completion (s)",
+                    series,
+                    &notes,
+                    false,
+                )?);
+            }
+            "queue" => {
+                for r in records.iter().filter(|r| r.rep == 0) {
+                    let pts: Vec<(f64, f64)> = r
+                        .queue
+                        .iter()
+                        .map(|q| (q.t_s, q.backlog_pkts as f64))
+                        .collect();
+                    let series = vec![Series {
+                        label: format!("backlog (buffer {} pkts)", r.spec.buffer_pkts),
+                        points: pts,
+                        style: SeriesStyle::Line,
+                    }];
+                    let title = format!(
+                        "Bottleneck queue, {} p{} {}",
+                        r.algo,
+                        r.point,
+                        point_vars(&r.vars)
+                    );
+                    out.push(render_xy(
+                        &pdir,
+                        &format!("queue-{}-p{}", r.algo, r.point),
+                        &title,
+                        "time (s)",
+                        "backlog (packets)",
+                        series,
+                        &notes,
+                        false,
+                    )?);
+                }
+            }
+            "fairness" => {
+                let series = xy_series(&s.rows, &axis, "M4 Jain");
+                out.push(render_xy(
+                    &pdir,
+                    "fairness",
+                    "Jain's fairness index (M4)",
+                    &axis.label,
+                    "Jain index",
+                    series,
+                    &notes,
+                    false,
+                )?);
+            }
+            "friendliness" => {
+                let series = xy_series(&s.rows, &axis, "M3 flow2/flow1");
+                out.push(render_xy(
+                    &pdir,
+                    "friendliness",
+                    "Throughput of the flow under test over the Reno flow",
+                    &axis.label,
+                    "flow2 / flow1",
+                    series,
+                    &notes,
+                    false,
+                )?);
+            }
+            "timeline" => {
+                for r in records.iter().filter(|r| r.rep == 0) {
+                    let series: Vec<Series> = r
+                        .series
+                        .iter()
+                        .map(|f| {
+                            let tp =
+                                metrics::period_throughputs_bps(f, 0.0, r.spec.duration_s, 5.0);
+                            Series {
+                                label: format!("flow{} {}", f.id, f.cc),
+                                points: tp
+                                    .iter()
+                                    .enumerate()
+                                    .map(|(k, b)| (5.0 * k as f64 + 2.5, b / 1e6))
+                                    .collect(),
+                                style: SeriesStyle::Line,
+                            }
+                        })
+                        .collect();
+                    let title = format!(
+                        "Throughput per 5 s, {} p{} {}",
+                        r.algo,
+                        r.point,
+                        point_vars(&r.vars)
+                    );
+                    out.push(render_xy(
+                        &pdir,
+                        &format!("timeline-{}-p{}", r.algo, r.point),
+                        &title,
+                        "time (s)",
+                        "throughput (Mbit/s)",
+                        series,
+                        &notes,
+                        false,
+                    )?);
+                }
+            }
+            "cdf" => {
+                let mut algos: Vec<&str> = records.iter().map(|r| r.algo.as_str()).collect();
+                algos.sort();
+                algos.dedup();
+                let series: Vec<Series> = algos
+                    .iter()
+                    .map(|a| {
+                        let flows: Vec<&FlowSeries> = records
+                            .iter()
+                            .filter(|r| r.algo == *a)
+                            .flat_map(|r| r.series.iter())
+                            .collect();
+                        let mut xs: Vec<f64> = flows
+                            .iter()
+                            .flat_map(|f| f.backoffs.iter().map(|b| f64::from(b.cwnd_before)))
+                            .filter(|x| *x > 0.0)
+                            .collect();
+                        xs.sort_by(f64::total_cmp);
+                        let n = xs.len() as f64;
+                        Series {
+                            label: a.to_string(),
+                            points: xs
+                                .iter()
+                                .enumerate()
+                                .map(|(i, x)| (*x, (i + 1) as f64 / n))
+                                .collect(),
+                            style: SeriesStyle::Line,
+                        }
+                    })
+                    .collect();
+                out.push(render_xy(
+                    &pdir,
+                    "cwnd-at-backoff-cdf",
+                    "cwnd at backoff, CDF (M14)",
+                    "cwnd before backoff (packets)",
+                    "fraction",
+                    series,
+                    &notes,
+                    false,
+                )?);
+            }
+            "delay_throughput" => {
+                let dots = crate::scatter::flow_dots(records, &s.params);
+                out.push(crate::scatter::render(
+                    &dots,
+                    "Throughput vs queueing delay, one point per flow per run (mean, 1-σ ellipse)",
+                    &notes,
+                    &pdir.join("delay-throughput"),
+                )?);
+            }
+            other => anyhow::bail!("unknown plot kind '{other}'"),
+        }
+    }
+    Ok(out)
+}
+
+fn point_vars(v: &BTreeMap<String, f64>) -> String {
+    v.iter()
+        .map(|(k, x)| format!("{k}={x}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[allow(clippy::too_many_arguments)]
+fn render_xy(
+    dir: &Path,
+    stem: &str,
+    title: &str,
+    x: &str,
+    y: &str,
+    series: Vec<Series>,
+    notes: &[String],
+    log_x: bool,
+) -> Result<PathBuf> {
+    let chart = Chart {
+        title: title.into(),
+        x_label: x.into(),
+        y_label: y.into(),
+        log_x,
+        series,
+        notes: notes.to_vec(),
+        ..Default::default()
+    };
+    Ok(plot::render(&chart, &dir.join(stem))?.0)
+}
+
+/// Rebuilds `summary.json`, `summary.md` and the plots of a results directory from its
+/// raw runs; returns the summary. `native_of` pairs ports with their modules
+/// ([`crate::compare::NativeOf`]).
+pub fn rebuild(dir: &Path, native_of: NativeOf) -> Result<Summary> {
+    let (meta, records) = read_records(dir)?;
+    let sc = cctl_scenario::find(&meta.scenario_path)
+        .or_else(|_| cctl_scenario::find(&meta.scenario))
+        .with_context(|| format!("finding scenario {}", meta.scenario))?;
+    write_all(dir, &meta, &records, &sc, native_of)
+}
+
+/// Writes the summary files and plots of `records` into `dir` (and `compare.md`/`compare.json`
+/// where the runs hold a port and its module, paired by `native_of`).
+pub fn write_all(
+    dir: &Path,
+    meta: &Metadata,
+    records: &[RunRecord],
+    sc: &cctl_scenario::Scenario,
+    native_of: NativeOf,
+) -> Result<Summary> {
+    let p = MetricParams::default();
+    let s = summarize(meta, records, &p);
+    std::fs::write(dir.join("summary.json"), serde_json::to_vec_pretty(&s)?)?;
+    let mut md = markdown(&s, &sc.title, &sc.metrics);
+    let figs = crate::compare::case_figures(records);
+    let tol = crate::compare::Tolerances::default();
+    let cmp = crate::compare::markdown(&figs, meta, &tol, native_of);
+    if !cmp.is_empty() {
+        md = format!("{md}\n{cmp}");
+        let json = serde_json::json!({
+            "tolerances": tol,
+            "cases": figs,
+            "violations": crate::compare::pairs(&figs, meta, native_of)
+                .iter()
+                .flat_map(|(p, n)| crate::compare::violations(p, n, &tol))
+                .collect::<Vec<_>>(),
+        });
+        std::fs::write(dir.join("compare.json"), serde_json::to_vec_pretty(&json)?)?;
+        std::fs::write(dir.join("compare.md"), &cmp)?;
+    }
+    std::fs::write(dir.join("summary.md"), md)?;
+    plots(&s, records, dir, &sc.plots, sc.x.as_deref())?;
+    Ok(s)
+}
