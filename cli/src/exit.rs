@@ -54,21 +54,21 @@ pub fn code_for(err: &anyhow::Error) -> i32 {
     for cause in err.chain() {
         if cause.downcast_ref::<Usage>().is_some()
             || cause
-                .downcast_ref::<cctl_bench::sweep::Mismatch>()
+                .downcast_ref::<cctl_report::runs::Mismatch>()
                 .is_some()
         {
             return USAGE;
         }
         if cause
-            .downcast_ref::<cctl_bench::runner::UnknownAlgorithm>()
+            .downcast_ref::<cctl_bench::resolve::UnknownAlgorithm>()
             .is_some()
         {
             return USAGE;
         }
         // A scenario name, id or file given on the command line that is not there or not
         // valid; a file that exists but cannot be read is a runtime failure.
-        if let Some(e) = cause.downcast_ref::<cctl_bench::scenario::ScenarioError>() {
-            use cctl_bench::scenario::ScenarioError;
+        if let Some(e) = cause.downcast_ref::<cctl_scenario::ScenarioError>() {
+            use cctl_scenario::ScenarioError;
             return match e {
                 ScenarioError::Read { error, .. }
                     if error.kind() != std::io::ErrorKind::NotFound =>
@@ -80,7 +80,7 @@ pub fn code_for(err: &anyhow::Error) -> i32 {
         }
         // A summary or tolerance file named on the command line that is not there or not
         // valid; one that exists but cannot be read is a runtime failure.
-        if let Some(e) = cause.downcast_ref::<cctl_bench::check::CheckError>() {
+        if let Some(e) = cause.downcast_ref::<cctl_report::check::CheckError>() {
             return if e.is_bad_input() { USAGE } else { FAILURE };
         }
         if let Some(cctl_bench::lock::LockError::Held { .. }) = cause.downcast_ref() {

@@ -22,7 +22,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, ensure, Context, Result};
-use cctl_bench::flows::spawn_in_netns;
+use cctl_netem::flows::spawn_in_netns;
 use socket2::{Domain, Socket, Type};
 
 const NETNS: &str = "cctl-tx-cpu";
@@ -41,7 +41,7 @@ struct Netns;
 
 impl Netns {
     fn create() -> Result<Netns> {
-        cctl_bench::testbed::remove_leftovers(NETNS)?;
+        cctl_netem::testbed::remove_leftovers(NETNS)?;
         ip(&["netns", "add", NETNS])?;
         let ns = Netns;
         ip(&["-n", NETNS, "link", "set", "lo", "up"])?;

@@ -6,9 +6,11 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
-use cctl_bench::report::{self, Summary};
-use cctl_bench::runner::{self, RunOptions};
-use cctl_bench::scenario::{Profile, Scenario};
+use cctl_bench::execute::run_scenario;
+use cctl_bench::run::RunOptions;
+use cctl_report::record::read_records;
+use cctl_report::summary::{self, Summary};
+use cctl_scenario::{Profile, Scenario};
 
 /// Runs `sc` in the ci profile (repeat 1) for `algos`, results under `out`; returns the
 /// run's directory and its summary, and prints the summary table.
@@ -27,15 +29,16 @@ pub fn run_ci(sc: &Scenario, algos: &[&str], out: &Path) -> (std::path::PathBuf,
         shard: None,
         resume: None,
     };
-    let (dir, records) = runner::run_scenario(sc, &opts, Arc::new(AtomicBool::new(false)))
+    let (dir, records) = run_scenario(sc, &opts, Arc::new(AtomicBool::new(false)))
         .unwrap_or_else(|e| panic!("{}: {e:#}", sc.name));
-    let (meta, _) = runner::read_records(&dir).expect("metadata");
-    let s = report::write_all(&dir, &meta, &records, sc).expect("report");
+    let (meta, _) = read_records(&dir).expect("metadata");
+    let s = summary::write_all(&dir, &meta, &records, sc, cctl_bench::resolve::native_of)
+        .expect("report");
     eprintln!(
         "{} -> {}\n{}",
         sc.name,
         dir.display(),
-        report::terminal_table(&s, &sc.metrics)
+        summary::terminal_table(&s, &sc.metrics)
     );
     (dir, s)
 }

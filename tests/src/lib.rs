@@ -23,7 +23,7 @@ pub fn require_root() {
 /// Removes what a crashed earlier run may have left: namespaces with `prefix`,
 /// and the registration `name` if cctl pinned it.
 pub fn clean_slate(prefix: &str, names: &[&str]) {
-    cctl_bench::testbed::remove_leftovers(prefix).expect("removing leftover namespaces");
+    cctl_netem::testbed::remove_leftovers(prefix).expect("removing leftover namespaces");
     let _ = registry::remove_orphans();
     let loaded = registry::list_loaded().unwrap_or_default();
     for n in names {
@@ -100,7 +100,7 @@ pub fn in_netem_kernel_with(
     timeout: std::time::Duration,
     body: impl FnOnce(),
 ) {
-    if cctl_bench::testbed::netem_available() {
+    if cctl_netem::testbed::netem_available() {
         body();
         return;
     }
@@ -108,7 +108,7 @@ pub fn in_netem_kernel_with(
         std::env::var_os(IN_VM).is_none(),
         "inside the VM the kernel must have netem"
     );
-    cctl_bench::vm::check_vm_deps()
+    cctl_vm::check_vm_deps()
         .unwrap_or_else(|e| panic!("netem is missing here and the VM cannot start: {e}"));
     std::fs::create_dir_all(rwdir).unwrap();
     let exe = std::env::current_exe().unwrap();
@@ -133,16 +133,16 @@ pub fn in_netem_kernel_with(
         "export {IN_VM}=1 RUST_BACKTRACE=1{passed}\nexec '{}' --exact {test_name} --nocapture --test-threads=1\n",
         exe.display()
     );
-    let mut spec = cctl_bench::vm::VmSpec::detect().unwrap_or_else(|e| panic!("{e}"));
+    let mut spec = cctl_vm::VmSpec::detect().unwrap_or_else(|e| panic!("{e}"));
     spec.rwdirs.push(rwdir.to_path_buf());
     spec.timeout = timeout;
     spec.echo = true;
-    let out = match cctl_bench::vm::run_in_vm(&spec, &script) {
-        Err(e @ cctl_bench::vm::VmError::NoExitStatus { .. }) => {
+    let out = match cctl_vm::run_in_vm(&spec, &script) {
+        Err(e @ cctl_vm::VmError::NoExitStatus { .. }) => {
             eprintln!(
                 "{test_name}: the guest died before the test finished; booting it once more. {e}"
             );
-            cctl_bench::vm::run_in_vm(&spec, &script)
+            cctl_vm::run_in_vm(&spec, &script)
         }
         other => other,
     }

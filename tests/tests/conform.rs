@@ -24,7 +24,7 @@ fn leftovers() -> (Vec<String>, Vec<String>) {
     let ns = String::from_utf8_lossy(&out.stdout)
         .lines()
         .filter_map(|l| l.split_whitespace().next())
-        .filter(|n| n.starts_with(cctl_bench::conform::NETNS_PREFIX))
+        .filter(|n| n.starts_with(cctl_conform::NETNS_PREFIX))
         .map(str::to_string)
         .collect();
     let loaded = registry::list_loaded()
@@ -56,7 +56,7 @@ fn lines(o: &Output) -> Vec<serde_json::Value> {
 }
 
 fn script_names() -> BTreeSet<String> {
-    cctl_bench::conform::script::builtin()
+    cctl_conform::script::builtin()
         .into_iter()
         .map(|s| s.name)
         .collect()

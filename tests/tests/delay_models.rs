@@ -12,8 +12,10 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
-use cctl_bench::runner::{self, RunOptions, RunRecord};
-use cctl_bench::scenario::{Profile, Scenario};
+use cctl_bench::execute::run_scenario;
+use cctl_bench::run::RunOptions;
+use cctl_report::record::RunRecord;
+use cctl_scenario::{Profile, Scenario};
 use cctl_tests::{in_netem_kernel, require_root, KERNEL};
 
 fn results_root() -> PathBuf {
@@ -43,7 +45,7 @@ fn one_flow(algo: &str, secs: u32) -> (RunRecord, Vec<HashMap<String, f64>>) {
         shard: None,
         resume: None,
     };
-    let (dir, mut records) = runner::run_scenario(&sc, &opts, Arc::new(AtomicBool::new(false)))
+    let (dir, mut records) = run_scenario(&sc, &opts, Arc::new(AtomicBool::new(false)))
         .unwrap_or_else(|e| panic!("{algo}: {e:#}"));
     let record = records.remove(0);
     let csv_path = dir

@@ -5,12 +5,12 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
-use cctl_bench::flows::{run_bulk_flows, FlowSpec};
-use cctl_bench::testbed::{PathSpec, Testbed};
 use cctl_loader::collector::{Trace, TraceConfig};
 use cctl_loader::registry::{self, LoadGuard, LoadOptions};
 use cctl_loader::sample::Sample;
 use cctl_loader::summary::summarize;
+use cctl_netem::flows::{run_bulk_flows, FlowSpec};
+use cctl_netem::testbed::{PathSpec, Testbed};
 use cctl_tests::{available, clean_slate, require_root, KERNEL};
 
 const PORT: u16 = 5301;

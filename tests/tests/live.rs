@@ -8,11 +8,11 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
-use cctl_bench::flows::{run_bulk_flows, FlowSpec};
-use cctl_bench::testbed::{PathSpec, Testbed};
 use cctl_loader::collector::{Trace, TraceConfig};
 use cctl_loader::registry::{self, LoadGuard, LoadOptions};
 use cctl_loader::sample::{CaState, Sample};
+use cctl_netem::flows::{run_bulk_flows, FlowSpec};
+use cctl_netem::testbed::{PathSpec, Testbed};
 use cctl_tests::{cctl_bin, clean_slate, require_root, KERNEL};
 
 const PORT: u16 = 5311;

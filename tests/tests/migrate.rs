@@ -16,11 +16,11 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use cctl_bench::flows::spawn_in_netns;
-use cctl_bench::testbed::{PathSpec, Testbed};
 use cctl_loader::collector::{Trace, TraceConfig};
 use cctl_loader::migrate::{self, SocketFilter, SocketInfo};
 use cctl_loader::registry::LoadGuard;
+use cctl_netem::flows::spawn_in_netns;
+use cctl_netem::testbed::{PathSpec, Testbed};
 use cctl_tests::{cctl_bin, clean_slate, load_owned, require_root, KERNEL};
 use rand_chacha::rand_core::{RngCore, SeedableRng};
 use socket2::{Domain, Socket, Type};

@@ -5,8 +5,8 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use cctl_bench::report::Summary;
-use cctl_bench::scenario::{self, Scenario};
+use cctl_report::summary::Summary;
+use cctl_scenario::{self as scenario, Scenario};
 use cctl_tests::bench::{metric, run_ci};
 use cctl_tests::{in_netem_kernel, require_root, KERNEL};
 

@@ -14,9 +14,9 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use cctl_bench::flows::spawn_in_netns;
-use cctl_bench::testbed::{PathSpec, Testbed};
 use cctl_loader::migrate::{self, SocketFilter};
+use cctl_netem::flows::spawn_in_netns;
+use cctl_netem::testbed::{PathSpec, Testbed};
 use cctl_tests::tmux::Tmux;
 use cctl_tests::{cctl_bin, clean_slate, load_owned, require_root, KERNEL};
 use socket2::{Domain, Socket, Type};

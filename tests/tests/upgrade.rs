@@ -9,13 +9,13 @@ use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::Duration;
 
-use cctl_bench::flows::{run_bulk_flows, run_bulk_flows_observed, FlowResult, FlowSpec};
-use cctl_bench::testbed::{PathSpec, Testbed};
 use cctl_loader::collector::{Trace, TraceConfig};
 use cctl_loader::registry::{self, LoadGuard, LoadOptions, LoadedCc};
 use cctl_loader::sample::Sample;
 use cctl_loader::upgrade::{self, UpgradeOptions};
 use cctl_loader::Error;
+use cctl_netem::flows::{run_bulk_flows, run_bulk_flows_observed, FlowResult, FlowSpec};
+use cctl_netem::testbed::{PathSpec, Testbed};
 use cctl_tests::{available, clean_slate, require_root, KERNEL};
 
 /// Network-namespace prefix of these tests.

@@ -7,13 +7,18 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use cctl_bench::check::{self, SummaryFile, Tolerances};
-use cctl_bench::report;
-use cctl_bench::runner::{self, RunKernel, RunOptions};
-use cctl_bench::scenario::{self, Profile};
-use cctl_bench::sweep::{point_indices, run_list, Shard};
-use cctl_bench::testbed::netem_available;
-use cctl_bench::vm;
+use cctl_bench::execute::run_scenario;
+use cctl_bench::network::{check_supported, path_for};
+use cctl_bench::resolve::{check_algorithms, RunKernel};
+use cctl_bench::run::RunOptions;
+use cctl_netem::slot::MAX_JOBS;
+use cctl_netem::testbed::netem_available;
+use cctl_report::check::{self, SummaryFile, Tolerances};
+use cctl_report::record::{read_records, timestamp};
+use cctl_report::runs::{point_indices, run_list, Shard};
+use cctl_report::summary;
+use cctl_scenario::{self as scenario, Profile};
+use cctl_vm as vm;
 
 use crate::exit::{self, usage};
 use crate::out::{out, outln};
@@ -191,9 +196,9 @@ pub fn run(args: Args) -> Result<i32> {
             gate(&a.results, &baseline, &tol, a.json)
         }
         Cmd::Report(a) => {
-            let s = report::rebuild(&a.dir)?;
+            let s = summary::rebuild(&a.dir, cctl_bench::resolve::native_of)?;
             let sc = scenario::find(&s.metadata.scenario)?;
-            out!("{}", report::terminal_table(&s, &sc.metrics))?;
+            out!("{}", summary::terminal_table(&s, &sc.metrics))?;
             outln!("report: {}", a.dir.join("summary.md").display())?;
             Ok(exit::OK)
         }
@@ -257,7 +262,7 @@ fn merge(a: MergeArgs) -> Result<i32> {
             );
         }
     }
-    let m = cctl_bench::merge::merge(&a.dirs, &a.out)?;
+    let m = cctl_report::merge::merge(&a.dirs, &a.out, cctl_bench::resolve::native_of)?;
     let sc = scenario::find(&m.summary.metadata.scenario_path)
         .or_else(|_| scenario::find(&m.summary.metadata.scenario))?;
     if a.json {
@@ -265,7 +270,7 @@ fn merge(a: MergeArgs) -> Result<i32> {
             outln!("{}", serde_json::to_string(r)?)?;
         }
     } else {
-        out!("{}", report::terminal_table(&m.summary, &sc.metrics))?;
+        out!("{}", summary::terminal_table(&m.summary, &sc.metrics))?;
     }
     for id in &m.missing {
         outln!("missing: {id}")?;
@@ -291,12 +296,8 @@ fn run_bench(a: RunArgs) -> Result<i32> {
         Ok(p) => p,
         Err(e) => usage!("--profile: {e}"),
     };
-    if a.jobs == 0 || a.jobs > runner::MAX_JOBS {
-        usage!(
-            "--jobs {}: give 1 to {} runs at once",
-            a.jobs,
-            runner::MAX_JOBS
-        );
+    if a.jobs == 0 || a.jobs > MAX_JOBS {
+        usage!("--jobs {}: give 1 to {} runs at once", a.jobs, MAX_JOBS);
     }
     let shard: Option<Shard> = match a.shard.as_deref().map(str::parse) {
         None => None,
@@ -324,7 +325,8 @@ fn run_bench(a: RunArgs) -> Result<i32> {
     };
     let sc = scenario::find(&a.scenario)?;
     let seed = a.seed.unwrap_or_else(|| sc.seed(profile));
-    let points = match runner::select_points(sc.expand(profile, seed)?, a.points.as_deref()) {
+    let points = match cctl_scenario::select_points(sc.expand(profile, seed)?, a.points.as_deref())
+    {
         Ok(p) => p,
         Err(e) => usage!("--points: {e}"),
     };
@@ -337,8 +339,8 @@ fn run_bench(a: RunArgs) -> Result<i32> {
         } else {
             RunKernel::Installed
         };
-        runner::check_algorithms(&a.algo, kernel)?;
-        cctl_bench::aqm::check_dctcp(&a.algo, &points)?;
+        check_algorithms(&a.algo, kernel)?;
+        cctl_bench::network::check_dctcp(&a.algo, &points)?;
         let repeat = a.repeat.unwrap_or_else(|| sc.repeat(profile));
         if let Some(shard) = shard {
             let list = shard.select(run_list(&point_indices(&points), &a.algo, repeat));
@@ -393,18 +395,18 @@ fn run_bench(a: RunArgs) -> Result<i32> {
             secs
         )?;
         let refs: Vec<&scenario::RunPoint> = points.iter().collect();
-        if let Some(w) = runner::cpu_warning(&refs, a.jobs as usize) {
+        if let Some(w) = cctl_bench::cost::cpu_warning(&refs, a.jobs as usize) {
             outln!("warning (on this machine): {w}")?;
         }
-        return match runner::check_supported(&sc, &points) {
+        return match check_supported(&sc, &points) {
             Ok(()) => Ok(exit::OK),
             Err(e) => Err(e),
         };
     }
-    runner::check_supported(&sc, &points)?;
+    check_supported(&sc, &points)?;
     let needs_netem = points
         .iter()
-        .any(|p| runner::path_for(p).needs_netem() || !p.delay_schedule.is_empty());
+        .any(|p| path_for(p).needs_netem() || !p.delay_schedule.is_empty());
 
     let in_vm = match a.vm {
         VmMode::Always => true,
@@ -412,7 +414,7 @@ fn run_bench(a: RunArgs) -> Result<i32> {
         VmMode::Auto => needs_netem && !netem_available(),
     };
     // Refused here, before a VM boots (whose kernel is one of those in /lib/modules).
-    runner::check_algorithms(
+    check_algorithms(
         &a.algo,
         if in_vm {
             RunKernel::Installed
@@ -468,15 +470,15 @@ fn run_bench(a: RunArgs) -> Result<i32> {
             * a.algo.len() as f64
             * f64::from(a.repeat.unwrap_or_else(|| sc.repeat(profile)))
     );
-    let (dir, records) = runner::run_scenario(&sc, &opts, stop.clone())?;
-    let (meta, _) = runner::read_records(&dir)?;
-    let s = report::write_all(&dir, &meta, &records, &sc)?;
+    let (dir, records) = run_scenario(&sc, &opts, stop.clone())?;
+    let (meta, _) = read_records(&dir)?;
+    let s = summary::write_all(&dir, &meta, &records, &sc, cctl_bench::resolve::native_of)?;
     if a.json {
         for r in &s.rows {
             outln!("{}", serde_json::to_string(r)?)?;
         }
     } else {
-        out!("{}", report::terminal_table(&s, &sc.metrics))?;
+        out!("{}", summary::terminal_table(&s, &sc.metrics))?;
     }
     outln!("results: {}", dir.display())?;
     if stop.load(Ordering::SeqCst) {
@@ -504,7 +506,7 @@ fn run_in_vm(a: &RunArgs, sc: &scenario::Scenario, needs_netem: bool) -> Result<
     // there (`--resume` ends a VM a killed cctl left behind); the guest resumes into it.
     let dir = match &a.resume {
         Some(d) => d.clone(),
-        None => a.out.join(&sc.name).join(runner::timestamp()),
+        None => a.out.join(&sc.name).join(timestamp()),
     };
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let out = dir.canonicalize()?;

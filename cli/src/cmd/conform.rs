@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use cctl_bench::conform::{self, script, Outcome, Subject};
+use cctl_conform::{self as conform, script, Outcome, Subject};
 
 use crate::cmd::bench::VmMode;
 use crate::exit::{self, usage};
@@ -117,7 +117,7 @@ pub fn run(a: Args) -> Result<i32> {
     }
     let dir = match &a.dir {
         Some(d) => d.clone(),
-        None => a.out.join(cctl_bench::runner::timestamp()),
+        None => a.out.join(cctl_report::record::timestamp()),
     };
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let dir = dir.canonicalize()?;
@@ -209,7 +209,7 @@ fn print_results(dir: &Path, json: bool) -> Result<()> {
 
 /// Boots the 6.12 guest and runs the same command there, writing into `dir`.
 fn run_in_vm(a: &Args, dir: &Path, stop: Arc<AtomicBool>) -> Result<()> {
-    use cctl_bench::vm;
+    use cctl_vm as vm;
     let exe = std::env::current_exe()?;
     let mut cmd = format!(
         "modprobe tun; '{}' conform {} --vm never --dir '{}' --runs {}",

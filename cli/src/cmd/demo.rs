@@ -9,13 +9,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use cctl_bench::flows::{run_bulk_flows, FlowResult, FlowSpec};
-use cctl_bench::testbed::{remove_leftovers, PathSpec, Testbed};
 use cctl_loader::collector::{Trace, TraceConfig};
 use cctl_loader::registry::{self, LoadGuard, LoadOptions};
 use cctl_loader::sample::Sample;
 use cctl_loader::summary::{summarize, FlowSummary};
 use cctl_loader::{catalogue, kernel};
+use cctl_netem::flows::{run_bulk_flows, FlowResult, FlowSpec};
+use cctl_netem::testbed::{remove_leftovers, PathSpec, Testbed};
 
 use crate::exit::{self, usage};
 use crate::out::outln;
@@ -189,9 +189,9 @@ pub fn run(args: Args) -> Result<i32> {
 
     let spec = PathSpec::new(PREFIX, args.rate_mbit, args.queue_pkts);
     let bed = Testbed::create(&spec).context("building the veth/tbf path")?;
-    let cpu0 = cctl_bench::runner::cpu_times();
+    let cpu0 = cctl_bench::cost::cpu_times();
     let result = run_on(&args, &cc, &bed, stop.clone());
-    let cpu_busy = match (cpu0, cctl_bench::runner::cpu_times()) {
+    let cpu_busy = match (cpu0, cctl_bench::cost::cpu_times()) {
         (Some((b0, t0)), Some((b1, t1))) if t1 > t0 => {
             Some(100.0 * (b1 - b0) as f64 / (t1 - t0) as f64)
         }

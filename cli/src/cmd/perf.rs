@@ -102,7 +102,7 @@ pub fn run(a: PerfArgs) -> Result<i32> {
         });
     }
 
-    let started = cctl_bench::runner::timestamp();
+    let started = cctl_report::record::timestamp();
     let dir = a.out.join(&started);
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let dir = dir.canonicalize()?;
@@ -133,7 +133,7 @@ pub fn run(a: PerfArgs) -> Result<i32> {
             VmMode::Auto => true,
         };
     if want_guest {
-        let host_can = cctl_bench::testbed::netem_available()
+        let host_can = cctl_netem::testbed::netem_available()
             && guest_modules()
                 .iter()
                 .all(|m| cctl_loader::kernel::native_module(m).is_some());
@@ -196,7 +196,7 @@ fn run_guest(
     dir: &std::path::Path,
     stop: Arc<AtomicBool>,
 ) -> Result<GuestResult> {
-    use cctl_bench::vm;
+    use cctl_vm as vm;
     let gdir = dir.join("guest");
     std::fs::create_dir_all(&gdir).with_context(|| format!("creating {}", gdir.display()))?;
     let exe = std::env::current_exe()?;

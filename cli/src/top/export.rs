@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use cctl_bench::plot::{self, Chart, Series, SeriesStyle};
+use cctl_plot::{self as plot, Chart, Series, SeriesStyle};
 
 use super::app::App;
 use super::view::{series, Metric};

@@ -256,7 +256,7 @@ fn charts_scale_to_the_data_and_follow_zoom_scroll_and_pause() {
 
 #[test]
 fn marked_flows_are_overlaid_with_jains_index_and_their_shares() {
-    // The index itself is cctl_bench::metrics::jain_index, tested there.
+    // The index itself is cctl_metrics::jain_index, tested there.
     let mut app = dashboard(6, 20.0);
     let s = screen(&app, 200, 50);
     assert!(s.contains("mark two or more flows"), "{s}");

@@ -10,7 +10,7 @@ use ratatui::widgets::{
 };
 use ratatui::Frame;
 
-use cctl_bench::metrics::jain_index;
+use cctl_metrics::jain_index;
 
 use super::app::{describe_scope, mean_tput_in, App, Column, Flow, Mode, FILTER_SYNTAX};
 

@@ -83,4 +83,3 @@ pub fn cpu_warning(points: &[&RunPoint], jobs: usize) -> Option<String> {
         )
     })
 }
-

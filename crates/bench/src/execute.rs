@@ -13,12 +13,14 @@ use cctl_loader::{kernel, registry};
 use cctl_netem::slot::{Slot, MAX_JOBS, PREFIX};
 use cctl_netem::testbed::remove_leftovers;
 use cctl_report::record::{timestamp, Metadata, ResolvedCc, RunRecord};
-use cctl_report::runs::{check_compatible, completed_runs, point_indices, run_list, Mismatch, RunId};
+use cctl_report::runs::{
+    check_compatible, completed_runs, point_indices, run_list, Mismatch, RunId,
+};
 use cctl_scenario::{select_points, CcRef, RunPoint, Scenario};
 
+use crate::cost::cpu_warning;
 use crate::feed::SampleFeed;
 use crate::network::{check_dctcp, check_supported, setup_of};
-use crate::cost::cpu_warning;
 use crate::resolve::{resolve_algorithms, Loaded};
 use crate::run::{run_once, RunOptions, PORT};
 use crate::validity::deviations;
@@ -350,4 +352,3 @@ pub fn run_scenario(
     unloaded?;
     Ok((dir, records))
 }
-

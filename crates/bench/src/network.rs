@@ -134,7 +134,6 @@ pub fn check_supported(sc: &Scenario, points: &[RunPoint]) -> Result<()> {
     Ok(())
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -213,7 +213,6 @@ pub fn native_of(requested: &str) -> Option<&'static str> {
     cctl_loader::catalogue::find(key).ok()?.native
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

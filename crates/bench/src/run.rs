@@ -344,4 +344,3 @@ pub fn flow_series(
         })
         .collect()
 }
-

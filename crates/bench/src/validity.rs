@@ -49,4 +49,3 @@ pub fn deviations(points: &[RunPoint]) -> Vec<String> {
     }
     out
 }
-

@@ -141,9 +141,7 @@ pub fn short_term_throughput(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_util::{
-        assert_close, assert_some_close, close, piecewise_flow, points,
-    };
+    use crate::test_util::{assert_close, assert_some_close, close, piecewise_flow, points};
 
     #[test]
     fn avg_throughput_is_the_bytes_acked_slope_over_the_window() {

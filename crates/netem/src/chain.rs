@@ -29,8 +29,8 @@ use serde::{Deserialize, Serialize};
 use crate::flows::Endpoints;
 use crate::tc::{check_tools, run, run_batch, run_words, TestbedError};
 use crate::testbed::{
-    add_netem, delete_netns, netem_limit_pkts, netns_exists, offloads_off, qdisc_stats,
-    short_name, PathSpec, QdiscStats, Testbed, HOST_SYSCTLS, MAX_SENDERS,
+    add_netem, delete_netns, netem_limit_pkts, netns_exists, offloads_off, qdisc_stats, short_name,
+    PathSpec, QdiscStats, Testbed, HOST_SYSCTLS, MAX_SENDERS,
 };
 
 /// Most bottlenecks a chain may have: the parking lots of the literature have 2 or 3, and
@@ -53,7 +53,6 @@ pub struct HopPlan {
     /// Whether `buffer_floor_pkts` raised it.
     pub buffer_floored: bool,
 }
-
 
 /// What the chain looks like.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -381,5 +381,4 @@ mod tests {
         let json = r#"[{"kind":"tbf","handle":"1:","root":true,"refcnt":3,"options":{"rate":625000,"burst":3027,"lat":1000000}},{"kind":"pfifo","handle":"10:","parent":"1:1","options":{"limit":50}}]"#;
         assert_eq!(read_back(json), (Some(5.0), Some(50)));
     }
-
 }

@@ -116,14 +116,22 @@ pub(crate) fn run_batch(argv: &[&str], lines: &[String]) -> Result<String, Testb
 
 /// The one process runner: `argv` with `input` on its stdin (none: /dev/null), its stdout
 /// on success; `command` is how errors name it.
-fn run_with_input(argv: &[&str], command: String, input: Option<&str>) -> Result<String, TestbedError> {
+fn run_with_input(
+    argv: &[&str],
+    command: String,
+    input: Option<&str>,
+) -> Result<String, TestbedError> {
     let spawn_error = |source| TestbedError::Spawn {
         command: command.clone(),
         source,
     };
     let mut child = Command::new(argv[0])
         .args(&argv[1..])
-        .stdin(if input.is_some() { Stdio::piped() } else { Stdio::null() })
+        .stdin(if input.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

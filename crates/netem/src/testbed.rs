@@ -374,8 +374,6 @@ pub(crate) fn short_name(prefix: &str) -> String {
     format!("{}{:06x}", &prefix[..STEM_MAX - 6], hash & 0xff_ffff)
 }
 
-
-
 /// Counters of the bottleneck's root `tbf` qdisc (they include what its `pfifo` child
 /// dropped), as `tc -s qdisc` reports them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
@@ -1047,8 +1045,6 @@ pub fn netns_exists(name: &str) -> bool {
 pub(crate) fn delete_netns(name: &str) -> Result<(), TestbedError> {
     run(&["ip", "netns", "delete", name]).map(drop)
 }
-
-
 
 #[cfg(test)]
 mod tests {

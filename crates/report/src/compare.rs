@@ -17,8 +17,8 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use cctl_metrics::{coefficient_of_variation, FlowSeries};
 use crate::record::{Metadata, RunRecord};
+use cctl_metrics::{coefficient_of_variation, FlowSeries};
 
 /// Figures of one flow of one run.
 #[derive(Debug, Clone, Serialize, PartialEq)]

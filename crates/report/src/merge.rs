@@ -7,11 +7,11 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 
-use crate::summary::{self, Summary};
 use crate::compare::NativeOf;
 use crate::record::Metadata;
-use cctl_scenario::select_points;
 use crate::runs::{check_compatible, completed_runs, point_indices, run_list, RunId};
+use crate::summary::{self, Summary};
+use cctl_scenario::select_points;
 
 /// What a merge did.
 #[derive(Debug)]
@@ -53,7 +53,8 @@ pub fn planned_runs(meta: &Metadata) -> Result<Vec<RunId>> {
         .or_else(|_| cctl_scenario::find(&meta.scenario))
         .with_context(|| format!("finding scenario {}", meta.scenario))?;
     let profile = meta.profile.parse().map_err(anyhow::Error::msg)?;
-    let points = select_points(sc.expand(profile, meta.seed)?, meta.points.as_deref()).map_err(anyhow::Error::msg)?;
+    let points = select_points(sc.expand(profile, meta.seed)?, meta.points.as_deref())
+        .map_err(anyhow::Error::msg)?;
     Ok(run_list(
         &point_indices(&points),
         &meta.under_test,

@@ -188,4 +188,3 @@ pub fn read_records(dir: &Path) -> Result<(Metadata, Vec<RunRecord>)> {
     });
     Ok((meta, records))
 }
-

@@ -12,8 +12,8 @@ use anyhow::{anyhow, Context, Result};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use cctl_metrics::{self as metrics, MetricParams};
 use crate::record::RunRecord;
+use cctl_metrics::{self as metrics, MetricParams};
 use cctl_scenario::CcRef;
 
 /// One flow of one run: its algorithm, mean queueing delay (ms) and throughput (Mbit/s).

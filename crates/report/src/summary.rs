@@ -9,10 +9,12 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use serde::Serialize;
 
-use cctl_metrics::{self as metrics, FlowSeries, MetricParams, ResponseFunction, RttUnfairnessModel};
-use cctl_plot::{self as plot, Chart, Series, SeriesStyle};
 use crate::compare::NativeOf;
 use crate::record::{read_records, Metadata, RunRecord};
+use cctl_metrics::{
+    self as metrics, FlowSeries, MetricParams, ResponseFunction, RttUnfairnessModel,
+};
+use cctl_plot::{self as plot, Chart, Series, SeriesStyle};
 
 use crate::axes::{xy_series, XAxis};
 

@@ -12,8 +12,8 @@ use super::schema::{
     BdpRtt, LossModel, Profile, Scenario, WebModel, BUFFER_KEYS, CI_MAX_RATE_MBIT,
     DEFAULT_BUFFER_FLOOR_PKTS,
 };
-use cctl_netem::aqm::{Aqm, Qdisc, AQM_PARAMS};
 use crate::schedule::{self as sched, Step, TraceUse, DEFAULT_TRACE_BIN_MS};
+use cctl_netem::aqm::{Aqm, Qdisc, AQM_PARAMS};
 
 /// Packet size the BDP is counted in, in bytes (1500-byte IP packets, `benchmarks.md` §0).
 pub const PACKET_BYTES: f64 = 1500.0;

@@ -259,7 +259,10 @@ impl Scenario {
 ///
 /// Errors: an index that is not a point of the expansion (the message gives the range
 /// allowed), or an empty selection.
-pub fn select_points(points: Vec<RunPoint>, only: Option<&[usize]>) -> Result<Vec<RunPoint>, String> {
+pub fn select_points(
+    points: Vec<RunPoint>,
+    only: Option<&[usize]>,
+) -> Result<Vec<RunPoint>, String> {
     let Some(only) = only else {
         return Ok(points);
     };
@@ -280,7 +283,9 @@ pub fn select_points(points: Vec<RunPoint>, only: Option<&[usize]>) -> Result<Ve
 
 #[cfg(test)]
 mod tests {
+    use super::*;
     use crate::test_input::rejects;
+    use crate::Profile;
 
     #[test]
     fn empty_sweep_lists_are_rejected() {
@@ -306,8 +311,7 @@ mod tests {
         let some = select_points(all.clone(), Some(&[3, 1])).unwrap();
         assert_eq!(some.iter().map(|p| p.index).collect::<Vec<_>>(), vec![1, 3]);
         assert_eq!(some[1].loss, 0.001);
-        let e = select_points(all.clone(), Some(&[0, 4]))
-            .unwrap_err();
+        let e = select_points(all.clone(), Some(&[0, 4])).unwrap_err();
         assert!(e.contains("no point 4") && e.contains("0 to 3"), "{e}");
         let e = select_points(all, Some(&[])).unwrap_err();
         assert!(e.contains("no point selected"), "{e}");

@@ -32,7 +32,6 @@ use super::expr::Env;
 use super::point::{bdp_pkts, buffer_pkts, FlowPlan};
 use super::schema::{de_at, BdpRtt, Profile, CI_MAX_RATE_MBIT};
 
-
 /// Scenario keys that have no meaning (or no implementation) on a chain, with why.
 const NOT_WITH_TOPOLOGY: &[(&str, &str)] = &[
     (

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use cctl_bench::scenario::{find, Profile, Scenario};
+use cctl_scenario::{find, Profile, Scenario};
 use cctl_tests::bench::{metric, run_ci};
 
 /// One saturating flow at 20 Mbit/s × 30 ms (BDP 50 packets) with a 3-BDP buffer (150
@@ -52,7 +52,7 @@ cc = "{algo}"
 note = "test: never compare"
 "#;
 
-fn parse(text: &str) -> Result<Scenario, cctl_bench::scenario::ScenarioError> {
+fn parse(text: &str) -> Result<Scenario, cctl_scenario::ScenarioError> {
     Scenario::parse(text, Path::new("aqm-test.toml"))
 }
 
@@ -143,7 +143,7 @@ pub fn checks(root: &Path) {
     let drops = metric(&s, "dctcp", 0, "bottleneck drops (pkts)").expect("drops");
     let dq = metric(&s, "dctcp", 0, "M13 flow1 mean qdelay (ms)").expect("M13");
     let dtp = metric(&s, "dctcp", 0, "M1 flow1 (Mbit/s)").expect("M1");
-    let (_, records) = cctl_bench::runner::read_records(&dir).expect("run records");
+    let (_, records) = cctl_report::record::read_records(&dir).expect("run records");
     let retrans = records[0].series[0]
         .points
         .last()

@@ -4,8 +4,8 @@
 
 use std::path::Path;
 
-use cctl_bench::runner;
-use cctl_bench::scenario::{self, Profile, Scenario};
+use cctl_report::record::read_records;
+use cctl_scenario::{self as scenario, Profile, Scenario};
 use cctl_tests::bench::{metric, run_ci};
 
 /// The congestion control of every flow: the kernel's Reno, the loss-based algorithm the
@@ -62,7 +62,7 @@ pub fn parse_checks() {
 pub fn checks(root: &Path) {
     let sc = parking_lot();
     let (dir, s) = run_ci(&sc, &[ALGO], root);
-    let (meta, records) = runner::read_records(&dir).expect("records");
+    let (meta, records) = read_records(&dir).expect("records");
     let r = &records[0];
     let plan = meta
         .topology

@@ -4,9 +4,9 @@
 
 use std::path::{Path, PathBuf};
 
-use cctl_bench::runner::{self, RunRecord};
-use cctl_bench::scenario::{Profile, Scenario, ScenarioError};
-use cctl_bench::schedule::{self, Step, Trace, BUILTIN_TRACES};
+use cctl_report::record::{read_records, RunRecord};
+use cctl_scenario::schedule::{self, Step, Trace, BUILTIN_TRACES};
+use cctl_scenario::{Profile, Scenario, ScenarioError};
 use cctl_tests::bench::run_ci;
 
 /// Duration of each guest run, s.
@@ -207,7 +207,7 @@ pub fn parse_checks() {
 /// The one run of `sc` (cubic) and its record.
 fn run_one(sc: &Scenario, root: &Path) -> RunRecord {
     let (dir, _) = run_ci(sc, &["cubic"], root);
-    let (_, mut records) = runner::read_records(&dir).expect("run records");
+    let (_, mut records) = read_records(&dir).expect("run records");
     assert_eq!(records.len(), 1);
     records.remove(0)
 }

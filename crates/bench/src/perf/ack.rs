@@ -33,10 +33,10 @@ use serde::Serialize;
 use socket2::{Domain, Socket, Type};
 
 use super::{median, PartResult, PerfOptions, Row, Site};
-use cctl_netem::flows::spawn_in_netns;
-use crate::perf::Part;
 use crate::cost::cpu_times;
+use crate::perf::Part;
 use crate::resolve::resolve_algorithms;
+use cctl_netem::flows::spawn_in_netns;
 use cctl_netem::testbed::LoopbackNetns;
 
 /// The private namespace of the transfers.
