@@ -196,7 +196,7 @@ pub(crate) fn load_with_log<T>(
 /// its state struct `T` (of bpf/<key>_math.h). `check` defaults to
 /// [`crate::catalogue::no_check`]. `replay` (optional, for algorithms without a Linux
 /// module) names the constructor of its per-ACK replay rules (`replay::rules` of
-/// `loader/src/algo/<key>/replay.rs`, a [`replay::Rules`] against its model); without it
+/// `loader/src/algo/<key>/replay.rs`, a `replay::Rules` against its model); without it
 /// the algorithm has none ([`replay::has_model`] is false).
 macro_rules! declare_algorithm {
     (

@@ -5,16 +5,16 @@
 //! checks the port against. The collector emits one sample per ACK at the start of the
 //! kernel's ACK processing, so the pair (sample k, sample k+1) brackets ACK k: the state
 //! before it and after it. For every pair this module decides from the kernel's state
-//! which kind of step ACK k was ([`classify`]: an ACK in Open/Disorder, the start of a
+//! which kind of step ACK k was (`classify`: an ACK in Open/Disorder, the start of a
 //! reduction, or one it cannot check and why), and hands it to the algorithm's rules
-//! (`loader/src/algo/<key>/replay.rs`, a [`Rules`]). Those decide from the algorithm's
-//! code (bpf/<key>.bpf.c and bpf/<key>_math.h) which of its rules ran on ACK k,
+//! (`loader/src/algo/<key>/replay.rs`, a `Rules`). Those decide from the algorithm's
+//! code (`bpf/<key>.bpf.c` and `bpf/<key>_math.h`) which of its rules ran on ACK k,
 //! recompute their outputs with the algorithm's model (`loader/src/algo/<key>/model.rs`)
 //! from sample k's state and the inputs sample k+1 shows, and compare them with sample
 //! k+1 within the error bounds the models' unit tests state for the fixed-point C. The
 //! model is reset to the port's state at every step: a step fails only on its own.
 //! Counters the samples do not carry are tracked as the set of values consistent with
-//! every earlier ACK ([`Counter`]).
+//! every earlier ACK (`Counter`).
 
 use std::collections::BTreeMap;
 
@@ -88,13 +88,13 @@ pub enum ReplayError {
 /// Results of the replay machinery.
 pub type Result<T> = std::result::Result<T, ReplayError>;
 
-/// Builds an algorithm's [`Rules`] for one replay from its tunables (every one present,
+/// Builds an algorithm's `Rules` for one replay from its tunables (every one present,
 /// defaults filled in) and the samples (to read its variables from).
 pub(crate) type NewRules = fn(&Params, &[Sample]) -> Result<Box<dyn Rules>>;
 
 /// An algorithm's per-ACK replay rules, as its declaration holds them
 /// ([`crate::catalogue::Algorithm::replay`], `replay:` in
-/// `loader/src/algo/<key>/mod.rs`): the constructor of its [`Rules`] in
+/// `loader/src/algo/<key>/mod.rs`): the constructor of its `Rules` in
 /// `loader/src/algo/<key>/replay.rs`. Opaque outside the loader; run it with [`check`].
 #[derive(Clone, Copy)]
 pub struct Replay(pub(crate) NewRules);

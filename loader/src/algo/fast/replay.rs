@@ -2,7 +2,7 @@
 //!
 //! FAST has no Linux module, so `cctl conform` replays a port's samples through the
 //! shared machinery of [`crate::algo::replay`] with these rules: which of
-//! bpf/fast.bpf.c's rules ran on each ACK (slow start, the window update of [P1] eq. (5)
+//! bpf/fast.bpf.c's rules ran on each ACK (slow start, the window update of \[P1\] eq. (5)
 //! every other RTT, the spread of an increase, the RTT average, the adaptive α, the
 //! loss rule), their outputs from [`super::model`], and the bounds its unit tests state
 //! for the fixed-point C (`Fast::bounds` lists them).
