@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 
 use std::path::Path;
 
+use crate::algo::replay::Replay;
 use crate::algo::{Registered, Var};
 use crate::error::{Error, Result};
 use crate::object;
@@ -146,6 +147,11 @@ pub struct Algorithm {
     /// Decodes the algorithm's variables from a sample's raw `icsk_ca_priv`.
     #[serde(skip)]
     pub vars: fn(&[u8]) -> Vec<Var>,
+    /// Its per-ACK replay rules (`loader/src/algo/<key>/replay.rs`), when it has no Linux
+    /// module to be compared with: `cctl conform` then checks the port's recorded
+    /// trajectory ACK by ACK against its f64 model ([`crate::algo::replay::check`]).
+    #[serde(skip)]
+    pub replay: Option<Replay>,
 }
 
 /// No forbidden combinations.

@@ -14,7 +14,6 @@
 //! script can reach in real time (QEMU TCG: about 1,500 steps of two senders per second).
 
 pub mod lockstep;
-pub mod model;
 pub mod receiver;
 pub mod report;
 pub mod script;
@@ -26,6 +25,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use anyhow::{anyhow, bail, Context, Result};
+use cctl_loader::algo::replay;
 use cctl_loader::catalogue::{self, Algorithm};
 use cctl_loader::collector::{Trace, TraceConfig};
 use cctl_loader::registry::{self, LoadGuard, LoadOptions};
@@ -441,7 +441,7 @@ fn run_case(
 }
 
 /// A port without a module: it runs alone, and its recorded per-ACK state drives its
-/// f64 model ([`model::check`]).
+/// f64 model ([`replay::check`]).
 fn run_model_case(
     s: &Subject,
     port: &registry::LoadedCc,
@@ -466,7 +466,7 @@ fn run_model_case(
         .map(|p| (p.key, port.params.get(p.key).copied().unwrap_or(p.default)))
         .collect();
     let (comparison, verdict, why, bounds) =
-        match model::check(s.algo.key, &params, &samples, r.t0_us * 1000) {
+        match replay::check(s.algo.key, &params, &samples, r.t0_us * 1000) {
             Ok(m) => {
                 let first = m.first_divergence.as_ref().map(|d| verdict::Divergence {
                     step: d.step,
@@ -538,7 +538,7 @@ pub fn program_source(key: &str) -> &'static str {
 /// without either.
 pub fn check_subjects(subjects: &[Subject]) -> Result<()> {
     for s in subjects {
-        if s.algo.native.is_none() && !model::has_model(s.algo.key) {
+        if s.algo.native.is_none() && !replay::has_model(s.algo.key) {
             bail!(
                 "{} has neither a Linux module nor an f64 model to be checked against",
                 s.algo.key

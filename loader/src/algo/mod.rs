@@ -3,16 +3,21 @@
 //! algorithms with real-valued rules, `model`: a plain f64 model of the spec's
 //! equations that unit tests compare with the fixed-point C the BPF program runs
 //! (`bpf/<algo>_math.h`, compiled for the host by build.rs, declared in
-//! [`crate::math`]).
+//! [`crate::math`]). Algorithms without a Linux module also hold `replay`: their
+//! per-ACK replay rules against that model, run by the shared machinery of [`replay`]
+//! and reached through their declaration.
 //!
 //! To add an algorithm `x`, write four files: `bpf/x.bpf.c`, `bpf/x_math.h` (its
 //! state struct and fixed-point rules), `loader/src/algo/x/mod.rs` (its declaration)
-//! and `loader/src/algo/x/model.rs`. build.rs finds them: the module list and
+//! and `loader/src/algo/x/model.rs` (and, without a Linux module to compare with,
+//! `loader/src/algo/x/replay.rs`: its replay rules). build.rs finds them: the module list and
 //! [`ALGORITHMS`] are generated from the declarations present.
 
 use std::sync::Mutex;
 
 use crate::error::{Error, Result};
+
+pub mod replay;
 
 /// One internal variable of an algorithm, decoded from a sample (spec §18.3).
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
@@ -189,7 +194,10 @@ pub(crate) fn load_with_log<T>(
 /// by a test. `id` is stable (build.rs refuses a reused one). `vars(x: T) { name
 /// ("unit: meaning") = expression of x, ... }` decodes the algorithm's variables from
 /// its state struct `T` (of bpf/<key>_math.h). `check` defaults to
-/// [`crate::catalogue::no_check`].
+/// [`crate::catalogue::no_check`]. `replay` (optional, for algorithms without a Linux
+/// module) names the constructor of its per-ACK replay rules (`replay::rules` of
+/// `loader/src/algo/<key>/replay.rs`, a `replay::Rules` against its model); without it
+/// the algorithm has none ([`replay::has_model`] is false).
 macro_rules! declare_algorithm {
     (
         key: $key:ident,
@@ -202,6 +210,7 @@ macro_rules! declare_algorithm {
         params: [$($param:expr),* $(,)?],
         profiles: [$($profile:expr),* $(,)?],
         $(check: $check:expr,)?
+        $(replay: $replay:expr,)?
         vars($ca:ident: $ca_ty:ident) {
             $($var:ident ($vdoc:expr) = $vexpr:expr),* $(,)?
         } $(,)?
@@ -209,7 +218,7 @@ macro_rules! declare_algorithm {
         use $crate::skel::$key::types::$ca_ty;
         $crate::algo::impl_plain!($ca_ty);
         $crate::algo::declare_algorithm!(@common $key, $id, $summary, $paper, $spec, $native,
-            $clocked, [$($param),*], [$($profile),*], [$($check)?], vars);
+            $clocked, [$($param),*], [$($profile),*], [$($check)?], [$($replay)?], vars);
 
         /// Variables decoded by [`vars`]: (name, "unit: meaning").
         pub const VAR_DOCS: &[(&str, &str)] = &[$((stringify!($var), $vdoc)),*];
@@ -234,9 +243,10 @@ macro_rules! declare_algorithm {
         params: [$($param:expr),* $(,)?],
         profiles: [$($profile:expr),* $(,)?],
         $(check: $check:expr,)?
+        $(replay: $replay:expr,)?
     ) => {
         $crate::algo::declare_algorithm!(@common $key, $id, $summary, $paper, $spec, $native,
-            $clocked, [$($param),*], [$($profile),*], [$($check)?], vars);
+            $clocked, [$($param),*], [$($profile),*], [$($check)?], [$($replay)?], vars);
 
         /// Variables decoded by [`vars`]: none beyond the shared measurement layer.
         pub const VAR_DOCS: &[(&str, &str)] = &[];
@@ -247,7 +257,8 @@ macro_rules! declare_algorithm {
         }
     };
     (@common $key:ident, $id:literal, $summary:expr, $paper:expr, $spec:expr, $native:expr,
-     $clocked:expr, [$($param:expr),*], [$($profile:expr),*], [$($check:expr)?], $vars:ident) => {
+     $clocked:expr, [$($param:expr),*], [$($profile:expr),*], [$($check:expr)?],
+     [$($replay:expr)?], $vars:ident) => {
         /// Tunables: `.rodata` globals of the program, with the defaults it declares
         /// (its header names the paper and section they come from).
         pub const PARAMS: &[$crate::catalogue::ParamSpec] = &[$($param),*];
@@ -273,10 +284,13 @@ macro_rules! declare_algorithm {
             object_const: $crate::skel::$key::OBJECT_CONST,
             program: $crate::skel::$key::SOURCE,
             vars: $vars,
+            replay: $crate::algo::declare_algorithm!(@replay $($replay)?),
         };
     };
     (@check $check:expr) => { $check };
     (@check) => { $crate::catalogue::no_check };
+    (@replay $replay:expr) => { Some($crate::algo::replay::Replay($replay)) };
+    (@replay) => { None };
 }
 pub(crate) use declare_algorithm;
 

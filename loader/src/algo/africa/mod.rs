@@ -5,6 +5,7 @@ use super::highspeed::{check_response, MODE_TABLE, RESPONSE_PARAMS};
 use crate::catalogue::{p, Params, ACK_COUNTING};
 
 pub mod model;
+pub mod replay;
 
 crate::algo::declare_algorithm! {
     key: africa,
@@ -49,6 +50,7 @@ crate::algo::declare_algorithm! {
     ],
     profiles: [],
     check: check,
+    replay: replay::rules,
     vars(s: cctl_africa_ca) {
         mode ("1 = fast (HSTCP increase, Δ̂ < α), 0 = slow (Reno increase)") = s.mode,
         delta_hat ("packets: Δ̂ = w (RTT - baseRTT) / RTT at the last round end") = f64::from(s.delta_q10) / 1024.0,

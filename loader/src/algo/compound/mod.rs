@@ -4,6 +4,7 @@
 use crate::catalogue::{p, ACK_COUNTING};
 
 pub mod model;
+pub mod replay;
 
 crate::algo::declare_algorithm! {
     key: compound,
@@ -71,6 +72,7 @@ crate::algo::declare_algorithm! {
         ACK_COUNTING,
     ],
     profiles: [],
+    replay: replay::rules,
     vars(c: cctl_compound_ca) {
         cwnd_reno ("segments: cwnd, the loss-based (Reno) part of the window") = c.cwnd_reno,
         dwnd ("segments: dwnd, the delay-based part of the window") = f64::from(c.dwnd_fp) / 1024.0,

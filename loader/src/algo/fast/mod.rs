@@ -4,6 +4,7 @@
 use crate::catalogue::{p, Params, ACK_COUNTING};
 
 pub mod model;
+pub mod replay;
 
 crate::algo::declare_algorithm! {
     key: fast,
@@ -166,6 +167,7 @@ crate::algo::declare_algorithm! {
     ],
     profiles: [],
     check: check,
+    replay: replay::rules,
     vars(f: cctl_fast_ca) {
         base_rtt_us ("usec: baseRTT, the minimum RTT observed") = f64::from(f.base_rtt_us),
         avg_rtt_us ("usec: T̄, the average RTT (EWMA with weight η)") = f.avg_rtt_fp as f64 / 1024.0,
