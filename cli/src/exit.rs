@@ -44,15 +44,12 @@ exit_codes! {
 /// The exit codes as a markdown table (`cctl --help` shows it; `make docs` puts it in
 /// docs/commands.md), built from [`ALL`].
 pub fn table() -> String {
-    let mut t = String::from("Exit codes (cli/src/exit.rs):
-
-| code | name | meaning |
-|---:|---|---|
-");
+    let mut t = String::from(
+        "Exit codes (cli/src/exit.rs):\n\n| code | name | meaning |\n|---:|---|---|\n",
+    );
     for (code, name, doc) in ALL {
         let doc = doc.split_whitespace().collect::<Vec<_>>().join(" ");
-        t.push_str(&format!("| {code} | `{name}` | {doc} |
-"));
+        t.push_str(&format!("| {code} | `{name}` | {doc} |\n"));
     }
     t
 }

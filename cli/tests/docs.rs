@@ -23,7 +23,12 @@ fn cctl(args: &[String], parse_only: bool) -> Output {
 /// What `cctl --markdown-help` prints today.
 fn generated_reference() -> String {
     let o = cctl(&["--markdown-help".to_string()], false);
-    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     String::from_utf8(o.stdout).expect("the reference is UTF-8")
 }
 
@@ -202,14 +207,15 @@ fn the_command_reference_is_what_make_docs_generates() {
 #[test]
 fn the_command_reference_holds_every_exit_code_of_exit_rs() {
     let reference = generated_reference();
-    let exit_rs =
-        std::fs::read_to_string(root().join("cli/src/exit.rs")).expect("cli/src/exit.rs");
+    let exit_rs = std::fs::read_to_string(root().join("cli/src/exit.rs")).expect("cli/src/exit.rs");
     let mut codes = 0;
     for line in exit_rs.lines() {
         let Some(decl) = line.trim().strip_prefix("pub const ") else {
             continue;
         };
-        let Some((name, value)) = decl.strip_suffix(';').and_then(|d| d.split_once(": i32 = "))
+        let Some((name, value)) = decl
+            .strip_suffix(';')
+            .and_then(|d| d.split_once(": i32 = "))
         else {
             continue;
         };
@@ -224,7 +230,11 @@ fn the_command_reference_holds_every_exit_code_of_exit_rs() {
 fn every_subcommand_has_an_example_in_the_readme_or_docs() {
     let examples = examples();
     let paths = subcommand_paths(&generated_reference());
-    assert!(paths.len() > 20, "the reference lists {} commands", paths.len());
+    assert!(
+        paths.len() > 20,
+        "the reference lists {} commands",
+        paths.len()
+    );
     let missing: Vec<String> = paths
         .iter()
         .filter(|path| !examples.iter().any(|e| e.args.starts_with(path)))
@@ -252,7 +262,11 @@ fn runs_for_real(args: &[String]) -> bool {
 #[test]
 fn every_documented_cctl_line_parses_with_todays_cli() {
     let examples = examples();
-    assert!(examples.len() > 50, "found only {} example lines", examples.len());
+    assert!(
+        examples.len() > 50,
+        "found only {} example lines",
+        examples.len()
+    );
     let mut failures = Vec::new();
     for e in &examples {
         // Skip rule: a `<...>` placeholder stands for a value the reader chooses. The line
@@ -262,7 +276,10 @@ fn every_documented_cctl_line_parses_with_todays_cli() {
         let mut args = e.args.clone();
         if let Some(at) = args.iter().position(|a| a.contains('<') && a.contains('>')) {
             args.truncate(at);
-            if args.last().is_some_and(|a| a.starts_with("--") && !a.contains('=')) {
+            if args
+                .last()
+                .is_some_and(|a| a.starts_with("--") && !a.contains('='))
+            {
                 args.pop();
             }
             args.push("--help".to_string());
@@ -289,7 +306,10 @@ fn every_documented_cctl_line_parses_with_todays_cli() {
 
 #[test]
 fn parse_only_mode_still_refuses_bad_arguments() {
-    let o = cctl(&["bench".into(), "run".into(), "--no-such-flag".into()], true);
+    let o = cctl(
+        &["bench".into(), "run".into(), "--no-such-flag".into()],
+        true,
+    );
     assert_eq!(o.status.code(), Some(2));
     let o = cctl(&["load".into(), "htcp".into()], true);
     assert_eq!(o.status.code(), Some(0), "parse only: nothing is loaded");
@@ -327,7 +347,11 @@ fn anchors(text: &str) -> Vec<String> {
         let base = slug(title);
         let n = out
             .iter()
-            .filter(|a| *a == &base || a.strip_prefix(&base).is_some_and(|r| r.starts_with('-') && r[1..].parse::<u32>().is_ok()))
+            .filter(|a| {
+                *a == &base
+                    || a.strip_prefix(&base)
+                        .is_some_and(|r| r.starts_with('-') && r[1..].parse::<u32>().is_ok())
+            })
             .count();
         out.push(if n == 0 { base } else { format!("{base}-{n}") });
     }
@@ -386,7 +410,9 @@ fn every_link_of_the_readme_and_docs_resolves() {
             };
             if let Some(a) = anchor {
                 if !anchors(&linked).iter().any(|h| h == a) {
-                    broken.push(format!("{file}:{n}: ({target}): no heading with anchor #{a}"));
+                    broken.push(format!(
+                        "{file}:{n}: ({target}): no heading with anchor #{a}"
+                    ));
                 }
             }
         }
@@ -404,5 +430,8 @@ fn anchors_follow_githubs_rules() {
         slug("`cctl bench perf` — what cctl costs (`make bench`)"),
         "cctl-bench-perf--what-cctl-costs-make-bench"
     );
-    assert_eq!(anchors("# A\n```\n# not a heading\n```\n## A\n"), ["a", "a-1"]);
+    assert_eq!(
+        anchors("# A\n```\n# not a heading\n```\n## A\n"),
+        ["a", "a-1"]
+    );
 }
