@@ -11,6 +11,7 @@ CCTL := target/release/cctl
 .PHONY: bench
 .PHONY: conform
 .PHONY: bench-jobs slurm-bench k8s-validate
+.PHONY: docs
 
 all: build
 
@@ -30,9 +31,9 @@ vm-deps-if-needed:
 	@bash scripts/netem-available.sh || bash scripts/install-vm-deps.sh
 
 # The tests that need neither root nor the kernel: every crate's unit tests and the CLI
-# tests (cli/tests/cli.rs, cli/tests/check.rs), in parallel. Tests beside them that need root are
+# tests (cli/tests/cli.rs, cli/tests/check.rs, cli/tests/docs.rs), in parallel. Tests beside them that need root are
 # #[ignore = "root: ..."]d here and run by ROOT_TESTS.
-UNIT_TESTS := $(CARGO) test --workspace --lib --bins --test cli --test check
+UNIT_TESTS := $(CARGO) test --workspace --lib --bins --test cli --test check --test docs
 # Those root tests, then the kernel integration tests (tests/tests/*.rs: loading, migration,
 # the netem scenarios, in a VM when the kernel lacks netem). They share global state (CC
 # names, namespaces, the bench lock), hence one test thread.
@@ -139,6 +140,13 @@ slurm-bench: deps vm-deps-if-needed
 # no cluster needed. tests/tests/k8s.rs runs it in `make test`.
 k8s-validate:
 	bash deploy/k8s/validate.sh
+
+# The command reference, docs/commands.md, generated from the clap definitions (every
+# subcommand, flag and the exit codes; `cctl --markdown-help`). cli/tests/docs.rs fails
+# when the file is stale. No root, no deps: only the cctl binary is built.
+docs:
+	$(CARGO) run --quiet -p cctl -- --markdown-help > docs/commands.md.tmp
+	mv docs/commands.md.tmp docs/commands.md
 
 lint:
 	$(CARGO) fmt --all -- --check

@@ -2,32 +2,57 @@
 
 use cctl_loader::Error;
 
-/// Success.
-pub const OK: i32 = 0;
-/// A runtime failure: the kernel, a file or a command failed.
-pub const FAILURE: i32 = 1;
-/// Bad input: unknown algorithm, invalid name or parameter (clap uses 2 as well).
-pub const USAGE: i32 = 2;
-/// Not root / missing capabilities.
-pub const NOT_PRIVILEGED: i32 = 3;
-/// The running kernel lacks a feature cctl needs.
-pub const MISSING_FEATURE: i32 = 4;
-/// A name conflict: already registered, or not cctl's to unload; or another `cctl bench`
-/// holds the kernel; or the exporter's listen address is in use.
-pub const CONFLICT: i32 = 5;
-/// Established sockets still use the algorithm (`cctl unload` refused, or a migration left
-/// some behind).
-pub const IN_USE: i32 = 6;
-/// A migration filter matched no established socket; nothing was changed.
-pub const NO_MATCH: i32 = 7;
-/// `cctl bench check` (or `cctl bench run --check`): a metric is outside its tolerance of
-/// the baseline, or a baseline point or metric is missing from the results.
-pub const REGRESSION: i32 = 8;
-/// A file or directory cctl decides from (the `cctl apply` configuration, /run/cctl) is
-/// writable by someone other than root; it was not used.
-pub const UNTRUSTED: i32 = 9;
-/// Stopped by SIGINT/SIGTERM.
-pub const INTERRUPTED: i32 = 130;
+/// Declares the exit codes, each with its doc comment, and [`ALL`]: the same codes,
+/// names and docs as data, from which the reference's table is built (one fact, one place).
+macro_rules! exit_codes {
+    ($($(#[doc = $doc:literal])+ pub const $name:ident: i32 = $code:literal;)+) => {
+        $($(#[doc = $doc])+ pub const $name: i32 = $code;)+
+        /// Every exit code: (code, name, meaning), in the order declared.
+        pub const ALL: &[(i32, &str, &str)] = &[$(($code, stringify!($name), concat!($($doc, " "),+))),+];
+    };
+}
+
+exit_codes! {
+    /// Success.
+    pub const OK: i32 = 0;
+    /// A runtime failure: the kernel, a file or a command failed.
+    pub const FAILURE: i32 = 1;
+    /// Bad input: unknown algorithm, invalid name or parameter (clap uses 2 as well).
+    pub const USAGE: i32 = 2;
+    /// Not root / missing capabilities.
+    pub const NOT_PRIVILEGED: i32 = 3;
+    /// The running kernel lacks a feature cctl needs.
+    pub const MISSING_FEATURE: i32 = 4;
+    /// A name conflict: already registered, or not cctl's to unload; or another `cctl bench`
+    /// holds the kernel; or the exporter's listen address is in use.
+    pub const CONFLICT: i32 = 5;
+    /// Established sockets still use the algorithm (`cctl unload` refused, or a migration left
+    /// some behind).
+    pub const IN_USE: i32 = 6;
+    /// A migration filter matched no established socket; nothing was changed.
+    pub const NO_MATCH: i32 = 7;
+    /// `cctl bench check` (or `cctl bench run --check`): a metric is outside its tolerance of
+    /// the baseline, or a baseline point or metric is missing from the results.
+    pub const REGRESSION: i32 = 8;
+    /// A file or directory cctl decides from (the `cctl apply` configuration, /run/cctl) is
+    /// writable by someone other than root; it was not used.
+    pub const UNTRUSTED: i32 = 9;
+    /// Stopped by SIGINT/SIGTERM.
+    pub const INTERRUPTED: i32 = 130;
+}
+
+/// The exit codes as a markdown table (`cctl --help` shows it; `make docs` puts it in
+/// docs/commands.md), built from [`ALL`].
+pub fn table() -> String {
+    let mut t = String::from(
+        "Exit codes (cli/src/exit.rs):\n\n| code | name | meaning |\n|---:|---|---|\n",
+    );
+    for (code, name, doc) in ALL {
+        let doc = doc.split_whitespace().collect::<Vec<_>>().join(" ");
+        t.push_str(&format!("| {code} | `{name}` | {doc} |\n"));
+    }
+    t
+}
 
 /// Bad command-line input found by `cctl` itself (exit code [`USAGE`]).
 #[derive(Debug)]

@@ -11,10 +11,40 @@ use clap::{Parser, Subcommand};
 /// TCP congestion control toolkit: BPF struct_ops algorithms from the
 /// high-speed-TCP papers, a loader, and a per-flow collector.
 #[derive(Debug, Parser)]
-#[command(name = "cctl", version, about, propagate_version = true)]
+#[command(
+    name = "cctl",
+    version,
+    about,
+    propagate_version = true,
+    arg_required_else_help = true,
+    args_conflicts_with_subcommands = true,
+    after_long_help = exit::table()
+)]
 struct Cli {
+    /// Print the command reference (every subcommand and flag) as markdown and exit;
+    /// `make docs` writes it to docs/commands.md.
+    #[arg(long, hide = true)]
+    markdown_help: bool,
     #[command(subcommand)]
-    command: Command,
+    command: Option<Command>,
+}
+
+/// With this environment variable set (to anything), `cctl` parses its arguments and exits 0
+/// without doing anything (bad arguments still exit 2 with clap's message): the docs tests
+/// (cli/tests/docs.rs) check every `cctl ...` line of README.md and docs/*.md with it,
+/// without root and without touching the kernel.
+const PARSE_ONLY_ENV: &str = "CCTL_PARSE_ONLY";
+
+/// The command reference in markdown: clap-markdown over the clap definitions, which
+/// include the exit-code table ([`exit::table`], the top level's long help).
+fn markdown_help() -> String {
+    let options = clap_markdown::MarkdownOptions::new()
+        .title("cctl command reference".to_string())
+        .show_footer(false);
+    format!(
+        "<!-- Generated from the clap definitions by `make docs` (cctl --markdown-help); do not edit. -->\n\n{}",
+        clap_markdown::help_markdown_custom::<Cli>(&options)
+    )
 }
 
 #[derive(Debug, Subcommand)]
@@ -41,7 +71,12 @@ enum Command {
     Trace(cmd::trace::Args),
     /// Live dashboard: flows, charts, internals, fairness; migrate flows from it.
     Top(top::Args),
-    /// The main job: two traced bulk flows through a tbf bottleneck, summarised.
+    /// Live collector demo on the running kernel: traced bulk flows through a tbf bottleneck.
+    ///
+    /// Two bulk TCP flows (by default) with one algorithm through a 20 Mbit/s tbf bottleneck
+    /// between network namespaces on the running kernel (no netem, no VM), traced and
+    /// summarised per flow; `make demo-tbf` runs it. The project's main job, `make demo`, is
+    /// the benchmark run `cctl bench run convergence-time --algo htcp,reno --profile ci`.
     Demo(cmd::demo::Args),
     /// The papers' benchmark tests on a veth/netem dumbbell.
     Bench(cmd::bench::Args),
@@ -57,7 +92,19 @@ enum Command {
 
 fn main() {
     let cli = Cli::parse();
-    let result = match cli.command {
+    if cli.markdown_help {
+        print!("{}", markdown_help());
+        std::process::exit(exit::OK);
+    }
+    if std::env::var_os(PARSE_ONLY_ENV).is_some() {
+        std::process::exit(exit::OK);
+    }
+    let Some(command) = cli.command else {
+        // Only `--markdown-help` may come without a subcommand (arg_required_else_help).
+        eprintln!("cctl: a subcommand is required (cctl --help)");
+        std::process::exit(exit::USAGE);
+    };
+    let result = match command {
         Command::List(a) => cmd::list::run(a),
         Command::Load(a) => cmd::load::run(a),
         Command::Unload(a) => cmd::unload::run(a),

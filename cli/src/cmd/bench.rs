@@ -133,8 +133,8 @@ struct RunArgs {
 
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Example: cctl bench check results/fairness-same-rtt/20261126T011247Z \
---baseline ci/baseline/summary.json --tolerance ci/tolerance.toml\n\n\
+    after_help = "Example: cctl bench check results/check-baseline/20261126T011247Z \
+--baseline cli/tests/fixtures/summary.json --tolerance docs/examples/tolerance.toml\n\n\
 Each metric's mean is within when |result - baseline| <= max(abs, rel * |baseline|), with \
 the tolerance of its name in the TOML file, e.g.\n\
   default = { rel = 0.1 }\n\

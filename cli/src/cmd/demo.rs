@@ -1,4 +1,4 @@
-//! `cctl demo`: the main job on real flows — two bulk TCP flows with one of cctl's
+//! `cctl demo`: the live collector demo on the running kernel — two bulk TCP flows with one of cctl's
 //! algorithms through a 20 Mbit/s tbf bottleneck between two network namespaces,
 //! traced, written to CSV and summarised per flow; everything is removed after.
 
