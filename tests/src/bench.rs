@@ -32,8 +32,9 @@ pub fn run_ci(sc: &Scenario, algos: &[&str], out: &Path) -> (std::path::PathBuf,
     let (dir, records) = run_scenario(sc, &opts, Arc::new(AtomicBool::new(false)))
         .unwrap_or_else(|e| panic!("{}: {e:#}", sc.name));
     let (meta, _) = read_records(&dir).expect("metadata");
-    let s = summary::write_all(&dir, &meta, &records, sc, cctl_bench::resolve::native_of)
-        .expect("report");
+    let s =
+        cctl_report::write::write_all(&dir, &meta, &records, sc, cctl_bench::resolve::native_of)
+            .expect("report");
     eprintln!(
         "{} -> {}\n{}",
         sc.name,

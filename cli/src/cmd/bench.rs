@@ -196,7 +196,7 @@ pub fn run(args: Args) -> Result<i32> {
             gate(&a.results, &baseline, &tol, a.json)
         }
         Cmd::Report(a) => {
-            let s = summary::rebuild(&a.dir, cctl_bench::resolve::native_of)?;
+            let s = cctl_report::write::rebuild(&a.dir, cctl_bench::resolve::native_of)?;
             let sc = scenario::find(&s.metadata.scenario)?;
             out!("{}", summary::terminal_table(&s, &sc.metrics))?;
             outln!("report: {}", a.dir.join("summary.md").display())?;
@@ -472,7 +472,8 @@ fn run_bench(a: RunArgs) -> Result<i32> {
     );
     let (dir, records) = run_scenario(&sc, &opts, stop.clone())?;
     let (meta, _) = read_records(&dir)?;
-    let s = summary::write_all(&dir, &meta, &records, &sc, cctl_bench::resolve::native_of)?;
+    let s =
+        cctl_report::write::write_all(&dir, &meta, &records, &sc, cctl_bench::resolve::native_of)?;
     if a.json {
         for r in &s.rows {
             outln!("{}", serde_json::to_string(r)?)?;

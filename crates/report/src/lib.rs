@@ -11,7 +11,8 @@
 //! - [`record`]: the on-disk format of a run and of a directory ([`record::RunRecord`],
 //!   [`record::Metadata`]) and reading them back;
 //! - [`runs`]: run ids, shards and which runs of a directory completed (resume);
-//! - [`summary`]: summaries and plots; [`axes`], [`scatter`]: their plot kinds;
+//! - [`summary`]: per-run metrics and their mean ± standard error; [`plots`] with [`axes`] and
+//!   [`scatter`]: the plots; [`write`]: the summary files of a directory;
 //! - [`compare`]: BPF port against its Linux module; [`check`]: regression gating;
 //! - [`merge`]: directories of one sweep run in parts, merged.
 
@@ -19,7 +20,9 @@ pub mod axes;
 pub mod check;
 pub mod compare;
 pub mod merge;
+pub mod plots;
 pub mod record;
 pub mod runs;
 pub mod scatter;
 pub mod summary;
+pub mod write;

@@ -10,7 +10,8 @@ use anyhow::{bail, Context, Result};
 use crate::compare::NativeOf;
 use crate::record::Metadata;
 use crate::runs::{check_compatible, completed_runs, point_indices, run_list, RunId};
-use crate::summary::{self, Summary};
+use crate::summary::Summary;
+use crate::write;
 use cctl_scenario::select_points;
 
 /// What a merge did.
@@ -132,7 +133,7 @@ pub fn merge(inputs: &[PathBuf], out: &Path, native_of: NativeOf) -> Result<Merg
     meta.jobs = metas.iter().map(|m| m.jobs).max().unwrap_or(1);
     meta.merged_from = inputs.iter().map(|d| d.display().to_string()).collect();
     std::fs::write(out.join("metadata.json"), serde_json::to_vec_pretty(&meta)?)?;
-    let summary = summary::rebuild(out, native_of)?;
+    let summary = write::rebuild(out, native_of)?;
     Ok(Merged {
         dir: out.to_path_buf(),
         summary,

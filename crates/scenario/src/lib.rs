@@ -107,11 +107,13 @@
 //! [`Scenario::seed`] plus the repetition index, so every repetition draws afresh (T0.7's
 //! start times, T1.4's schedules).
 
+mod de;
 mod error;
+mod expand;
 mod expr;
 #[cfg(test)]
 mod fuzz;
-mod point;
+mod model;
 pub(crate) mod rng;
 pub mod schedule;
 mod schema;
@@ -122,13 +124,12 @@ mod test_input;
 mod topology;
 
 pub use error::{FieldError, ScenarioError};
-pub use point::{
-    bdp_pkts, buffer_pkts, is_dctcp, CcRef, FlowPlan, RunPoint, MAX_FLOWS_PER_POINT, PACKET_BYTES,
+pub use expand::select_points;
+pub use model::{
+    bdp_pkts, buffer_pkts, is_dctcp, BdpRtt, CcRef, FlowPath, FlowPlan, HopPlan, LossModel,
+    Profile, RunPoint, TopologyPlan, WebModel, CI_MAX_RATE_MBIT, DEFAULT_BUFFER_FLOOR_PKTS,
+    MAX_FLOWS_PER_POINT, METRICS, PACKET_BYTES, PARAMS, PLOTS,
 };
-pub use schema::{
-    BdpRtt, LossModel, Profile, Scenario, WebModel, CI_MAX_RATE_MBIT, DEFAULT_BUFFER_FLOOR_PKTS,
-    METRICS, PARAMS, PLOTS,
-};
+pub use schema::Scenario;
 pub use shipped::{builtin, find, BUILTIN_FILES};
-pub use sweep::select_points;
-pub use topology::{FlowPath, HopPlan, Topology, TopologyPlan, MAX_BOTTLENECKS};
+pub use topology::{Topology, MAX_BOTTLENECKS};

@@ -2,159 +2,19 @@
 //! they hold, their validation, and the precedence of `[defaults]` and the profiles.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fmt;
 use std::path::{Path, PathBuf};
-use std::str::FromStr;
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
-pub use cctl_netem::testbed::LossModel;
-
-use super::error::{FieldError, ScenarioError};
-use super::expr::{expr_from, is_ident, numspec_from, Draws, Env, Expr, Factor, NumSpec, Sourced};
-use super::point::CcRef;
-use super::sweep::{parse_sweep, SweepCase};
+use crate::de::de_at;
+use crate::error::{FieldError, ScenarioError};
+use crate::expr::{expr_from, is_ident, numspec_from, Draws, Env, Expr, Factor, NumSpec, Sourced};
+use crate::model::*;
 use crate::schedule::LayerSchedules;
-
-/// Highest bottleneck (and reverse-path) capacity a `ci` profile may use, in Mbit/s: the CI
-/// VM reaches about 50 Mbit/s under emulation (`benchmarks.md` §7.4, C_ci = min(C, 50)).
-pub const CI_MAX_RATE_MBIT: f64 = 50.0;
-
-/// Default \[CHOICE\] floor of the buffer, in packets (`benchmarks.md` T0.0).
-pub const DEFAULT_BUFFER_FLOOR_PKTS: u32 = 2;
-
-/// Metric names a scenario may report: `benchmarks.md` §1, M1 to M17.
-pub const METRICS: &[&str] = &[
-    "M1", "M2", "M3", "M4", "M5", "M6", "M7", "M8", "M9", "M10", "M11", "M12", "M13", "M14", "M15",
-    "M16", "M17",
-];
-
-/// Plot names a scenario may ask for.
-///
-/// `cwnd`: cwnd time series per flow; `ratio_vs_rtt`: throughput ratio (M3) against the RTT;
-/// `convergence`: convergence time (M5); `response`: throughput against loss on log–log axes
-/// (M10); `buffer`: aggregate throughput and loss against the buffer (M8, M9); `goodput`:
-/// goodput against `x`; `completion`: completion times (M15); `queue`: normalised queue
-/// (M12) against `x`; `fairness`: Jain's index (M4) against `x`; `friendliness`: the
-/// fair-to-Reno factor (M11) against `x`; `timeline`: per-flow throughput, queue and losses
-/// over time; `cdf`: CDFs of per-interval metrics across runs (T1.4); `delay_throughput`:
-/// Pantheon-style scatter of each flow's throughput against its queueing delay, with a mean
-/// and 1-σ ellipse per algorithm.
-pub const PLOTS: &[&str] = &[
-    "cwnd",
-    "ratio_vs_rtt",
-    "convergence",
-    "response",
-    "buffer",
-    "goodput",
-    "completion",
-    "queue",
-    "fairness",
-    "friendliness",
-    "timeline",
-    "cdf",
-    "delay_throughput",
-];
-
-/// Numeric parameters of `[defaults]` and the profiles: the keys a sweep may vary and that
-/// `{var}` references may name.
-pub const PARAMS: &[&str] = &[
-    "rate_mbit",
-    "reverse_rate_mbit",
-    "rtt_ms",
-    "buffer_bdp",
-    "buffer_pkts",
-    "buffer_ms",
-    "buffer_floor_pkts",
-    "loss",
-    "init_ssthresh_bdp",
-    "web_sessions",
-    "duration_s",
-    "codel_target_ms",
-    "codel_interval_ms",
-    "ce_threshold_ms",
-    "pie_target_ms",
-    "red_min_pkts",
-    "red_max_pkts",
-    "red_probability",
-];
-
-/// Settings a sweep may vary through a list of strings (`sweep = { qdisc = ["pfifo",
-/// "fq_codel"] }`); the point records them in [`super::RunPoint::settings`].
-pub const STRING_SWEEPS: &[&str] = &["qdisc"];
-
-/// Parameters that only take whole numbers.
-pub(super) const INTEGER_PARAMS: &[&str] = &["buffer_pkts", "buffer_floor_pkts", "web_sessions"];
-
-/// The three ways to give the buffer; exactly one applies to a run.
-pub(super) const BUFFER_KEYS: &[&str] = &["buffer_bdp", "buffer_pkts", "buffer_ms"];
+use crate::sweep::{parse_sweep, SweepCase};
 
 /// The placeholder for the algorithm under test in `cc`.
 const ALGO: &str = "{algo}";
-
-/// Which set of values of a scenario to run (`benchmarks.md` §7.4).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Profile {
-    /// Scaled down for the CI VM (≤ 50 Mbit/s, short runs): smoke and regression only.
-    Ci,
-    /// The papers' grid, for real hosts.
-    Paper,
-}
-
-impl Profile {
-    /// Both profiles, `ci` first.
-    pub const ALL: [Profile; 2] = [Profile::Ci, Profile::Paper];
-
-    /// The profile's name in files and on the command line.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Profile::Ci => "ci",
-            Profile::Paper => "paper",
-        }
-    }
-}
-
-impl fmt::Display for Profile {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for Profile {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Profile, String> {
-        match s {
-            "ci" => Ok(Profile::Ci),
-            "paper" => Ok(Profile::Paper),
-            _ => Err(format!("unknown profile `{s}`: expected `ci` or `paper`")),
-        }
-    }
-}
-
-/// Which RTT defines the BDP when flows have different RTTs (`benchmarks.md` §0).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, Default)]
-#[serde(rename_all = "lowercase")]
-pub enum BdpRtt {
-    /// The first flow's RTT (\[P0\] \[CHOICE\]: keeps the queue constant along a sweep of flow 2).
-    #[default]
-    Flow1,
-    /// The smallest RTT of all flows (\[P3\]: `BDP = C·min(RTT1, RTT2)`).
-    Min,
-}
-
-/// Which web cross-traffic model the sessions follow.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, Default)]
-#[serde(rename_all = "lowercase")]
-pub enum WebModel {
-    /// \[P0\] T0.0: sessions in both directions, exponential inter-request times (mean 1 s),
-    /// Pareto(1.2) page sizes (minimum ≈ 1.6 kB, \[CHOICE\]).
-    #[default]
-    P0,
-    /// \[P3\] T3.6: SURGE-model clients each loading about 500 kbit/s, server to client.
-    Surge,
-}
 
 /// A parsed and validated scenario file.
 #[derive(Debug, Clone)]
@@ -178,15 +38,15 @@ pub struct Scenario {
     /// Where it was loaded from; `<builtin>/<file>.toml` for the shipped files.
     pub path: PathBuf,
     /// The `[defaults]` table.
-    pub(super) defaults: Layer,
+    pub(crate) defaults: Layer,
     /// The `[profiles.paper]` table.
-    pub(super) paper: Layer,
+    pub(crate) paper: Layer,
     /// The `[profiles.ci]` table.
-    pub(super) ci: Layer,
+    pub(crate) ci: Layer,
     /// The `[[flows]]` tables, in order.
-    pub(super) flows: Vec<FlowSpec>,
+    pub(crate) flows: Vec<FlowSpec>,
     /// The `[topology]` chain, if any (without: the dumbbell).
-    pub(super) topology: Option<super::topology::Topology>,
+    pub(crate) topology: Option<crate::topology::Topology>,
 }
 
 // ---------------------------------------------------------------------------------------
@@ -221,47 +81,47 @@ struct RawProfiles {
 
 #[derive(Deserialize, Default, Clone, Debug)]
 #[serde(deny_unknown_fields)]
-pub(super) struct RawLayer {
-    pub(super) rate_mbit: Option<f64>,
-    pub(super) reverse_rate_mbit: Option<f64>,
-    pub(super) rtt_ms: Option<f64>,
-    pub(super) buffer_bdp: Option<f64>,
-    pub(super) buffer_pkts: Option<u32>,
-    pub(super) buffer_ms: Option<f64>,
-    pub(super) buffer_floor_pkts: Option<u32>,
-    pub(super) bdp_rtt: Option<BdpRtt>,
-    pub(super) loss: Option<f64>,
-    pub(super) loss_model: Option<LossModel>,
-    pub(super) init_ssthresh_bdp: Option<f64>,
-    pub(super) web_sessions: Option<u32>,
-    pub(super) web_model: Option<WebModel>,
-    pub(super) web_cc: Option<String>,
-    pub(super) duration_s: Option<f64>,
-    pub(super) qdisc: Option<String>,
-    pub(super) ecn: Option<bool>,
-    pub(super) codel_target_ms: Option<f64>,
-    pub(super) codel_interval_ms: Option<f64>,
-    pub(super) ce_threshold_ms: Option<f64>,
-    pub(super) pie_target_ms: Option<f64>,
-    pub(super) red_min_pkts: Option<f64>,
-    pub(super) red_max_pkts: Option<f64>,
-    pub(super) red_probability: Option<f64>,
-    pub(super) repeat: Option<u32>,
-    pub(super) seed: Option<u64>,
-    pub(super) note: Option<String>,
+pub(crate) struct RawLayer {
+    pub(crate) rate_mbit: Option<f64>,
+    pub(crate) reverse_rate_mbit: Option<f64>,
+    pub(crate) rtt_ms: Option<f64>,
+    pub(crate) buffer_bdp: Option<f64>,
+    pub(crate) buffer_pkts: Option<u32>,
+    pub(crate) buffer_ms: Option<f64>,
+    pub(crate) buffer_floor_pkts: Option<u32>,
+    pub(crate) bdp_rtt: Option<BdpRtt>,
+    pub(crate) loss: Option<f64>,
+    pub(crate) loss_model: Option<LossModel>,
+    pub(crate) init_ssthresh_bdp: Option<f64>,
+    pub(crate) web_sessions: Option<u32>,
+    pub(crate) web_model: Option<WebModel>,
+    pub(crate) web_cc: Option<String>,
+    pub(crate) duration_s: Option<f64>,
+    pub(crate) qdisc: Option<String>,
+    pub(crate) ecn: Option<bool>,
+    pub(crate) codel_target_ms: Option<f64>,
+    pub(crate) codel_interval_ms: Option<f64>,
+    pub(crate) ce_threshold_ms: Option<f64>,
+    pub(crate) pie_target_ms: Option<f64>,
+    pub(crate) red_min_pkts: Option<f64>,
+    pub(crate) red_max_pkts: Option<f64>,
+    pub(crate) red_probability: Option<f64>,
+    pub(crate) repeat: Option<u32>,
+    pub(crate) seed: Option<u64>,
+    pub(crate) note: Option<String>,
     #[serde(default)]
-    pub(super) vars: BTreeMap<String, f64>,
-    pub(super) sweep: Option<toml::Value>,
+    pub(crate) vars: BTreeMap<String, f64>,
+    pub(crate) sweep: Option<toml::Value>,
     /// Steps and ramps of the bottleneck rate (see [`crate::schedule`]).
-    pub(super) rate_schedule: Option<toml::Value>,
+    pub(crate) rate_schedule: Option<toml::Value>,
     /// Steps and ramps of the ACK-path delay (see [`crate::schedule`]).
-    pub(super) delay_schedule: Option<toml::Value>,
+    pub(crate) delay_schedule: Option<toml::Value>,
     /// A mahimahi trace file replayed as the bottleneck rate.
-    pub(super) rate_trace: Option<String>,
+    pub(crate) rate_trace: Option<String>,
     /// Width of the bins a trace is counted in, ms.
-    pub(super) trace_bin_ms: Option<u32>,
+    pub(crate) trace_bin_ms: Option<u32>,
     /// tbf bucket at the bottleneck, ms of the rate.
-    pub(super) tbf_burst_ms: Option<f64>,
+    pub(crate) tbf_burst_ms: Option<f64>,
 }
 
 #[derive(Deserialize)]
@@ -284,78 +144,32 @@ struct RawFlow {
 
 /// A `[defaults]` or `[profiles.X]` table.
 #[derive(Debug, Clone, Default)]
-pub(super) struct Layer {
+pub(crate) struct Layer {
     /// `defaults` or `profiles.ci`.
-    pub(super) at: String,
-    pub(super) raw: RawLayer,
-    pub(super) sweep: Option<Vec<SweepCase>>,
+    pub(crate) at: String,
+    pub(crate) raw: RawLayer,
+    pub(crate) sweep: Option<Vec<SweepCase>>,
     /// `rate_schedule`, `delay_schedule` and `rate_trace`, parsed.
-    pub(super) schedules: LayerSchedules,
+    pub(crate) schedules: LayerSchedules,
 }
 
 #[derive(Debug, Clone)]
-pub(super) struct FlowSpec {
-    pub(super) cc: CcRef,
-    pub(super) rtt_ms: NumSpec,
-    pub(super) start_s: NumSpec,
-    pub(super) stop_s: Option<NumSpec>,
-    pub(super) count: Expr,
-    pub(super) start_step_s: Expr,
-    pub(super) size_mb: Option<Expr>,
-    pub(super) on_s: Option<NumSpec>,
-    pub(super) off_s: Option<NumSpec>,
+pub(crate) struct FlowSpec {
+    pub(crate) cc: CcRef,
+    pub(crate) rtt_ms: NumSpec,
+    pub(crate) start_s: NumSpec,
+    pub(crate) stop_s: Option<NumSpec>,
+    pub(crate) count: Expr,
+    pub(crate) start_step_s: Expr,
+    pub(crate) size_mb: Option<Expr>,
+    pub(crate) on_s: Option<NumSpec>,
+    pub(crate) off_s: Option<NumSpec>,
     /// `path = [first, last]` as written (checked against `[topology]`).
-    pub(super) path: Option<(i64, i64)>,
+    pub(crate) path: Option<(i64, i64)>,
 }
 
 // ---------------------------------------------------------------------------------------
 // Parsing.
-
-/// Deserializes `value` as a `T`, naming the field at `at` (+ the path serde reports).
-pub(super) fn de_at<T: serde::de::DeserializeOwned>(
-    value: toml::Value,
-    at: &str,
-) -> Result<T, FieldError> {
-    T::deserialize(value).map_err(|e| {
-        let shown = e.to_string();
-        let mut field = at.to_string();
-        if let Some(i) = shown.find("\nin `") {
-            let rest = &shown[i + 5..];
-            if let Some(end) = rest.find('`') {
-                field = join(&field, &rest[..end]);
-            }
-        }
-        let message = e.message().to_string();
-        if let Some(rest) = message.strip_prefix("missing field `") {
-            let name = rest.split('`').next().unwrap_or("");
-            return FieldError::new(join(&field, name), "missing: this field is required");
-        }
-        if let Some(rest) = message.strip_prefix("unknown field `") {
-            if let Some(end) = rest.find('`') {
-                // An empty key (`"" = ...`) is named as written, quoted.
-                let key = match &rest[..end] {
-                    "" => "\"\"",
-                    k => k,
-                };
-                field = join(&field, key);
-            }
-            let allowed = message.split_once(", expected ").map_or("", |(_, a)| a);
-            let allowed = allowed
-                .trim_start_matches("one of ")
-                .replace("` or `", "`, `");
-            return FieldError::new(field, format!("unknown field; allowed keys: {allowed}"));
-        }
-        FieldError::new(field, message)
-    })
-}
-
-fn join(a: &str, b: &str) -> String {
-    match (a.is_empty(), b.is_empty()) {
-        (true, _) => b.to_string(),
-        (_, true) => a.to_string(),
-        _ => format!("{a}.{b}"),
-    }
-}
 
 fn parse_flow(value: toml::Value, at: &str) -> Result<FlowSpec, FieldError> {
     let raw: RawFlow = de_at(value, at)?;
@@ -420,32 +234,9 @@ fn parse_flow(value: toml::Value, at: &str) -> Result<FlowSpec, FieldError> {
         path: raw
             .path
             .as_ref()
-            .map(|v| super::topology::parse_path(v, &f("path")))
+            .map(|v| crate::topology::parse_path(v, &f("path")))
             .transpose()?,
     })
-}
-
-/// Keys of a layer that are not numeric parameters.
-pub(super) fn is_setting(key: &str) -> bool {
-    matches!(
-        key,
-        "bdp_rtt"
-            | "loss_model"
-            | "web_model"
-            | "web_cc"
-            | "qdisc"
-            | "ecn"
-            | "repeat"
-            | "seed"
-            | "note"
-            | "vars"
-            | "sweep"
-            | "rate_schedule"
-            | "delay_schedule"
-            | "rate_trace"
-            | "trace_bin_ms"
-            | "tbf_burst_ms"
-    )
 }
 
 fn parse_layer(value: toml::Value, at: &str, path: &Path) -> Result<Layer, FieldError> {
@@ -596,7 +387,7 @@ impl Scenario {
         Ok(scenario)
     }
 
-    pub(super) fn from_table(table: toml::Table, path: &Path) -> Result<Scenario, FieldError> {
+    pub(crate) fn from_table(table: toml::Table, path: &Path) -> Result<Scenario, FieldError> {
         let top: RawTop = de_at(toml::Value::Table(table), "")?;
         // A test id of benchmarks.md ("T0.1"), or a user's own: a letter, then letters,
         // digits, '.', '_' or '-' (at most 32 characters).
@@ -672,7 +463,7 @@ impl Scenario {
         }
         let mut topology = top
             .topology
-            .map(|v| super::topology::parse_topology(v, "topology"))
+            .map(|v| crate::topology::parse_topology(v, "topology"))
             .transpose()?;
         if topology.is_some() {
             if let Some(i) = top.flows.iter().position(|v| v.get("rtt_ms").is_some()) {
@@ -721,7 +512,7 @@ impl Scenario {
     }
 
     /// Every user variable is used, and `x` names something each profile defines.
-    pub(super) fn check_variables(&self) -> Result<(), FieldError> {
+    pub(crate) fn check_variables(&self) -> Result<(), FieldError> {
         let mut used: BTreeSet<&str> = BTreeSet::new();
         for f in &self.flows {
             let mut specs: Vec<&NumSpec> = vec![&f.rtt_ms, &f.start_s];
@@ -779,7 +570,7 @@ impl Scenario {
         Ok(())
     }
 
-    pub(super) fn layer(&self, profile: Profile) -> &Layer {
+    pub(crate) fn layer(&self, profile: Profile) -> &Layer {
         match profile {
             Profile::Ci => &self.ci,
             Profile::Paper => &self.paper,
@@ -815,7 +606,7 @@ impl Scenario {
     }
 
     /// Parameters and variables of `profile` before the sweep.
-    pub(super) fn base_env(&self, profile: Profile) -> Env {
+    pub(crate) fn base_env(&self, profile: Profile) -> Env {
         let mut env = Env::new();
         for layer in [&self.defaults, self.layer(profile)] {
             let nums = numeric(&layer.raw);
@@ -844,7 +635,7 @@ impl Scenario {
         env
     }
 
-    pub(super) fn setting<T: Clone>(
+    pub(crate) fn setting<T: Clone>(
         &self,
         profile: Profile,
         get: impl Fn(&RawLayer) -> &Option<T>,

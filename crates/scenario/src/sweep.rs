@@ -1,24 +1,18 @@
-//! Sweeps: parsing a `sweep` (a table of lists, or an array of them) into cartesian
-//! products, and expanding a profile's products into its run points, the last key varying
-//! fastest.
+//! The `sweep` key: a table of lists, or an array of them, parsed into cartesian products
+//! ([`SweepCase`]); `crate::expand` expands them into run points, the last key varying fastest.
 
-use std::collections::BTreeMap;
-
-use super::error::{FieldError, ScenarioError};
-use super::expr::{describe, is_ident, Sourced};
-use super::point::RunPoint;
-use super::schema::{
-    is_setting, Profile, Scenario, BUFFER_KEYS, INTEGER_PARAMS, PARAMS, STRING_SWEEPS,
-};
+use crate::error::FieldError;
+use crate::expr::{describe, is_ident};
+use crate::model::{is_setting, BUFFER_KEYS, INTEGER_PARAMS, PARAMS, STRING_SWEEPS};
 
 /// One cartesian product of a sweep.
 #[derive(Debug, Clone)]
-pub(super) struct SweepCase {
+pub(crate) struct SweepCase {
     /// `profiles.ci.sweep` or `profiles.ci.sweep[1]`.
-    pub(super) at: String,
-    pub(super) axes: Vec<(String, Vec<f64>)>,
+    pub(crate) at: String,
+    pub(crate) axes: Vec<(String, Vec<f64>)>,
     /// Axes of string settings ([`STRING_SWEEPS`]), varied after (inside) the numeric ones.
-    pub(super) strings: Vec<(String, Vec<String>)>,
+    pub(crate) strings: Vec<(String, Vec<String>)>,
 }
 
 /// Parses the list of a string setting's sweep (`qdisc = ["pfifo", "fq_codel"]`).
@@ -56,7 +50,7 @@ fn parse_string_axis(
     Ok(out)
 }
 
-pub(super) fn parse_sweep(value: &toml::Value, at: &str) -> Result<Vec<SweepCase>, FieldError> {
+pub(crate) fn parse_sweep(value: &toml::Value, at: &str) -> Result<Vec<SweepCase>, FieldError> {
     let tables: Vec<(String, &toml::Table)> = match value {
         toml::Value::Table(t) => vec![(at.to_string(), t)],
         toml::Value::Array(a) => {
@@ -170,122 +164,9 @@ pub(super) fn parse_sweep(value: &toml::Value, at: &str) -> Result<Vec<SweepCase
     Ok(cases)
 }
 
-impl Scenario {
-    pub(super) fn sweep_cases(&self, profile: Profile) -> Vec<SweepCase> {
-        let layer = self.layer(profile);
-        match layer.sweep.as_ref().or(self.defaults.sweep.as_ref()) {
-            Some(cases) => cases.clone(),
-            None => vec![SweepCase {
-                at: format!("{}.sweep", layer.at),
-                axes: Vec::new(),
-                strings: Vec::new(),
-            }],
-        }
-    }
-
-    /// `choice`, `exponential`) come from `seed` and the point's index.
-    pub fn expand(&self, profile: Profile, seed: u64) -> Result<Vec<RunPoint>, ScenarioError> {
-        let invalid = |error: FieldError| ScenarioError::Invalid {
-            path: self.path.clone(),
-            error,
-        };
-        let base = self.base_env(profile);
-        let mut points = Vec::new();
-        for case in self.sweep_cases(profile) {
-            let n = case.axes.len();
-            let lens: Vec<usize> = case
-                .axes
-                .iter()
-                .map(|(_, v)| v.len())
-                .chain(case.strings.iter().map(|(_, v)| v.len()))
-                .collect();
-            let mut idx = vec![0usize; lens.len()];
-            'points: loop {
-                let mut env = base.clone();
-                let mut vars = BTreeMap::new();
-                if case
-                    .axes
-                    .iter()
-                    .any(|(k, _)| BUFFER_KEYS.contains(&k.as_str()))
-                {
-                    env.retain(|k, _| !BUFFER_KEYS.contains(&k.as_str()));
-                }
-                for ((name, values), &i) in case.axes.iter().zip(&idx) {
-                    env.insert(
-                        name.clone(),
-                        Sourced {
-                            value: values[i],
-                            field: format!("{}.{name}[{i}]", case.at),
-                        },
-                    );
-                    vars.insert(name.clone(), values[i]);
-                }
-                let settings: BTreeMap<String, (String, String)> = case
-                    .strings
-                    .iter()
-                    .zip(&idx[n..])
-                    .map(|((name, values), &i)| {
-                        (
-                            name.clone(),
-                            (values[i].clone(), format!("{}.{name}[{i}]", case.at)),
-                        )
-                    })
-                    .collect();
-                let point = self
-                    .point(profile, points.len(), env, vars, settings, seed)
-                    .map_err(invalid)?;
-                points.push(point);
-                // Odometer: the last axis varies fastest.
-                let mut d = idx.len();
-                loop {
-                    if d == 0 {
-                        break 'points;
-                    }
-                    d -= 1;
-                    idx[d] += 1;
-                    if idx[d] < lens[d] {
-                        break;
-                    }
-                    idx[d] = 0;
-                }
-            }
-        }
-        Ok(points)
-    }
-}
-
-/// The points of `points` (a scenario's expansion) whose indices are in `only`, in
-/// expansion order; all of them when `only` is `None`.
-///
-/// Errors: an index that is not a point of the expansion (the message gives the range
-/// allowed), or an empty selection.
-pub fn select_points(
-    points: Vec<RunPoint>,
-    only: Option<&[usize]>,
-) -> Result<Vec<RunPoint>, String> {
-    let Some(only) = only else {
-        return Ok(points);
-    };
-    if only.is_empty() {
-        return Err("no point selected: give point indices such as 0,2 (see --dry-run)".into());
-    }
-    if let Some(bad) = only.iter().find(|i| !points.iter().any(|p| p.index == **i)) {
-        return Err(format!(
-            "no point {bad}: this scenario has points 0 to {} in this profile (see --dry-run)",
-            points.len().saturating_sub(1)
-        ));
-    }
-    Ok(points
-        .into_iter()
-        .filter(|p| only.contains(&p.index))
-        .collect())
-}
-
 #[cfg(test)]
 mod tests {
-    use super::*;
     use crate::test_input::rejects;
-    use crate::Profile;
 
     #[test]
     fn empty_sweep_lists_are_rejected() {
@@ -301,19 +182,5 @@ mod tests {
             "profiles.ci.sweep",
             &["empty array"],
         );
-    }
-
-    #[test]
-    fn selected_points_keep_their_indices_and_bad_ones_are_named() {
-        let sc = crate::find("native-comparison").unwrap();
-        let all = sc.expand(Profile::Ci, 1).unwrap();
-        assert_eq!(select_points(all.clone(), None).unwrap(), all);
-        let some = select_points(all.clone(), Some(&[3, 1])).unwrap();
-        assert_eq!(some.iter().map(|p| p.index).collect::<Vec<_>>(), vec![1, 3]);
-        assert_eq!(some[1].loss, 0.001);
-        let e = select_points(all.clone(), Some(&[0, 4])).unwrap_err();
-        assert!(e.contains("no point 4") && e.contains("0 to 3"), "{e}");
-        let e = select_points(all, Some(&[])).unwrap_err();
-        assert!(e.contains("no point selected"), "{e}");
     }
 }

@@ -23,14 +23,17 @@
 //! picks among the flows that cross it (the first, or the smallest). Without `[topology]`
 //! a scenario is the dumbbell, a chain of one.
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
-pub use cctl_netem::chain::{HopPlan, MAX_BOTTLENECKS};
+pub use cctl_netem::chain::MAX_BOTTLENECKS;
 
-use super::error::FieldError;
-use super::expr::Env;
-use super::point::{bdp_pkts, buffer_pkts, FlowPlan};
-use super::schema::{de_at, BdpRtt, Profile, CI_MAX_RATE_MBIT};
+use crate::de::de_at;
+use crate::error::FieldError;
+use crate::expr::Env;
+use crate::model::{
+    bdp_pkts, buffer_pkts, BdpRtt, FlowPath, FlowPlan, HopPlan, Profile, TopologyPlan,
+    CI_MAX_RATE_MBIT,
+};
 
 /// Scenario keys that have no meaning (or no implementation) on a chain, with why.
 const NOT_WITH_TOPOLOGY: &[(&str, &str)] = &[
@@ -72,36 +75,6 @@ pub struct Topology {
     /// Each `[[flows]]` table's path, 1-based `(first, last)` (set by
     /// [`Topology::check_paths`]).
     pub(super) paths: Vec<(usize, usize)>,
-}
-
-/// Where one flow runs on the chain.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct FlowPath {
-    /// The first bottleneck it crosses (1-based): its sender is attached before it.
-    pub first: usize,
-    /// The last bottleneck it crosses (1-based): its receiver is attached after it.
-    pub last: usize,
-    /// Its base RTT, the sum of the `rtt_ms` of hops `first..=last`, in ms.
-    pub rtt_ms: f64,
-}
-
-/// A point's chain: its hops, and the path of each of its flows (same order as
-/// [`super::RunPoint::flows`]).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct TopologyPlan {
-    /// The bottlenecks, hop 1 first.
-    pub hops: Vec<HopPlan>,
-    /// One per flow of the point.
-    pub paths: Vec<FlowPath>,
-}
-
-impl TopologyPlan {
-    /// The flows (indices into the point's flows) that cross hop `k` (1-based).
-    pub fn flows_across(&self, k: usize) -> Vec<usize> {
-        (0..self.paths.len())
-            .filter(|&i| self.paths[i].first <= k && k <= self.paths[i].last)
-            .collect()
-    }
 }
 
 /// Parses the `[topology]` table (`at` = `topology`).

@@ -1,148 +1,20 @@
-//! Run points: one point of a sweep resolved into a concrete, checked run ([`RunPoint`]) with
-//! its flows ([`FlowPlan`]), and the BDP and buffer arithmetic of `benchmarks.md` §0.
+//! Expansion: a parsed scenario's profile into its run points — the sweep's cartesian
+//! products, each point resolved into a concrete, checked run ([`RunPoint`]) with its flows
+//! ([`FlowPlan`]), its bottleneck discipline, schedules and `[topology]` plan.
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
-
-use super::error::{FieldError, ScenarioError};
-use super::expr::{draw, eval, origins, range, Env, Factor, NumSpec, Sourced};
-use super::rng::SplitMix64;
-use super::schema::{
-    BdpRtt, LossModel, Profile, Scenario, WebModel, BUFFER_KEYS, CI_MAX_RATE_MBIT,
-    DEFAULT_BUFFER_FLOOR_PKTS,
+use crate::error::{FieldError, ScenarioError};
+use crate::expr::{draw, eval, origins, range, Env, Factor, NumSpec, Sourced};
+use crate::model::{
+    bdp_pkts, buffer_pkts, is_dctcp, BdpRtt, CcRef, FlowPlan, Profile, RunPoint, BUFFER_KEYS,
+    CI_MAX_RATE_MBIT, DEFAULT_BUFFER_FLOOR_PKTS, MAX_FLOWS_PER_POINT,
 };
-use crate::schedule::{self as sched, Step, TraceUse, DEFAULT_TRACE_BIN_MS};
+use crate::rng::SplitMix64;
+use crate::schedule::{self as sched, TraceUse, DEFAULT_TRACE_BIN_MS};
+use crate::schema::Scenario;
+use crate::sweep::SweepCase;
 use cctl_netem::aqm::{Aqm, Qdisc, AQM_PARAMS};
-
-/// Packet size the BDP is counted in, in bytes (1500-byte IP packets, `benchmarks.md` §0).
-pub const PACKET_BYTES: f64 = 1500.0;
-
-/// Most flow plans one run point may expand into (guards against runaway on/off sources).
-pub const MAX_FLOWS_PER_POINT: usize = 10_000;
-
-/// Which congestion control a flow runs.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum CcRef {
-    /// The algorithm under test (`--algo`), written `"{algo}"`.
-    UnderTest,
-    /// A fixed algorithm, e.g. the Reno flow of T0.3 or T3.4; checked by the runner.
-    Named(String),
-}
-
-/// One concrete flow of a run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct FlowPlan {
-    /// Index of the `[[flows]]` table it comes from.
-    pub entry: usize,
-    /// Its congestion control.
-    pub cc: CcRef,
-    /// Its base RTT (two-way propagation delay of its own access path), in ms.
-    pub rtt_ms: f64,
-    /// When it starts, in seconds from the start of the run.
-    pub start_s: f64,
-    /// When it stops, in seconds from the start of the run; for a fixed-size transfer, the
-    /// deadline.
-    pub stop_s: f64,
-    /// Size of a fixed-size transfer, in bytes (`size_mb` · 10^6); `None` for a bulk flow.
-    pub size_bytes: Option<u64>,
-}
-
-/// One concrete run: a point of a profile's sweep, with every value resolved and checked.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RunPoint {
-    /// Position in the expansion, from 0.
-    pub index: usize,
-    /// The swept values of this point, by variable name.
-    pub vars: BTreeMap<String, f64>,
-    /// Bottleneck capacity, in Mbit/s.
-    pub rate_mbit: f64,
-    /// Capacity of the reverse (ACK) path, in Mbit/s; `None`: not limited.
-    pub reverse_rate_mbit: Option<f64>,
-    /// Base RTT (the `rtt_ms` parameter), in ms.
-    pub rtt_ms: f64,
-    /// The RTT the BDP was computed from (see [`BdpRtt`]), in ms.
-    pub bdp_rtt_ms: f64,
-    /// Bandwidth-delay product in 1500-byte packets, unrounded.
-    pub bdp_pkts: f64,
-    /// Buffer as a fraction of BDP: the configured `buffer_bdp`, or the effective fraction
-    /// when the buffer was given in packets or milliseconds (infinite at `rtt_ms = 0`,
-    /// written `null` in JSON).
-    #[serde(deserialize_with = "null_as_infinity")]
-    pub buffer_bdp: f64,
-    /// Drop-tail queue limit at the bottleneck, in packets (rounded, floored).
-    pub buffer_pkts: u32,
-    /// Whether the floor raised the buffer (flag these points in reports).
-    pub buffer_floored: bool,
-    /// Loss probability on the forward path.
-    pub loss: f64,
-    /// How that loss is drawn.
-    pub loss_model: LossModel,
-    /// Initial ssthresh of every long-lived flow, in packets; `None`: the kernel's.
-    pub init_ssthresh_pkts: Option<u32>,
-    /// Number of web cross-traffic sessions.
-    pub web_sessions: u32,
-    /// Their traffic model.
-    pub web_model: WebModel,
-    /// Their congestion control.
-    pub web_cc: String,
-    /// Run length, in seconds.
-    pub duration_s: f64,
-    /// The flows, in `[[flows]]` order (copies and on-periods in time order).
-    pub flows: Vec<FlowPlan>,
-    /// The chain of bottlenecks of a scenario with `[topology]` (each flow's RTT is then
-    /// the sum over its path); `None`: the dumbbell of `rate_mbit` and `buffer_pkts`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub topology: Option<super::TopologyPlan>,
-    /// Changes of the bottleneck rate (Mbit/s) during the run, as steps: from
-    /// `rate_schedule` (ramps as steps) or the binned `rate_trace`; empty: constant.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub rate_schedule: Vec<Step>,
-    /// Changes of the RTT added on every access link (ms) during the run, as steps.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub delay_schedule: Vec<Step>,
-    /// The trace `rate_schedule` was binned from, if any.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rate_trace: Option<TraceUse>,
-    /// tbf bucket at the bottleneck (`tbf_burst_ms`), in ms of the rate; `None`: the
-    /// testbed's default (1 ms).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tbf_burst_ms: Option<f64>,
-    /// The bottleneck's queue discipline and ECN (drop-tail pfifo without ECN if the
-    /// scenario says nothing; results written before it existed read as that).
-    #[serde(default)]
-    pub aqm: Aqm,
-    /// Swept string settings of this point (e.g. `qdisc`), by name.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub settings: BTreeMap<String, String>,
-}
-
-/// Whether the congestion-control name `name` is the kernel's dctcp (also `native:dctcp`).
-pub fn is_dctcp(name: &str) -> bool {
-    name.strip_prefix("native:").unwrap_or(name) == "dctcp"
-}
-
-/// Reads a number that JSON wrote as `null` because it was infinite (serde_json writes
-/// non-finite numbers as `null`).
-fn null_as_infinity<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
-    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::INFINITY))
-}
-
-impl RunPoint {
-    /// A short label of the swept values, e.g. `rate_mbit=10,rtt_ms=42` (`base` if none).
-    pub fn label(&self) -> String {
-        if self.vars.is_empty() && self.settings.is_empty() {
-            return "base".to_string();
-        }
-        self.vars
-            .iter()
-            .map(|(k, v)| format!("{k}={v}"))
-            .chain(self.settings.iter().map(|(k, v)| format!("{k}={v}")))
-            .collect::<Vec<_>>()
-            .join(",")
-    }
-}
 
 impl Scenario {
     /// Emulated time the whole profile takes for one algorithm: Σ duration × repeat, in s.
@@ -746,20 +618,115 @@ impl Scenario {
     }
 }
 
-/// Bandwidth-delay product in 1500-byte packets: `C·RTT / (1500·8)` (`benchmarks.md` §0).
-pub fn bdp_pkts(rate_mbit: f64, rtt_ms: f64) -> f64 {
-    rate_mbit * 1e6 * (rtt_ms / 1e3) / (PACKET_BYTES * 8.0)
+impl Scenario {
+    pub(super) fn sweep_cases(&self, profile: Profile) -> Vec<SweepCase> {
+        let layer = self.layer(profile);
+        match layer.sweep.as_ref().or(self.defaults.sweep.as_ref()) {
+            Some(cases) => cases.clone(),
+            None => vec![SweepCase {
+                at: format!("{}.sweep", layer.at),
+                axes: Vec::new(),
+                strings: Vec::new(),
+            }],
+        }
+    }
+
+    /// `choice`, `exponential`) come from `seed` and the point's index.
+    pub fn expand(&self, profile: Profile, seed: u64) -> Result<Vec<RunPoint>, ScenarioError> {
+        let invalid = |error: FieldError| ScenarioError::Invalid {
+            path: self.path.clone(),
+            error,
+        };
+        let base = self.base_env(profile);
+        let mut points = Vec::new();
+        for case in self.sweep_cases(profile) {
+            let n = case.axes.len();
+            let lens: Vec<usize> = case
+                .axes
+                .iter()
+                .map(|(_, v)| v.len())
+                .chain(case.strings.iter().map(|(_, v)| v.len()))
+                .collect();
+            let mut idx = vec![0usize; lens.len()];
+            'points: loop {
+                let mut env = base.clone();
+                let mut vars = BTreeMap::new();
+                if case
+                    .axes
+                    .iter()
+                    .any(|(k, _)| BUFFER_KEYS.contains(&k.as_str()))
+                {
+                    env.retain(|k, _| !BUFFER_KEYS.contains(&k.as_str()));
+                }
+                for ((name, values), &i) in case.axes.iter().zip(&idx) {
+                    env.insert(
+                        name.clone(),
+                        Sourced {
+                            value: values[i],
+                            field: format!("{}.{name}[{i}]", case.at),
+                        },
+                    );
+                    vars.insert(name.clone(), values[i]);
+                }
+                let settings: BTreeMap<String, (String, String)> = case
+                    .strings
+                    .iter()
+                    .zip(&idx[n..])
+                    .map(|((name, values), &i)| {
+                        (
+                            name.clone(),
+                            (values[i].clone(), format!("{}.{name}[{i}]", case.at)),
+                        )
+                    })
+                    .collect();
+                let point = self
+                    .point(profile, points.len(), env, vars, settings, seed)
+                    .map_err(invalid)?;
+                points.push(point);
+                // Odometer: the last axis varies fastest.
+                let mut d = idx.len();
+                loop {
+                    if d == 0 {
+                        break 'points;
+                    }
+                    d -= 1;
+                    idx[d] += 1;
+                    if idx[d] < lens[d] {
+                        break;
+                    }
+                    idx[d] = 0;
+                }
+            }
+        }
+        Ok(points)
+    }
 }
 
-/// A buffer of `raw_pkts` packets rounded to the nearest packet and raised to `floor_pkts`;
-/// returns the packets and whether the floor applied.
-pub fn buffer_pkts(raw_pkts: f64, floor_pkts: f64) -> (f64, bool) {
-    let rounded = raw_pkts.round();
-    if rounded < floor_pkts {
-        (floor_pkts, true)
-    } else {
-        (rounded, false)
+/// The points of `points` (a scenario's expansion) whose indices are in `only`, in
+/// expansion order; all of them when `only` is `None`.
+///
+/// Errors: an index that is not a point of the expansion (the message gives the range
+/// allowed), or an empty selection.
+pub fn select_points(
+    points: Vec<RunPoint>,
+    only: Option<&[usize]>,
+) -> Result<Vec<RunPoint>, String> {
+    let Some(only) = only else {
+        return Ok(points);
+    };
+    if only.is_empty() {
+        return Err("no point selected: give point indices such as 0,2 (see --dry-run)".into());
     }
+    if let Some(bad) = only.iter().find(|i| !points.iter().any(|p| p.index == **i)) {
+        return Err(format!(
+            "no point {bad}: this scenario has points 0 to {} in this profile (see --dry-run)",
+            points.len().saturating_sub(1)
+        ));
+    }
+    Ok(points
+        .into_iter()
+        .filter(|p| only.contains(&p.index))
+        .collect())
 }
 
 #[cfg(test)]
@@ -769,6 +736,7 @@ mod tests {
     use std::collections::BTreeSet;
 
     use super::*;
+    use crate::model::LossModel;
     use crate::test_input::{rejects, shipped, GOOD};
     use crate::{find, BUILTIN_FILES};
 
@@ -1158,5 +1126,19 @@ mod tests {
             "flows[0].count",
             &["≥ 1"],
         );
+    }
+
+    #[test]
+    fn selected_points_keep_their_indices_and_bad_ones_are_named() {
+        let sc = crate::find("native-comparison").unwrap();
+        let all = sc.expand(Profile::Ci, 1).unwrap();
+        assert_eq!(select_points(all.clone(), None).unwrap(), all);
+        let some = select_points(all.clone(), Some(&[3, 1])).unwrap();
+        assert_eq!(some.iter().map(|p| p.index).collect::<Vec<_>>(), vec![1, 3]);
+        assert_eq!(some[1].loss, 0.001);
+        let e = select_points(all.clone(), Some(&[0, 4])).unwrap_err();
+        assert!(e.contains("no point 4") && e.contains("0 to 3"), "{e}");
+        let e = select_points(all, Some(&[])).unwrap_err();
+        assert!(e.contains("no point selected"), "{e}");
     }
 }

@@ -1,0 +1,48 @@
+//! The results format does not change: a directory written by `cctl bench run` at commit
+//! bcd7aa4 (before the testbed was split into crates; host-sweep, reno, point 0) reads
+//! back, every record and the metadata write out as the same JSON, and its summary is
+//! computed again to the same values.
+
+use std::path::Path;
+
+use cctl_metrics::MetricParams;
+use cctl_report::record::read_records;
+use cctl_report::summary::summarize;
+use serde_json::Value;
+
+fn fixture() -> &'static Path {
+    Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/results-bcd7aa4"
+    ))
+}
+
+fn json_of(path: &Path) -> Value {
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+}
+
+#[test]
+fn a_results_directory_of_bcd7aa4_reads_and_writes_back_the_same_json() {
+    let (meta, records) = read_records(fixture()).expect("the fixture reads");
+    assert_eq!(records.len(), 1);
+    assert_eq!(
+        serde_json::to_value(&meta).unwrap(),
+        json_of(&fixture().join("metadata.json")),
+        "metadata.json changed shape"
+    );
+    assert_eq!(
+        serde_json::to_value(&records[0]).unwrap(),
+        json_of(&fixture().join("runs/reno/p0-r0/run.json")),
+        "run.json changed shape"
+    );
+}
+
+#[test]
+fn the_summary_of_a_bcd7aa4_directory_is_computed_again_to_the_same_values() {
+    let (meta, records) = read_records(fixture()).unwrap();
+    let s = summarize(&meta, &records, &MetricParams::default());
+    assert_eq!(
+        serde_json::to_value(&s).unwrap(),
+        json_of(&fixture().join("summary.json"))
+    );
+}
