@@ -451,6 +451,49 @@ pub fn socket_counts<'a>(
     counts
 }
 
+/// Maps a sample's `ca_map_id` to the version of one of cctl's names (`cctl trace`, `cctl
+/// top`), re-reading the registry's records (at most once a second) when a map is unknown,
+/// e.g. after an upgrade.
+pub struct VersionCache {
+    records: Vec<LoadedCc>,
+    read_at: std::time::Instant,
+}
+
+impl VersionCache {
+    /// A cache holding the records of the names loaded now (none if they cannot be read).
+    pub fn new() -> Self {
+        VersionCache {
+            records: registry::list_loaded().unwrap_or_default(),
+            read_at: std::time::Instant::now(),
+        }
+    }
+
+    /// The version of `s`'s congestion control, when it is one of cctl's names.
+    pub fn of(&mut self, s: &crate::sample::Sample) -> Option<u32> {
+        let id = s.ca_map_id?;
+        let find = |records: &[LoadedCc]| {
+            version_of_map(records, id)
+                .filter(|(name, _)| *name == s.cc)
+                .map(|(_, v)| v)
+        };
+        if let Some(v) = find(&self.records) {
+            return Some(v);
+        }
+        if self.read_at.elapsed() >= std::time::Duration::from_secs(1) {
+            self.records = registry::list_loaded().unwrap_or_default();
+            self.read_at = std::time::Instant::now();
+            return find(&self.records);
+        }
+        None
+    }
+}
+
+impl Default for VersionCache {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

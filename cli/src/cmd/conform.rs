@@ -9,7 +9,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use cctl_conform::{self as conform, script, Outcome, Subject};
 
-use crate::cmd::bench::VmMode;
+use crate::cmd::args::VmMode;
 use crate::exit::{self, usage};
 use crate::out::{out, outln};
 

@@ -1,6 +1,7 @@
 //! One module per `cctl` subcommand.
 
 pub mod apply;
+pub mod args;
 pub mod bench;
 pub mod conform;
 pub mod default;
@@ -10,7 +11,6 @@ pub mod filter;
 pub mod list;
 pub mod load;
 pub mod migrate;
-pub mod perf;
 pub mod policy;
 pub mod rollback;
 pub mod set;

@@ -1,13 +1,12 @@
 //! `cctl trace`: stream per-flow samples from the BPF collector.
 
 use std::io::Write;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{Context, Result};
 use cctl_loader::collector::{Trace, TraceConfig};
-use cctl_loader::registry::{self, LoadedCc};
 use cctl_loader::sample::Sample;
-use cctl_loader::upgrade;
+use cctl_loader::upgrade::VersionCache;
 
 use crate::exit::{self, usage};
 use crate::out::stdout_error;
@@ -40,41 +39,6 @@ pub struct Args {
     /// CSV with a header line.
     #[arg(long)]
     csv: bool,
-}
-
-/// Maps a sample's `ca_map_id` to the version of one of cctl's names, re-reading
-/// the metadata (at most once a second) when a map is unknown, e.g. after an upgrade.
-pub(crate) struct Versions {
-    records: Vec<LoadedCc>,
-    read_at: Instant,
-}
-
-impl Versions {
-    pub(crate) fn new() -> Self {
-        Versions {
-            records: registry::list_loaded().unwrap_or_default(),
-            read_at: Instant::now(),
-        }
-    }
-
-    /// The version of `s`'s congestion control, when it is one of cctl's names.
-    pub(crate) fn of(&mut self, s: &Sample) -> Option<u32> {
-        let id = s.ca_map_id?;
-        let find = |records: &[LoadedCc]| {
-            upgrade::version_of_map(records, id)
-                .filter(|(name, _)| *name == s.cc)
-                .map(|(_, v)| v)
-        };
-        if let Some(v) = find(&self.records) {
-            return Some(v);
-        }
-        if self.read_at.elapsed() >= Duration::from_secs(1) {
-            self.records = registry::list_loaded().unwrap_or_default();
-            self.read_at = Instant::now();
-            return find(&self.records);
-        }
-        None
-    }
 }
 
 /// A sample with the version of its congestion control, for `--json`.
@@ -185,7 +149,7 @@ pub fn run(args: Args) -> Result<i32> {
         tokio::pin!(sleep);
         let mut interrupted = false;
         let mut t0 = None;
-        let mut versions = Versions::new();
+        let mut versions = VersionCache::new();
         let mut sigterm =
             tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
         loop {

@@ -23,9 +23,9 @@ use cctl_loader::kernel;
 use cctl_loader::migrate::{self, MigrateRequest, SocketFilter};
 use ratatui::crossterm::event::{self, Event};
 
-use crate::cmd::trace::Versions;
 use crate::exit::{self, usage};
 use app::{describe_scope, Action, App, BpfCc, Filter, MigrateAction, Scope};
+use cctl_loader::upgrade::VersionCache;
 use source::{LiveSource, Source};
 
 /// Arguments of `cctl top`.
@@ -148,7 +148,7 @@ fn event_loop(
     stats_err: Option<&cctl_loader::error::Error>,
 ) -> Result<i32> {
     let frame = Duration::from_secs_f64(1.0 / f64::from(args.refresh_hz));
-    let mut versions = Versions::new();
+    let mut versions = VersionCache::new();
     let mut buf = Vec::new();
     let (done_tx, done_rx) = mpsc::channel::<String>();
     let mut meter = Meter::new(src.counters());

@@ -10,7 +10,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use cctl_bench::perf::{self, Part, PartOutcome, PerfReport, Site};
 
-use crate::cmd::bench::VmMode;
+use crate::cmd::args::VmMode;
 use crate::exit::{self, usage};
 use crate::out::{out, outln};
 

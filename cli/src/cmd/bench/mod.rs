@@ -1,6 +1,8 @@
 //! `cctl bench`: the papers' benchmark tests on a veth/netem dumbbell — list the
 //! scenarios, run one, rebuild a report, gate on a baseline.
 
+mod perf;
+
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -20,6 +22,7 @@ use cctl_report::summary;
 use cctl_scenario::{self as scenario, Profile};
 use cctl_vm as vm;
 
+use crate::cmd::args::VmMode;
 use crate::exit::{self, usage};
 use crate::out::{out, outln};
 
@@ -45,7 +48,7 @@ enum Cmd {
     Check(CheckArgs),
     /// cctl's own costs next to their references: BPF ports vs native modules per ACK,
     /// the collector vs `ss -ti`, migration, the testbed's ceiling.
-    Perf(super::perf::PerfArgs),
+    Perf(perf::PerfArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -53,17 +56,6 @@ struct ListArgs {
     /// One JSON object per line.
     #[arg(long)]
     json: bool,
-}
-
-/// Where a scenario runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum VmMode {
-    /// In a VM only when the running kernel has no sch_netem and the scenario needs it.
-    Auto,
-    /// Always in the VM (e.g. to compare with the guest's native modules).
-    Always,
-    /// Never; fail if netem is needed and missing.
-    Never,
 }
 
 #[derive(Debug, clap::Args)]
@@ -188,7 +180,7 @@ pub fn run(args: Args) -> Result<i32> {
     match args.cmd {
         Cmd::List(a) => list(a),
         Cmd::Run(a) => run_bench(a),
-        Cmd::Perf(a) => super::perf::run(a),
+        Cmd::Perf(a) => perf::run(a),
         Cmd::Merge(a) => merge(a),
         Cmd::Check(a) => {
             let baseline = SummaryFile::load(&a.baseline)?;
