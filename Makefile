@@ -33,7 +33,7 @@ vm-deps-if-needed:
 # The tests that need neither root nor the kernel: every crate's unit tests and the CLI
 # tests (cli/tests/cli.rs, cli/tests/check.rs, cli/tests/docs.rs), in parallel. Tests beside them that need root are
 # #[ignore = "root: ..."]d here and run by ROOT_TESTS.
-UNIT_TESTS := $(CARGO) test --workspace --lib --bins --test cli --test check --test docs
+UNIT_TESTS := $(CARGO) test --workspace --lib --bins --test cli --test check --test docs --test layout --test format
 # Those root tests, then the kernel integration tests (tests/tests/*.rs: loading, migration,
 # the netem scenarios, in a VM when the kernel lacks netem). They share global state (CC
 # names, namespaces, the bench lock), hence one test thread.

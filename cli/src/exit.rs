@@ -79,7 +79,7 @@ pub fn code_for(err: &anyhow::Error) -> i32 {
     for cause in err.chain() {
         if cause.downcast_ref::<Usage>().is_some()
             || cause
-                .downcast_ref::<cctl_report::runs::Mismatch>()
+                .downcast_ref::<cctl_report::resume::Mismatch>()
                 .is_some()
         {
             return USAGE;

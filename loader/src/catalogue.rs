@@ -5,7 +5,6 @@ use std::fmt::Write as _;
 
 use std::path::Path;
 
-use crate::algo::replay::Replay;
 use crate::algo::{Registered, Var};
 use crate::error::{Error, Result};
 use crate::object;
@@ -84,6 +83,21 @@ pub const ACK_COUNTING: ParamSpec = p(
 /// Tunable values by key, every tunable of the algorithm present.
 pub type Params = BTreeMap<&'static str, u32>;
 
+/// An algorithm's per-ACK replay rules, as its declaration holds them (`replay:` in
+/// `loader/src/algo/<key>/mod.rs`): the constructor of its rules in
+/// `loader/src/algo/<key>/replay.rs`, type-erased so that the catalogue (which decoding a
+/// sample reads) does not depend on the replay machinery (which reads samples);
+/// `crate::algo::replay::run` takes it back. Opaque outside the loader; run it with
+/// [`crate::model_check::check`].
+#[derive(Clone, Copy)]
+pub struct Replay(pub(crate) &'static (dyn std::any::Any + Send + Sync));
+
+impl std::fmt::Debug for Replay {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Replay(..)")
+    }
+}
+
 /// A named set of tunable values (spec §18.4), e.g. `linux`: the constants of the
 /// Linux module where they differ from the paper's.
 #[derive(Debug, Clone, Copy, serde::Serialize)]
@@ -149,7 +163,7 @@ pub struct Algorithm {
     pub vars: fn(&[u8]) -> Vec<Var>,
     /// Its per-ACK replay rules (`loader/src/algo/<key>/replay.rs`), when it has no Linux
     /// module to be compared with: `cctl conform` then checks the port's recorded
-    /// trajectory ACK by ACK against its f64 model ([`crate::algo::replay::check`]).
+    /// trajectory ACK by ACK against its f64 model ([`crate::model_check::check`]).
     #[serde(skip)]
     pub replay: Option<Replay>,
 }

@@ -26,6 +26,7 @@ pub mod math {
     include!(concat!(env!("OUT_DIR"), "/math.rs"));
 }
 pub mod migrate;
+pub mod model_check;
 pub mod object;
 pub mod policy;
 pub mod registry;

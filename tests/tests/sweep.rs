@@ -9,7 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use cctl_report::runs::{completed_runs, RunId};
+use cctl_report::resume::completed_runs;
+use cctl_report::runs::RunId;
 use cctl_tests::{available, cctl_bin, clean_slate, require_root, KERNEL};
 
 const SCENARIO: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/host-sweep.toml");

@@ -13,9 +13,8 @@ use cctl_loader::{kernel, registry};
 use cctl_netem::slot::{Slot, MAX_JOBS, PREFIX};
 use cctl_netem::testbed::remove_leftovers;
 use cctl_report::record::{timestamp, Metadata, ResolvedCc, RunRecord};
-use cctl_report::runs::{
-    check_compatible, completed_runs, point_indices, run_list, Mismatch, RunId,
-};
+use cctl_report::resume::{check_compatible, completed_runs, Mismatch};
+use cctl_report::runs::{point_indices, run_list, RunId};
 use cctl_scenario::{select_points, CcRef, RunPoint, Scenario};
 
 use crate::cost::cpu_warning;

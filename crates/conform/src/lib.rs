@@ -25,9 +25,9 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use anyhow::{anyhow, bail, Context, Result};
-use cctl_loader::algo::replay;
 use cctl_loader::catalogue::{self, Algorithm};
 use cctl_loader::collector::{Trace, TraceConfig};
+use cctl_loader::model_check as replay;
 use cctl_loader::registry::{self, LoadGuard, LoadOptions};
 use cctl_loader::sample::Sample;
 

@@ -19,7 +19,9 @@ use serde::{Deserialize, Serialize};
 pub const RED_AVPKT_BYTES: u32 = 1500;
 
 /// L2 frame of a full-sized packet, in bytes (what tbf, RED's `limit` and CAKE count).
-const FRAME_BYTES: u32 = crate::testbed::FRAME_BYTES;
+/// Size of one full frame on the bottleneck: 1500-byte IP MTU plus the 14-byte Ethernet
+/// header, in bytes (what `tc` counts per packet once offloads are off).
+pub const FRAME_BYTES: u32 = 1514;
 
 /// The queue disciplines a scenario may put at the bottleneck, as written in `qdisc`.
 pub const QDISCS: &[&str] = &["pfifo", "fq_codel", "pie", "red", "cake"];

@@ -36,6 +36,7 @@ use std::process::Command;
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::aqm::FRAME_BYTES;
 pub use crate::tc::{check_tools, TestbedError, TOOLS};
 use crate::tc::{run, run_batch, run_words};
 
@@ -47,10 +48,6 @@ pub const IFNAME_MAX: usize = 15;
 
 /// Longest accepted [`PathSpec::prefix`], in bytes.
 pub const PREFIX_MAX: usize = 64;
-
-/// Size of one full frame on the bottleneck: 1500-byte IP MTU plus the 14-byte Ethernet
-/// header, in bytes (what `tc` counts per packet once offloads are off).
-pub const FRAME_BYTES: u32 = 1514;
 
 /// How the forward-path loss of a point is drawn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, Default)]

@@ -10,7 +10,8 @@
 //!
 //! - [`record`]: the on-disk format of a run and of a directory ([`record::RunRecord`],
 //!   [`record::Metadata`]) and reading them back;
-//! - [`runs`]: run ids, shards and which runs of a directory completed (resume);
+//! - [`runs`]: run ids and shards; [`resume`]: which runs of a directory completed, and
+//!   whether two directories hold the same sweep;
 //! - [`summary`]: per-run metrics and their mean ± standard error; [`plots`] with [`axes`] and
 //!   [`scatter`]: the plots; [`write`]: the summary files of a directory;
 //! - [`compare`]: BPF port against its Linux module; [`check`]: regression gating;
@@ -22,6 +23,7 @@ pub mod compare;
 pub mod merge;
 pub mod plots;
 pub mod record;
+pub mod resume;
 pub mod runs;
 pub mod scatter;
 pub mod summary;

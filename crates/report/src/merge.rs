@@ -9,7 +9,8 @@ use anyhow::{bail, Context, Result};
 
 use crate::compare::NativeOf;
 use crate::record::Metadata;
-use crate::runs::{check_compatible, completed_runs, point_indices, run_list, RunId};
+use crate::resume::{check_compatible, completed_runs};
+use crate::runs::{point_indices, run_list, RunId};
 use crate::summary::Summary;
 use crate::write;
 use cctl_scenario::select_points;
@@ -68,7 +69,7 @@ pub fn planned_runs(meta: &Metadata) -> Result<Vec<RunId>> {
 /// and plots (ports paired with their modules by `native_of`).
 ///
 /// Errors: no input; an input that is not a results directory; inputs that describe
-/// different sweeps ([`crate::runs::Mismatch`], naming the field); `out` not empty or
+/// different sweeps ([`crate::resume::Mismatch`], naming the field); `out` not empty or
 /// one of the inputs; I/O.
 pub fn merge(inputs: &[PathBuf], out: &Path, native_of: NativeOf) -> Result<Merged> {
     if inputs.is_empty() {

@@ -197,7 +197,7 @@ pub(crate) fn load_with_log<T>(
 /// [`crate::catalogue::no_check`]. `replay` (optional, for algorithms without a Linux
 /// module) names the constructor of its per-ACK replay rules (`replay::rules` of
 /// `loader/src/algo/<key>/replay.rs`, a `replay::Rules` against its model); without it
-/// the algorithm has none ([`replay::has_model`] is false).
+/// the algorithm has none ([`crate::model_check::has_model`] is false).
 macro_rules! declare_algorithm {
     (
         key: $key:ident,
@@ -289,7 +289,9 @@ macro_rules! declare_algorithm {
     };
     (@check $check:expr) => { $check };
     (@check) => { $crate::catalogue::no_check };
-    (@replay $replay:expr) => { Some($crate::algo::replay::Replay($replay)) };
+    (@replay $replay:expr) => {
+        Some($crate::catalogue::Replay(&($replay as $crate::algo::replay::NewRules)))
+    };
     (@replay) => { None };
 }
 pub(crate) use declare_algorithm;

@@ -18,7 +18,8 @@
 
 use std::collections::BTreeMap;
 
-use crate::catalogue::{self, Params, ALGORITHMS};
+/// Tunables by key (the same type as [`crate::catalogue::Params`]).
+type Params = BTreeMap<&'static str, u32>;
 use crate::sample::{CaState, Sample};
 
 /// Why a replay cannot run: the inputs are not one port's consecutive samples, or the
@@ -90,38 +91,8 @@ pub type Result<T> = std::result::Result<T, ReplayError>;
 
 /// Builds an algorithm's `Rules` for one replay from its tunables (every one present,
 /// defaults filled in) and the samples (to read its variables from).
+/// The constructor of an algorithm's `Rules`, as its declaration names it (`replay:`).
 pub(crate) type NewRules = fn(&Params, &[Sample]) -> Result<Box<dyn Rules>>;
-
-/// An algorithm's per-ACK replay rules, as its declaration holds them
-/// ([`crate::catalogue::Algorithm::replay`], `replay:` in
-/// `loader/src/algo/<key>/mod.rs`): the constructor of its `Rules` in
-/// `loader/src/algo/<key>/replay.rs`. Opaque outside the loader; run it with [`check`].
-#[derive(Clone, Copy)]
-pub struct Replay(pub(crate) NewRules);
-
-impl std::fmt::Debug for Replay {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Replay(..)")
-    }
-}
-
-/// Whether the algorithm `key` (its catalogue key) has replay rules, i.e. an f64 model
-/// that `cctl conform` checks its port against ACK by ACK: true exactly when its
-/// declaration carries them ([`crate::catalogue::Algorithm::replay`]); false for an
-/// unknown key.
-pub fn has_model(key: &str) -> bool {
-    catalogue::find(key).is_ok_and(|a| a.replay.is_some())
-}
-
-/// Keys of the algorithms with replay rules, comma-separated, in id order.
-fn models() -> String {
-    ALGORITHMS
-        .iter()
-        .filter(|a| a.replay.is_some())
-        .map(|a| a.key)
-        .collect::<Vec<_>>()
-        .join(", ")
-}
 
 /// One step where the port's recorded state is not what the model computes from the
 /// port's previous state and this ACK's inputs.
@@ -159,36 +130,31 @@ pub struct ModelCheck {
     pub bounds: String,
 }
 
-/// Replays `samples` (consecutive samples of ONE socket running the port, one per ACK,
-/// in order; `t0_ns` = the run's start on CLOCK_MONOTONIC, for `t_ms`) through the model
-/// of `key` loaded with `params` (every tunable of the algorithm, as
-/// [`crate::catalogue::Params`]; a missing one takes its default). The rules are the
-/// ones its declaration carries ([`crate::catalogue::Algorithm::replay`]).
+/// Replays `samples` (consecutive samples of ONE socket running the port of `key`, one per
+/// ACK, in order; `t0_ns` = the run's start on CLOCK_MONOTONIC, for `t_ms`) through the rules
+/// `replay` builds, loaded with `params` (every tunable of the algorithm, defaults filled
+/// in). `crate::model_check::check` finds the rules and defaults in the catalogue.
 ///
-/// Errors: [`ReplayError::NoRules`] (`key` has no model), [`ReplayError::TooFewSamples`]
-/// (fewer than 2 samples), [`ReplayError::OtherSocket`], [`ReplayError::OtherAlgorithm`],
-/// [`ReplayError::NotAPort`] (samples of more than one socket, of another algorithm, or
-/// without the shared layer), [`ReplayError::MissingVar`] (without the algorithm's
-/// variables).
-pub fn check(key: &str, params: &Params, samples: &[Sample], t0_ns: u64) -> Result<ModelCheck> {
-    let Some((algo, Replay(new_rules))) = catalogue::find(key)
-        .ok()
-        .and_then(|a| a.replay.map(|r| (a, r)))
-    else {
-        return Err(ReplayError::NoRules {
-            key: key.to_string(),
-            models: models(),
-        });
-    };
+/// Errors: [`ReplayError::TooFewSamples`] (fewer than 2 samples),
+/// [`ReplayError::OtherSocket`], [`ReplayError::OtherAlgorithm`], [`ReplayError::NotAPort`]
+/// (samples of more than one socket, of another algorithm, or without the shared layer),
+/// [`ReplayError::MissingVar`] (without the algorithm's variables).
+pub fn run(
+    key: &str,
+    replay: crate::catalogue::Replay,
+    p: &Params,
+    samples: &[Sample],
+    t0_ns: u64,
+) -> Result<ModelCheck> {
     if samples.len() < 2 {
         return Err(ReplayError::TooFewSamples {
             count: samples.len(),
         });
     }
-    let mut p: Params = algo.params.iter().map(|s| (s.key, s.default)).collect();
-    for (k, v) in params {
-        p.insert(k, *v);
-    }
+    let new_rules: NewRules = *replay
+        .0
+        .downcast_ref::<NewRules>()
+        .expect("a declaration's replay holds a NewRules");
     let cookie = samples[0].cookie;
     let obs = samples
         .iter()
@@ -211,7 +177,7 @@ pub fn check(key: &str, params: &Params, samples: &[Sample], t0_ns: u64) -> Resu
             Obs::new(k, s)
         })
         .collect::<Result<Vec<_>>>()?;
-    let mut rules = new_rules(&p, samples)?;
+    let mut rules = new_rules(p, samples)?;
 
     let (mut steps, mut identical, mut losses, mut max_diff) = (0usize, 0usize, 0usize, 0f64);
     let mut first = None;
@@ -645,32 +611,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn has_model_is_exactly_a_declaration_with_replay_rules() {
-        for a in ALGORITHMS {
-            assert_eq!(has_model(a.key), a.replay.is_some(), "{}", a.key);
-            assert_eq!(has_model(a.cc_name), a.replay.is_some(), "{}", a.cc_name);
-        }
-        assert!(!has_model("nosuch"));
-    }
-
-    #[test]
-    fn refuses_algorithms_without_replay_rules_naming_those_with() {
-        let models = models();
-        for a in ALGORITHMS.iter().filter(|a| a.replay.is_none()) {
-            let e = check(a.key, &Params::new(), &[], 0).unwrap_err();
-            assert_eq!(
-                e,
-                ReplayError::NoRules {
-                    key: a.key.to_string(),
-                    models: models.clone()
-                }
-            );
-        }
-        let e = check("nosuch", &Params::new(), &[], 0).unwrap_err();
-        assert!(e.to_string().contains("no f64 model"), "{e}");
-    }
-
-    #[test]
     fn counter_keeps_the_carries_consistent_with_every_step() {
         // cnt unknown; +3 per step, one unit per 10
         let mut c = Counter::UNKNOWN;
@@ -788,7 +728,7 @@ pub(crate) mod testing {
 
     /// Every tunable of `key` at its default.
     pub(crate) fn defaults(key: &str) -> Params {
-        catalogue::find(key)
+        crate::catalogue::find(key)
             .unwrap()
             .params
             .iter()

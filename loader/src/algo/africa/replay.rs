@@ -334,7 +334,7 @@ impl Rules for Africa {
 mod tests {
     use super::*;
     use crate::algo::replay::testing::{defaults, sample, set_var, Tcp, T0};
-    use crate::algo::replay::{check, has_model};
+    use crate::model_check::{check, has_model};
     use crate::sample::CaState;
 
     /// TCP Africa as bpf/africa.bpf.c runs it with the formula a(w) (hstcp_mode 1): from

@@ -338,7 +338,7 @@ impl Rules for Compound {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::algo::replay::check;
+    use crate::model_check::check;
     use crate::algo::replay::testing::{defaults, sample, set_var, Tcp, T0};
 
     /// Compound as bpf/compound.bpf.c runs it (defaults), in congestion avoidance from

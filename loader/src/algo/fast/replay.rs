@@ -642,7 +642,7 @@ impl Rules for Fast {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::algo::replay::check;
+    use crate::model_check::check;
     use crate::algo::replay::testing::{defaults, sample, set_var, Tcp, T0};
 
     /// FAST as bpf/fast.bpf.c runs it (defaults: every other RTT, adaptive α, γ 1/2),
