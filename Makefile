@@ -19,7 +19,7 @@ deps:
 	bash scripts/install-deps.sh
 
 # What netem scenarios need on hosts whose kernel lacks sch_netem: Debian's 6.12 kernel
-# (bookworm-backports), QEMU, busybox-static, zstd and virtme-ng (`vng`), for bench/src/vm.rs.
+# (bookworm-backports), QEMU, busybox-static, zstd and virtme-ng (`vng`), for crates/vm.
 vm-deps:
 	bash scripts/install-vm-deps.sh
 

@@ -1,6 +1,6 @@
 //! Benchmark: the aggregate throughput of 50 busy flows per 100 ms bin around a migration.
 //! (The time to move 1,000 and 10,000 idle flows is part `migrate` of `cctl bench perf`,
-//! bench/src/perf/migrate.rs; `make bench-migrate` runs both.)
+//! crates/bench/src/perf/migrate.rs; `make bench-migrate` runs both.)
 //!
 //! Run as root: `make bench-migrate` or
 //! `cargo run --release -p cctl-loader --example migrate_rate -- [--json]`.

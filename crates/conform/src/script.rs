@@ -1,6 +1,6 @@
 //! Conformance scripts: what the scripted receiver does to a sender — the RTT schedule,
 //! the ACK policy, which segments are lost or CE-marked, stalls, app-limited phases and
-//! the receive window — declared in TOML files (`bench/conform/*.toml`, embedded).
+//! the receive window — declared in TOML files (`crates/conform/scripts/*.toml`, embedded).
 //!
 //! Times are in base RTTs of the variant being run (`rtt_ms`), so one script reads the
 //! same at 10 ms and at 100 ms; segments are counted from 0 in sequence space
@@ -374,7 +374,7 @@ macro_rules! builtin_scripts {
     };
 }
 
-/// The shipped scripts (`bench/conform/`), embedded: (file name, contents).
+/// The shipped scripts (`crates/conform/scripts/`), embedded: (file name, contents).
 pub const BUILTIN_FILES: &[(&str, &str)] = builtin_scripts!(
     "slow_start.toml",
     "avoidance.toml",

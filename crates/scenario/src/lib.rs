@@ -7,7 +7,7 @@
 //! [`CI_MAX_RATE_MBIT`], fewer sweep points, short runs. CI-scale results exercise different
 //! regimes of the high-speed algorithms and must never be compared with the papers' numbers.
 //!
-//! The shipped files live in `bench/scenarios/` and are compiled into the binary
+//! The shipped files live in `crates/scenario/scenarios/` and are compiled into the binary
 //! ([`builtin`]), so `cctl` works outside the repository; [`find`] also accepts a path to a
 //! file of one's own. Everything is validated when a file is loaded, before any namespace,
 //! qdisc or socket exists, and every error names the file, the field (`flows[1].start_s`,

@@ -39,7 +39,7 @@ pub const RAMP_STEP_MS: f64 = 100.0;
 /// link, so an outage becomes a trickle (one 1500-byte packet per 240 ms).
 pub const MIN_TRACE_RATE_MBIT: f64 = 0.05;
 
-/// The shipped traces (`bench/traces/`), embedded as the shipped scenarios are: (path
+/// The shipped traces (`crates/scenario/traces/`), embedded as the shipped scenarios are: (path
 /// relative to a shipped scenario, contents).
 pub const BUILTIN_TRACES: &[(&str, &str)] = &[
     (

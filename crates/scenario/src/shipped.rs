@@ -12,7 +12,7 @@ macro_rules! builtin_files {
     };
 }
 
-/// The shipped scenario files (`bench/scenarios/`), embedded: (file name, contents).
+/// The shipped scenario files (`crates/scenario/scenarios/`), embedded: (file name, contents).
 pub const BUILTIN_FILES: &[(&str, &str)] = builtin_files!(
     "t0_1_fairness_same_rtt.toml",
     "t0_2_rtt_unfairness.toml",
