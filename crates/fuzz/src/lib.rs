@@ -279,6 +279,55 @@ pub fn run(what: &str, strategy: BoxedStrategy<String>, check: impl Fn(&str)) ->
     n
 }
 
+/// `doc` with TOML's string escapes decoded (`\uXXXX`, `\UXXXXXXXX`, `\t`, `\n`, `\"`, `\\`,
+/// ...), so that a check that a key an error names was written in the document also finds a
+/// key written escaped (`"\u00e9"` names `é`). An escape that is not valid TOML is kept as
+/// written.
+pub fn unescaped(doc: &str) -> String {
+    let mut out = String::with_capacity(doc.len());
+    let mut chars = doc.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        let simple = match chars.peek() {
+            Some('b') => Some('\u{8}'),
+            Some('t') => Some('\t'),
+            Some('n') => Some('\n'),
+            Some('f') => Some('\u{c}'),
+            Some('r') => Some('\r'),
+            Some('"') => Some('"'),
+            Some('\\') => Some('\\'),
+            _ => None,
+        };
+        if let Some(s) = simple {
+            chars.next();
+            out.push(s);
+            continue;
+        }
+        let digits = match chars.peek() {
+            Some('u') => 4,
+            Some('U') => 8,
+            _ => {
+                out.push(c);
+                continue;
+            }
+        };
+        let rest: String = chars.clone().skip(1).take(digits).collect();
+        match u32::from_str_radix(&rest, 16).ok().and_then(char::from_u32) {
+            Some(decoded) if rest.len() == digits => {
+                for _ in 0..=digits {
+                    chars.next();
+                }
+                out.push(decoded);
+            }
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -297,5 +346,13 @@ mod tests {
             apply(&mut t, &m);
             assert!(t.is_char_boundary(t.len()));
         }
+    }
+
+    #[test]
+    fn escaped_keys_are_decoded_and_bad_escapes_kept() {
+        assert_eq!(unescaped(r#""\u00e9" = 1"#), "\"é\" = 1");
+        assert_eq!(unescaped(r#""\U0001F600\t\"x\\""#), "\"😀\t\"x\\\"");
+        assert_eq!(unescaped(r#"\uZZZZ \u12"#), r#"\uZZZZ \u12"#);
+        assert_eq!(unescaped("plain"), "plain");
     }
 }
