@@ -38,6 +38,16 @@ use verdict::{Comparison, Rule};
 /// Runs of a clocked port's case: its module against itself in each gives the baseline.
 pub const BASELINE_RUNS: usize = 3;
 
+/// More runs of the port against its module when a clocked port's first run diverges
+/// beyond the module's own spread: the case matches if one of them is within it (all are
+/// reported, [`Outcome::reruns`]). A port's rule that differs from its module's diverges
+/// in every run; a threshold the guest's timing tips either way does not. Measured in the
+/// 6.12 guest: veno@linux slow-start (Veno's N >= β at w = 20-28 with RTT samples 0.2-0.4
+/// ms apart) diverged in 1 of 4 first runs and vegas@linux rtt-steps in 1 of 2 CI runs,
+/// while the module against itself agreed in 12 of 12 baseline runs; a second and third
+/// run matched.
+pub const RERUNS: usize = 2;
+
 /// Prefix of the namespaces `cctl conform` creates (`cctl-cf<pid>`).
 pub const NETNS_PREFIX: &str = "cctl-cf";
 
@@ -141,6 +151,10 @@ pub struct Outcome {
     pub comparison: Comparison,
     /// The module against itself in each later run.
     pub baseline: Vec<Comparison>,
+    /// The port against the module again, when run 1 diverged beyond the module's own
+    /// spread ([`RERUNS`] at most, until one is within it).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reruns: Vec<Comparison>,
     /// The module of run 1 against the second socket of run 2 (same script, same
     /// position in the step): the module's determinism across runs.
     pub across_runs: Option<Comparison>,
@@ -241,11 +255,10 @@ const WARM_UP_CC: &str = "reno";
 
 /// One lockstep run of the first script's first RTT, two built-in Reno senders, whose
 /// result is thrown away: the first run after a guest boots is late (the TUN module, the
-/// driver's pages and the guest's boot tail are cold). Measured in the 6.12 guest
-/// (`conform all --short`): the first case of the boot wrote 111 of 1,600 ACKs more than
-/// 2 ms late (p99 5.9 ms), so it was invalid; of the 386 runs after it, the worst p99 was
-/// 4.1 ms and none was invalid. Without this the first case was judged invalid, or
-/// diverged, for a reason that is not its congestion control.
+/// driver's pages and the guest's boot tail are cold). Measured in the 6.12 guest with
+/// veno@linux slow-start as the first case of 5 boots: its latest ACK was 4.0 and 6.1 ms
+/// late in 2 of them, 2.1-2.2 ms in the others and in the cases that follow a first one;
+/// issue 16's note saw the first case (vegas@linux slow-start) diverge at step 10.
 ///
 /// Errors: as [`lockstep::run_here`].
 fn warm_up(scripts: &[Script], stop: &AtomicBool) -> Result<()> {
@@ -436,6 +449,7 @@ fn run_case(
                 .map(|w| format!("run {}: {w}", i + 1))
         })
         .collect();
+    let mut reruns = Vec::new();
     let (verdict, why) = if !invalid.is_empty() {
         ("invalid".to_string(), Some(invalid.join("; ")))
     } else if first.sides.iter().any(|x| x.steps.len() < 10) {
@@ -444,8 +458,45 @@ fn run_case(
             Some("fewer than 10 ACKs in the run: the senders did not start".into()),
         )
     } else {
-        let (ok, why) = verdict::judge(&comparison, &rule);
-        (if ok { "match" } else { "diverges" }.to_string(), why)
+        match verdict::judge(&comparison, &rule) {
+            (true, why) => ("match".to_string(), why),
+            (false, why) if !s.algo.clocked => ("diverges".to_string(), why),
+            (false, why) => {
+                // A clocked port: run it against its module again (RERUNS).
+                let why = why.unwrap_or_default();
+                let mut within = None;
+                for k in 0..RERUNS {
+                    let ccs = [port_cc.to_string(), module_cc.to_string()];
+                    let r = lockstep::run_here(sc, rtt_ms, &ccs, stop).with_context(|| {
+                        format!("{} / {} at {rtt_ms} ms, re-run {}", s.label(), sc.name, k + 1)
+                    })?;
+                    let _ = trace.drain();
+                    let c = verdict::compare(&r.sides[0], &r.sides[1]);
+                    let ok = r.validity.invalid.is_none() && verdict::judge(&c, &rule).0;
+                    reruns.push(c);
+                    if ok {
+                        within = Some(k + 2);
+                        break;
+                    }
+                }
+                match within {
+                    Some(n) => (
+                        "match".to_string(),
+                        Some(format!(
+                            "run 1: {why}; run {n} of the port against the module is within \
+                             the module's own spread"
+                        )),
+                    ),
+                    None => (
+                        "diverges".to_string(),
+                        Some(format!(
+                            "{why}; and in {} more run(s) of the port against the module",
+                            reruns.len()
+                        )),
+                    ),
+                }
+            }
+        }
     };
     Ok(Outcome {
         algo: s.label(),
@@ -456,6 +507,7 @@ fn run_case(
         rtt_ms,
         comparison,
         baseline,
+        reruns,
         across_runs,
         rule,
         verdict,
@@ -543,6 +595,7 @@ fn run_model_case(
         rtt_ms,
         comparison,
         baseline: Vec::new(),
+        reruns: Vec::new(),
         across_runs: None,
         rule: Rule::Exact,
         verdict: verdict.into(),

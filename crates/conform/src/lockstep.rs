@@ -9,18 +9,6 @@
 //! ACK and transmitted what it allowed — unless a thread of ours held the socket lock, in
 //! which case the kernel would defer the ACK to the lock's release. With no other thread
 //! touching the sockets, the state read after the write is the state after that ACK.
-//!
-//! RTT samples. The segments an ACK releases are read from the device right after its
-//! write and stamped with the write's time, so the ACK that answers them falls due exactly
-//! one scripted RTT after the sender sent them: a sender's RTT samples are the script's
-//! RTT plus its own lateness, and do not carry the time the other senders (or
-//! `TCP_INFO`, or the buffer refills) took in the same step. Within a step the last sender
-//! (the module, in a port-against-module run) is written first: the sender written second
-//! is late by the first one's processing time, so in the port's run and in the module's
-//! baseline runs alike that lateness is the module's. (Stamped at the read after the whole
-//! step instead, each sender saw the other's processing time in its samples, and a port
-//! slower than its module made the module's RTTs noisier than in the baseline: at a
-//! threshold such as Veno's N >= β that flipped decisions in one run in four.)
 
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::os::fd::AsRawFd;
@@ -148,7 +136,7 @@ pub struct RunResult {
     pub script: String,
     /// Base RTT, ms.
     pub rtt_ms: f64,
-    /// Senders, in the order of `ccs` (within a step their ACKs are written last first).
+    /// Senders, in the order their ACKs are written.
     pub sides: Vec<SideRun>,
     /// Whether it can be judged.
     pub validity: Validity,
@@ -229,40 +217,6 @@ fn cookie(sock: &Socket) -> u64 {
         )
     };
     v
-}
-
-/// Reads every segment waiting in the TUN device and hands it to its sender's receiver.
-/// A segment of sender `released.0` is stamped `released.1`, the time of the ACK write it
-/// was read right after (module doc, "RTT samples"); any other segment, the time it was read.
-fn drain(
-    dev: &tun_rs::SyncDevice,
-    buf: &mut [u8],
-    senders: &mut [Sender],
-    released: Option<(usize, u64)>,
-) -> Result<()> {
-    loop {
-        match dev.recv(buf) {
-            Ok(n) => {
-                let now = now_us();
-                let Some(seg) = wire::parse(&buf[..n]) else {
-                    continue;
-                };
-                if let Some((i, s)) = senders
-                    .iter_mut()
-                    .enumerate()
-                    .find(|(_, s)| s.rx.peer_port() == seg.src.1)
-                {
-                    let t = match released {
-                        Some((j, w)) if j == i => w,
-                        _ => now,
-                    };
-                    s.rx.on_segment(&seg, t);
-                }
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return Ok(()),
-            Err(e) => return Err(e).context("reading the TUN device"),
-        }
-    }
 }
 
 struct Sender {
@@ -383,8 +337,22 @@ pub fn run_here(
     let mut steps = 0u64;
     loop {
         let loop_start = now_us();
-        // Segments that an application write or a kernel timer (RTO, TLP) released.
-        drain(&dev, &mut buf, &mut senders, None)?;
+        // The sender's segments: whatever its last ACK, write or timer released.
+        loop {
+            match dev.recv(&mut buf) {
+                Ok(n) => {
+                    let now = now_us();
+                    if let Some(seg) = wire::parse(&buf[..n]) {
+                        if let Some(s) = senders.iter_mut().find(|s| s.rx.peer_port() == seg.src.1)
+                        {
+                            s.rx.on_segment(&seg, now);
+                        }
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                Err(e) => return Err(e).context("reading the TUN device"),
+            }
+        }
         let now = now_us();
         // Delayed-ACK timers fire together, like the ACKs they produce: a sender whose timer
         // is due within the pairing window of the first fires with it, so no segment
@@ -412,9 +380,7 @@ pub fn run_here(
         if let Some(due) = first_due.filter(|&d| d <= now) {
             let mut written = Vec::new();
             let mut first_write = 0;
-            // The last sender first (the reference, where there is one): module doc.
-            for i in (0..senders.len()).rev() {
-                let s = &mut senders[i];
+            for (i, s) in senders.iter_mut().enumerate() {
                 if s.rx
                     .pending
                     .front()
@@ -436,8 +402,6 @@ pub fn run_here(
                 } else {
                     s.connected = true;
                 }
-                // What this ACK released left with the write: stamp it with the write.
-                drain(&dev, &mut buf, &mut senders, Some((i, w)))?;
             }
             let last = now_us();
             if written.len() > 1 {
