@@ -312,3 +312,97 @@ fn bench_run_refuses_a_bad_baseline_before_running_anything() {
     assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// A copy of the baseline as if timed by `clock`.
+fn with_clock(clock: &str) -> Value {
+    let mut v = read_baseline();
+    v["metadata"]["clock"] = serde_json::json!({
+        "clock": clock, "icount_shift": 0, "machine": "tcg", "vcpus": 2, "memory_mb": 2048,
+    });
+    v
+}
+
+#[test]
+fn check_refuses_to_compare_clocks_and_a_summary_without_one_is_real() {
+    // The fixture predates the clock record: it ran on the real clock.
+    let real = results_dir("clock-real", &with_clock("real"));
+    let o = cctl(&["bench", "check", s(&real), "--baseline", s(&baseline())]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let virt = results_dir("clock-virtual", &with_clock("virtual"));
+    let o = cctl(&["bench", "check", s(&virt), "--baseline", s(&baseline())]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("metadata.clock.clock") && err.contains(r#""virtual" vs "real""#),
+        "{}",
+        text(&o)
+    );
+    assert!(o.stdout.is_empty(), "no verdict printed: {}", text(&o));
+    for d in [real, virt] {
+        let _ = std::fs::remove_dir_all(d);
+    }
+}
+
+#[test]
+fn clocks_that_cannot_run_are_refused_before_anything_runs() {
+    let dir = scratch("clockrefuse");
+    let run = |extra: &[&str], env: Option<(&str, &str)>| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_cctl"));
+        c.args([
+            "bench",
+            "run",
+            "fairness-same-rtt",
+            "--algo",
+            "reno",
+            "--out",
+        ])
+        .arg(&dir)
+        .args(extra);
+        if let Some((k, v)) = env {
+            c.env(k, v);
+        }
+        c.output().expect("cctl runs")
+    };
+    // An unknown clock: clap names the ones there are.
+    let o = run(&["--clock", "wall"], None);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("wall") && err.contains("[possible values: virtual, real]"),
+        "{}",
+        text(&o)
+    );
+    // The virtual clock is the guest's: not without one.
+    let o = run(&["--clock", "virtual", "--vm", "never"], None);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("--vm never runs no guest"),
+        "{}",
+        text(&o)
+    );
+    // KVM cannot count instructions.
+    let o = run(&["--clock", "virtual"], Some(("CCTL_VM_ACCEL", "kvm")));
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("CCTL_VM_ACCEL=kvm forces KVM"),
+        "{}",
+        text(&o)
+    );
+    // A baseline of the other clock, before the run.
+    let base = results_dir("clockbase", &with_clock("virtual"));
+    let o = run(&["--check", s(&base)], None);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("give --clock virtual to compare with it"),
+        "{}",
+        text(&o)
+    );
+    // The same refusal for bench perf's guest halves.
+    let o = cctl(&["bench", "perf", "--clock", "virtual", "--vm", "never"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    // Nothing was run: the results root is still empty.
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
+    for d in [dir, base] {
+        let _ = std::fs::remove_dir_all(d);
+    }
+}

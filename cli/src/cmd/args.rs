@@ -11,3 +11,30 @@ pub enum VmMode {
     /// Never; fail if netem is needed and missing.
     Never,
 }
+
+/// `--clock`: the guest's clock, `virtual` or `real` (see [`cctl_vm::Clock`]).
+pub fn clock_parser() -> impl clap::builder::TypedValueParser<Value = cctl_vm::Clock> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(cctl_vm::Clock::NAMES)
+        .map(|s| s.parse::<cctl_vm::Clock>().expect("one of Clock::NAMES"))
+}
+
+/// Refuses a clock that `vm` cannot give (exit 2, [`crate::exit::USAGE`]): the virtual
+/// clock without a guest (`--vm never`), or where `$CCTL_VM_ACCEL` forces KVM, which
+/// cannot count instructions.
+pub fn check_clock(clock: cctl_vm::Clock, vm: VmMode) -> anyhow::Result<()> {
+    if clock != cctl_vm::Clock::Virtual {
+        return Ok(());
+    }
+    if vm == VmMode::Never {
+        crate::exit::usage!(
+            "--clock virtual is the 6.12 guest's clock (QEMU -icount), and --vm never runs \
+             no guest: use --vm always (or auto) with --clock virtual, or --clock real to \
+             run on this kernel"
+        );
+    }
+    if cctl_vm::forced_accel() == Some(cctl_vm::Accel::Kvm) {
+        return Err(crate::exit::Usage(cctl_vm::VmError::ClockNeedsTcg.to_string()).into());
+    }
+    Ok(())
+}

@@ -240,7 +240,7 @@ fn run_in_vm(a: &Args, dir: &Path, stop: Arc<AtomicBool>) -> Result<()> {
     spec.timeout = Duration::from_secs(4 * 3600);
     spec.echo = true;
     spec.cancel = Some(stop);
-    spec.virtual_clock = true;
+    spec.set_clock(vm::Clock::Virtual)?;
     eprintln!(
         "cctl conform: in {} ({:?}{}), {} CPUs",
         spec.kernel.display(),

@@ -158,6 +158,7 @@ pub fn run_scenario(
             .iter()
             .map(|p| (p.index, setup_of(p, &opts.algos)))
             .collect(),
+        clock: Some(crate::run::current_clock()),
     };
     if let Some(old) = &previous {
         let what = format!("cannot resume into {}", dir.display());

@@ -13,7 +13,7 @@ use cctl_metrics::{BackoffEvent, FlowPoint, FlowSeries, QueuePoint};
 use cctl_netem::flows::{run_bulk_flows, FlowResult, FlowSpec};
 use cctl_netem::slot::Slot;
 use cctl_netem::testbed::QdiscSampler;
-use cctl_report::record::{ResolvedCc, RunRecord};
+use cctl_report::record::{ClockRecord, ResolvedCc, RunRecord};
 use cctl_report::runs::Shard;
 use cctl_scenario::{CcRef, Profile, RunPoint};
 
@@ -55,6 +55,33 @@ pub struct RunOptions {
     /// Write into this results directory instead of a new `<out>/<scenario>/<timestamp>/`,
     /// skipping the runs it holds completed (`--resume`); created if missing.
     pub resume: Option<PathBuf>,
+}
+
+/// The clock that times this machine's runs, for `metadata.json` and every `run.json`: in
+/// a guest that [`cctl_vm::run_in_vm`] booted, the guest's (from
+/// [`cctl_vm::GUEST_CLOCK_ENV`]); anywhere else the host's real clock.
+pub fn current_clock() -> ClockRecord {
+    let Ok(line) = std::env::var(cctl_vm::GUEST_CLOCK_ENV) else {
+        return ClockRecord::host();
+    };
+    let mut c = ClockRecord {
+        clock: "real".into(),
+        icount_shift: None,
+        machine: "guest".into(),
+        vcpus: None,
+        memory_mb: None,
+    };
+    for (k, v) in line.split_whitespace().filter_map(|kv| kv.split_once('=')) {
+        match k {
+            "clock" => c.clock = v.to_string(),
+            "accel" => c.machine = v.to_string(),
+            "icount_shift" => c.icount_shift = v.parse().ok(),
+            "vcpus" => c.vcpus = v.parse().ok(),
+            "memory_mb" => c.memory_mb = v.parse().ok(),
+            _ => {}
+        }
+    }
+    c
 }
 
 fn monotonic_ns() -> u64 {
@@ -259,6 +286,7 @@ pub fn run_once(
         schedule,
         bottleneck: Some(setup),
         aqm,
+        clock: Some(current_clock()),
     };
     let tmp = dir.join("run.json.part");
     std::fs::write(&tmp, serde_json::to_vec_pretty(&record)?)?;

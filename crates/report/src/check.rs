@@ -71,6 +71,24 @@ pub enum CheckError {
         /// What is wrong.
         message: String,
     },
+    /// The results and the baseline were timed by different clocks (virtual, real).
+    #[error(
+        "{} and {} were timed by different clocks (metadata.clock.clock: {results:?} vs \
+         {baseline:?}): a check compares runs of one clock; run the results with --clock \
+         {baseline} to compare them with this baseline",
+        .results_path.display(),
+        .baseline_path.display()
+    )]
+    ClockMismatch {
+        /// The results' summary.
+        results_path: PathBuf,
+        /// Their clock.
+        results: String,
+        /// The baseline's summary.
+        baseline_path: PathBuf,
+        /// Its clock.
+        baseline: String,
+    },
     /// The tolerance file is not valid TOML.
     #[error("{}: not valid TOML: {message}", path.display())]
     TomlSyntax {
@@ -320,6 +338,8 @@ pub struct SummaryFile {
     pub scenario: Option<String>,
     /// `metadata.profile`, if there.
     pub profile: Option<String>,
+    /// `metadata.clock.clock` (`virtual` or `real`); `real` in a summary that predates it.
+    pub clock: String,
     /// The rows.
     pub rows: Vec<Row>,
 }
@@ -464,6 +484,12 @@ impl SummaryFile {
             path: path.to_path_buf(),
             scenario: meta_str("scenario"),
             profile: meta_str("profile"),
+            clock: meta
+                .and_then(|m| m.get("clock"))
+                .and_then(|c| c.get("clock"))
+                .and_then(Value::as_str)
+                .unwrap_or("real")
+                .to_string(),
             rows: out,
         })
     }
@@ -557,6 +583,21 @@ pub struct Verdict {
     pub warnings: Vec<String>,
     /// The tolerances used.
     pub tolerances: Tolerances,
+}
+
+/// Checks that `results` and `baseline` were timed by the same clock.
+///
+/// Errors: [`CheckError::ClockMismatch`], naming both.
+pub fn same_clock(results: &SummaryFile, baseline: &SummaryFile) -> Result<(), CheckError> {
+    if results.clock == baseline.clock {
+        return Ok(());
+    }
+    Err(CheckError::ClockMismatch {
+        results_path: results.path.clone(),
+        results: results.clock.clone(),
+        baseline_path: baseline.path.clone(),
+        baseline: baseline.clock.clone(),
+    })
 }
 
 /// Compares `results` with `baseline` under `tol` (see the module documentation).
@@ -1079,5 +1120,28 @@ mod tests {
         assert_eq!(num(1234567.0), "1234567");
         assert_eq!(num(0.5), "0.5");
         assert_eq!(num(0.0), "0");
+    }
+
+    #[test]
+    fn clocks_are_not_mixed_and_a_summary_without_one_is_real() {
+        let with = |clock: Option<&str>| {
+            let mut meta = serde_json::json!({"scenario": "s", "profile": "ci"});
+            if let Some(c) = clock {
+                meta["clock"] = serde_json::json!({"clock": c, "machine": "tcg", "vcpus": 1});
+            }
+            let text = serde_json::json!({"metadata": meta, "rows": []}).to_string();
+            SummaryFile::parse(&text, Path::new("summary.json")).unwrap()
+        };
+        let (old, real, virt) = (with(None), with(Some("real")), with(Some("virtual")));
+        assert_eq!(old.clock, "real");
+        assert!(same_clock(&old, &real).is_ok());
+        assert!(same_clock(&virt, &with(Some("virtual"))).is_ok());
+        let e = same_clock(&virt, &old).unwrap_err();
+        assert!(e.is_bad_input());
+        let msg = e.to_string();
+        assert!(
+            msg.contains("metadata.clock.clock") && msg.contains("\"virtual\" vs \"real\""),
+            "{msg}"
+        );
     }
 }

@@ -27,6 +27,66 @@ pub struct ResolvedCc {
     pub params: BTreeMap<String, u32>,
 }
 
+/// Which clock timed a run's traffic: the 6.12 guest's virtual clock (QEMU icount) or the
+/// real one, in a guest or on the host. Results of different clocks are not comparable
+/// (`cctl bench merge`, `check` and `--resume` refuse to mix them).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClockRecord {
+    /// `virtual` or `real` (`cctl bench run --clock`).
+    pub clock: String,
+    /// QEMU's `-icount shift`, virtual clock only: 2^shift ns of guest time per instruction.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub icount_shift: Option<u32>,
+    /// Where the traffic ran: `host`, or the guest's accelerator (`tcg`, `kvm`).
+    pub machine: String,
+    /// The guest's vCPUs (`None`: on the host).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vcpus: Option<u32>,
+    /// The guest's memory, MiB (`None`: on the host).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_mb: Option<u32>,
+}
+
+impl ClockRecord {
+    /// The host's real clock, no guest.
+    pub fn host() -> ClockRecord {
+        ClockRecord {
+            clock: "real".into(),
+            icount_shift: None,
+            machine: "host".into(),
+            vcpus: None,
+            memory_mb: None,
+        }
+    }
+
+    /// The clock's name in results that may predate the record: those ran on the real
+    /// clock (`real`).
+    pub fn name_of(c: Option<&ClockRecord>) -> &str {
+        c.map_or("real", |c| c.clock.as_str())
+    }
+
+    /// One line for a report's header, e.g. `virtual (icount shift 0), tcg guest, 2 vCPUs,
+    /// 2048 MiB`.
+    pub fn describe(&self) -> String {
+        let mut s = self.clock.clone();
+        if let Some(k) = self.icount_shift {
+            s += &format!(" (icount shift {k})");
+        }
+        if self.machine == "host" {
+            s += ", on the host";
+        } else {
+            s += &format!(", {} guest", self.machine);
+        }
+        if let Some(n) = self.vcpus {
+            s += &format!(", {n} vCPUs");
+        }
+        if let Some(m) = self.memory_mb {
+            s += &format!(", {m} MiB");
+        }
+        s
+    }
+}
+
 /// What one run produced (also written to `run.json`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RunRecord {
@@ -83,6 +143,10 @@ pub struct RunRecord {
     /// estimate), taken with the queue samples.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub aqm: Vec<cctl_netem::aqm::AqmPoint>,
+    /// The clock that timed the run (`None` in files written before it was recorded: the
+    /// real clock).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock: Option<ClockRecord>,
 }
 
 fn yes() -> bool {
@@ -150,6 +214,10 @@ pub struct Metadata {
     /// (a run's `run.json` has what it applied, also for dctcp under test).
     #[serde(default)]
     pub bottleneck: BTreeMap<usize, cctl_netem::aqm::BottleneckSetup>,
+    /// The clock that timed the runs (`None` in directories written before it was
+    /// recorded: the real clock).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock: Option<ClockRecord>,
 }
 
 fn one() -> u32 {

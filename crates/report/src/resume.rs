@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use crate::record::{Metadata, RunRecord};
+use crate::record::{ClockRecord, Metadata, RunRecord};
 use crate::runs::RunId;
 
 /// The runs under `results` whose `run.json` says they completed, with their records.
@@ -43,7 +43,7 @@ pub fn completed_runs(results: &Path) -> BTreeMap<RunId, RunRecord> {
 
 /// Two results directories measured something different.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("{what}: {field} differs: {left} vs {right}; only sweeps of the same scenario, profile, seed, repetitions, points, algorithms with their parameters, cctl version and kernel can be {verb}")]
+#[error("{what}: {field} differs: {left} vs {right}; only sweeps of the same clock, scenario, profile, seed, repetitions, points, algorithms with their parameters, cctl version and kernel can be {verb}")]
 pub struct Mismatch {
     /// What was being done, e.g. `cannot merge results/a into results/b`.
     pub what: String,
@@ -57,7 +57,7 @@ pub struct Mismatch {
     pub verb: &'static str,
 }
 
-/// Checks that `a` and `b` describe the same sweep: scenario, profile, seed, repeat,
+/// Checks that `a` and `b` describe the same sweep: clock (virtual or real), scenario, profile, seed, repeat,
 /// selected points, algorithms under test, every algorithm with its parameters, cctl
 /// version and kernel. Start times, planned and done counts, shards and jobs may differ.
 ///
@@ -87,7 +87,9 @@ pub fn check_compatible(
         v.sort();
         v.join(", ")
     };
-    let checks: [(&'static str, String, String); 10] = [
+    let clock = |m: &Metadata| ClockRecord::name_of(m.clock.as_ref()).to_string();
+    let checks: [(&'static str, String, String); 11] = [
+        ("clock", clock(a), clock(b)),
         ("scenario", a.scenario.clone(), b.scenario.clone()),
         ("profile", a.profile.clone(), b.profile.clone()),
         ("seed", a.seed.to_string(), b.seed.to_string()),

@@ -456,11 +456,15 @@ pub fn markdown(s: &Summary, title: &str, wanted: &[String]) -> String {
     let _ = writeln!(out, "# {} ({}) — {}\n", m.scenario, m.id, title);
     let _ = writeln!(
         out,
-        "profile `{}`, {} repetition(s), seed {}, kernel {}, cctl {}; {} of {} runs done{}\n",
+        "profile `{}`, {} repetition(s), seed {}, kernel {}, clock {}, cctl {}; {} of {} runs done{}\n",
         m.profile,
         m.repeat,
         m.seed,
         m.kernel,
+        m.clock.as_ref().map_or_else(
+            || "real (not recorded)".to_string(),
+            crate::record::ClockRecord::describe
+        ),
         m.cctl_version,
         m.runs_done,
         m.runs_planned,
@@ -536,6 +540,9 @@ pub fn terminal_table(s: &Summary, wanted: &[String]) -> String {
     let names = metric_names(s);
     let cols: Vec<String> = selected(&names, wanted).into_iter().take(7).collect();
     let mut out = String::new();
+    if let Some(c) = &s.metadata.clock {
+        let _ = writeln!(out, "clock: {}", c.describe());
+    }
     let _ = write!(out, "{:<28} {:<8}", "point", "algo");
     for c in &cols {
         let _ = write!(out, " {:>18}", shorten(c, 18));

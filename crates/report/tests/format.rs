@@ -46,3 +46,33 @@ fn the_summary_of_a_bcd7aa4_directory_is_computed_again_to_the_same_values() {
         json_of(&fixture().join("summary.json"))
     );
 }
+
+/// A directory written before clocks were recorded ran on the real clock: it resumes and
+/// merges with a real-clock one, and a virtual-clock one is refused, naming the field.
+#[test]
+fn directories_of_different_clocks_are_not_merged() {
+    use cctl_report::record::ClockRecord;
+    use cctl_report::resume::check_compatible;
+    let (old, _) = read_records(fixture()).unwrap();
+    assert_eq!(old.clock, None);
+    let mut real = old.clone();
+    real.clock = Some(ClockRecord::host());
+    assert!(check_compatible(&old, &real, "merging", "merged").is_ok());
+    let mut virt = old.clone();
+    virt.clock = Some(ClockRecord {
+        clock: "virtual".into(),
+        icount_shift: Some(0),
+        machine: "tcg".into(),
+        vcpus: Some(1),
+        memory_mb: Some(2048),
+    });
+    let e = check_compatible(&old, &virt, "merging", "merged").unwrap_err();
+    assert_eq!(
+        (e.field, e.left.as_str(), e.right.as_str()),
+        ("clock", "real", "virtual")
+    );
+    assert!(
+        e.to_string().contains("clock differs: real vs virtual"),
+        "{e}"
+    );
+}

@@ -76,6 +76,64 @@ pub const KERNEL_ENV: &str = "CCTL_VM_KERNEL";
 /// Environment variable choosing the accelerator: `kvm`, `tcg` or `auto` (the default).
 pub const ACCEL_ENV: &str = "CCTL_VM_ACCEL";
 
+/// QEMU's `-icount shift` of the virtual clock ([`Clock::Virtual`]): 2^shift ns of guest
+/// time per guest instruction (0: 1 ns, a 1 GHz machine that does one instruction a cycle).
+pub const ICOUNT_SHIFT: u32 = 0;
+
+/// Environment variable [`run_in_vm`] sets for the guest's script: the clock the guest
+/// runs on, as `clock=<virtual|real> accel=<tcg|kvm> vcpus=<n> memory_mb=<MiB>`, with
+/// ` icount_shift=<k>` on the virtual clock ([`VmSpec::clock_env`]). What runs in the
+/// guest records it with its results.
+pub const GUEST_CLOCK_ENV: &str = "CCTL_GUEST_CLOCK";
+
+/// The clock a guest's time follows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Clock {
+    /// QEMU's virtual clock, TCG only (`-icount shift=`[`ICOUNT_SHIFT`]`,sleep=off`): guest
+    /// time advances with the instructions the guest executes and skips its idle time, so
+    /// the guest sees a fast machine whose clock never runs ahead of its work, and what it
+    /// measures does not depend on how busy the host is. Every vCPU runs round-robin on
+    /// one host thread.
+    Virtual,
+    /// The host's real clock: the guest's work takes the host's time, so an emulated CPU
+    /// that cannot keep up (TCG, above about 50 Mbit/s) or a busy host shows in the results.
+    Real,
+}
+
+impl Clock {
+    /// The names of the clocks, as the command line takes them.
+    pub const NAMES: [&'static str; 2] = ["virtual", "real"];
+
+    /// `virtual` or `real`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Clock::Virtual => Self::NAMES[0],
+            Clock::Real => Self::NAMES[1],
+        }
+    }
+}
+
+impl std::str::FromStr for Clock {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Clock, String> {
+        match s {
+            "virtual" => Ok(Clock::Virtual),
+            "real" => Ok(Clock::Real),
+            _ => Err(format!(
+                "unknown clock {s:?}: expected one of {}",
+                Self::NAMES.join(", ")
+            )),
+        }
+    }
+}
+
+impl fmt::Display for Clock {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Where [`choose_accel`] remembers its auto-detected verdict for the current host boot
 /// (`/run` is a tmpfs, emptied at boot; the file also records the boot id).
 pub const ACCEL_CACHE: &str = "/run/cctl/vm-accel";
@@ -155,6 +213,13 @@ pub enum VmError {
          `make vm-deps` (as root), or name a kernel image in {KERNEL_ENV}"
     )]
     NoGuestKernel,
+    /// The virtual clock was asked for where `$CCTL_VM_ACCEL` forces KVM.
+    #[error(
+        "the virtual clock (QEMU -icount) needs TCG, and {ACCEL_ENV}=kvm forces KVM: unset \
+         {ACCEL_ENV} (or set it to tcg) for --clock virtual, or use --clock real to run \
+         under KVM"
+    )]
+    ClockNeedsTcg,
     /// `CCTL_VM_KERNEL` names a file that does not exist.
     #[error("{KERNEL_ENV}={} does not exist", .0.display())]
     KernelNotFound(PathBuf),
@@ -295,12 +360,10 @@ pub struct VmSpec {
     /// When raised (e.g. by a SIGINT handler), the VM is killed and [`run_in_vm`] returns
     /// [`VmError::Cancelled`]; what the guest wrote to its rwdirs stays.
     pub cancel: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
-    /// Under TCG, run the guest on a virtual clock that advances with the instructions it
-    /// executes (`-icount shift=0,sleep=off`: 1 ns per instruction, idle time skipped):
-    /// the guest sees a fast machine whose clock never runs ahead of its work, so a
-    /// program that must act at exact times (the `cctl conform` driver) is never late,
-    /// and timing no longer depends on how busy the host is. Ignored under KVM.
-    pub virtual_clock: bool,
+    /// The guest's clock. [`Clock::Virtual`] needs TCG (ignored under KVM): set it with
+    /// [`VmSpec::set_clock`], which picks TCG. A program that must act at exact times (the
+    /// `cctl conform` driver) is never late on it.
+    pub clock: Clock,
     /// Write the VM's process group id (vng, virtme-run and QEMU) to this file while it
     /// runs (removed once the group is gone), so that a later `cctl bench run --resume`
     /// can end a VM whose `cctl` was killed ([`end_recorded_vm`]).
@@ -416,9 +479,41 @@ impl VmSpec {
             timeout: Duration::from_secs(600),
             echo: false,
             cancel: None,
-            virtual_clock: false,
+            clock: Clock::Real,
             pgid_file: None,
         })
+    }
+
+    /// Sets the guest's clock; [`Clock::Virtual`] also sets the accelerator to TCG (KVM
+    /// cannot count instructions), even where [`choose_accel`] found KVM.
+    ///
+    /// Errors: [`VmError::ClockNeedsTcg`] for the virtual clock when `$CCTL_VM_ACCEL`
+    /// forces KVM.
+    pub fn set_clock(&mut self, clock: Clock) -> Result<(), VmError> {
+        if clock == Clock::Virtual {
+            if forced_accel() == Some(Accel::Kvm) {
+                return Err(VmError::ClockNeedsTcg);
+            }
+            self.accel = Accel::Tcg;
+        }
+        self.clock = clock;
+        Ok(())
+    }
+
+    /// The guest's clock as [`GUEST_CLOCK_ENV`] gives it: the virtual clock only under TCG.
+    pub fn clock_env(&self) -> String {
+        let virt = self.clock == Clock::Virtual && self.accel == Accel::Tcg;
+        let mut s = format!(
+            "clock={} accel={} vcpus={} memory_mb={}",
+            if virt { Clock::Virtual } else { Clock::Real },
+            self.accel,
+            self.cpus,
+            self.memory_mb
+        );
+        if virt {
+            s += &format!(" icount_shift={ICOUNT_SHIFT}");
+        }
+        s
     }
 
     /// The arguments [`run_in_vm`] gives `vng` to run `exec` (a shell command line) in this
@@ -427,8 +522,8 @@ impl VmSpec {
         let mut args = vec![flag("--run=", self.kernel.as_os_str())];
         if self.accel == Accel::Tcg {
             args.push("--disable-kvm".into());
-            if self.virtual_clock {
-                args.push("--qemu-opts=-icount shift=0,sleep=off".into());
+            if self.clock == Clock::Virtual {
+                args.push(format!("--qemu-opts=-icount shift={ICOUNT_SHIFT},sleep=off").into());
             }
         }
         args.push(format!("--cpus={}", self.cpus).into());
@@ -580,15 +675,20 @@ fn version_key(s: &str) -> Vec<(u64, String)> {
 /// An unknown value of `$CCTL_VM_ACCEL` is reported on stderr and treated as `auto`.
 pub fn choose_accel() -> Accel {
     static AUTO: OnceLock<Accel> = OnceLock::new();
+    forced_accel().unwrap_or_else(|| *AUTO.get_or_init(detect_accel))
+}
+
+/// The accelerator `$CCTL_VM_ACCEL` forces (`kvm` or `tcg`); `None` for `auto`, unset or an
+/// unknown value (reported on stderr).
+pub fn forced_accel() -> Option<Accel> {
     let var = std::env::var(ACCEL_ENV).unwrap_or_default();
     match var.as_str() {
-        "" | "auto" => {}
-        v => match Accel::parse(v) {
-            Some(a) => return a,
-            None => eprintln!("cctl: ignoring {ACCEL_ENV}={v} (expected kvm, tcg or auto)"),
-        },
+        "" | "auto" => None,
+        v => Accel::parse(v).or_else(|| {
+            eprintln!("cctl: ignoring {ACCEL_ENV}={v} (expected kvm, tcg or auto)");
+            None
+        }),
     }
-    *AUTO.get_or_init(detect_accel)
 }
 
 fn detect_accel() -> Accel {
@@ -642,7 +742,7 @@ fn probe_kvm() -> Option<Accel> {
         timeout: KVM_PROBE_TIMEOUT,
         echo: false,
         cancel: None,
-        virtual_clock: false,
+        clock: Clock::Real,
         pgid_file: None,
     };
     match run_in_vm(&spec, "true") {
@@ -741,6 +841,10 @@ pub fn run_in_vm(spec: &VmSpec, script: &str) -> Result<VmOutput, VmError> {
     let script_path = run_dir.path.join("script.sh");
     let status_path = run_dir.path.join("status");
     let kmsg_path = run_dir.path.join("kmsg");
+    let script = format!(
+        "export {GUEST_CLOCK_ENV}={}\n{script}",
+        sh_quote(Path::new(&spec.clock_env()))
+    );
     fs::write(&script_path, script)
         .map_err(io_err(format!("writing {}", script_path.display())))?;
     // The guest's kernel log follows into the run directory as it is written, so that an
@@ -988,7 +1092,7 @@ mod tests {
             timeout: Duration::from_secs(60),
             echo: false,
             cancel: None,
-            virtual_clock: false,
+            clock: Clock::Real,
             pgid_file: None,
         }
     }
@@ -1018,6 +1122,37 @@ mod tests {
         let kvm = spec(Accel::Kvm).vng_args(&[], "true");
         assert!(!kvm.contains(&OsString::from("--disable-kvm")), "{kvm:?}");
         assert_eq!(kvm.last(), Some(&OsString::from("--exec=true")));
+    }
+
+    #[test]
+    fn the_virtual_clock_is_icount_under_tcg_and_what_the_guest_is_told() {
+        let mut s = spec(Accel::Kvm);
+        assert_eq!(s.clock_env(), "clock=real accel=kvm vcpus=2 memory_mb=2048");
+        // Under KVM a virtual clock set by hand is not there: the guest is told so.
+        s.clock = Clock::Virtual;
+        assert!(!s
+            .vng_args(&[], "true")
+            .iter()
+            .any(|a| a.to_string_lossy().contains("icount")));
+        assert!(s.clock_env().starts_with("clock=real accel=kvm"));
+        // set_clock picks TCG (unless CCTL_VM_ACCEL forces KVM, refused: cli/tests/check.rs).
+        if forced_accel().is_none() {
+            let mut s = spec(Accel::Kvm);
+            s.set_clock(Clock::Virtual).unwrap();
+            assert_eq!(s.accel, Accel::Tcg);
+            let args = s.vng_args(&[], "true");
+            assert!(
+                args.contains(&OsString::from("--qemu-opts=-icount shift=0,sleep=off")),
+                "{args:?}"
+            );
+            assert_eq!(
+                s.clock_env(),
+                "clock=virtual accel=tcg vcpus=2 memory_mb=2048 icount_shift=0"
+            );
+        }
+        assert_eq!("virtual".parse::<Clock>(), Ok(Clock::Virtual));
+        let e = "wall".parse::<Clock>().unwrap_err();
+        assert!(e.contains("expected one of virtual, real"), "{e}");
     }
 
     #[test]

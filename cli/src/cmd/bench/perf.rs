@@ -10,7 +10,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use cctl_bench::perf::{self, Part, PartOutcome, PerfReport, Site};
 
-use crate::cmd::args::VmMode;
+use crate::cmd::args::{check_clock, clock_parser, VmMode};
 use crate::exit::{self, usage};
 use crate::out::{out, outln};
 
@@ -45,6 +45,11 @@ pub struct PerfArgs {
     /// always, never (skip them).
     #[arg(long, value_enum, default_value_t = VmMode::Auto)]
     vm: VmMode,
+    /// The guest's clock for the guest halves: `virtual` (QEMU icount: the guest's CPU time
+    /// is its instruction count, whatever the host's load) or `real`; `virtual` always
+    /// boots the guest.
+    #[arg(long, default_value = "real", value_parser = clock_parser())]
+    clock: cctl_vm::Clock,
     /// Results root: the run goes to <out>/<UTC timestamp>/.
     #[arg(long, default_value = "results/perf")]
     out: PathBuf,
@@ -60,6 +65,9 @@ pub struct PerfArgs {
 #[derive(serde::Serialize, serde::Deserialize)]
 struct GuestResult {
     kernel: String,
+    /// The clock the guest halves ran on.
+    #[serde(default)]
+    clock: Option<cctl_report::record::ClockRecord>,
     parts: Vec<PartOutcome>,
 }
 
@@ -77,6 +85,7 @@ pub fn run(a: PerfArgs) -> Result<i32> {
         usage!("--parts: give at least one of ack, live, collector, migrate, ceiling");
     }
     parts.sort();
+    check_clock(a.clock, a.vm)?;
     cctl_loader::kernel::require_privileges("measuring cctl's performance")?;
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
@@ -88,6 +97,7 @@ pub fn run(a: PerfArgs) -> Result<i32> {
         let outcomes = perf::run_parts(&parts, a.quick, Site::Guest, dir, stop.clone())?;
         let g = GuestResult {
             kernel: cctl_loader::kernel::release(),
+            clock: Some(cctl_bench::run::current_clock()),
             parts: outcomes,
         };
         std::fs::write(
@@ -110,6 +120,7 @@ pub fn run(a: PerfArgs) -> Result<i32> {
         started,
         machine: perf::Machine::detect(),
         guest_kernel: None,
+        guest_clock: None,
         quick: a.quick,
         parts: Vec::new(),
     };
@@ -137,11 +148,12 @@ pub fn run(a: PerfArgs) -> Result<i32> {
             && guest_modules()
                 .iter()
                 .all(|m| cctl_loader::kernel::native_module(m).is_some());
-        let res = if a.vm == VmMode::Auto && host_can {
+        let res = if a.vm == VmMode::Auto && host_can && a.clock == cctl_vm::Clock::Real {
             // This kernel has netem and every module: the "guest" half runs right here.
             perf::run_parts(&guest_parts, a.quick, Site::Guest, &dir, stop.clone()).map(|parts| {
                 GuestResult {
                     kernel: cctl_loader::kernel::release(),
+                    clock: Some(cctl_bench::run::current_clock()),
                     parts,
                 }
             })
@@ -151,6 +163,7 @@ pub fn run(a: PerfArgs) -> Result<i32> {
         match res {
             Ok(g) => {
                 report.guest_kernel = Some(g.kernel);
+                report.guest_clock = g.clock;
                 report.parts.extend(g.parts);
             }
             Err(e) => {
@@ -208,6 +221,7 @@ fn run_guest(
         if a.quick { " --quick" } else { "" }
     );
     let mut spec = vm::VmSpec::detect()?;
+    spec.set_clock(a.clock)?;
     spec.rwdirs.push(gdir.clone());
     spec.timeout = Duration::from_secs(if a.quick { 1200 } else { 3600 });
     spec.echo = true;

@@ -291,6 +291,9 @@ pub struct PerfReport {
     pub machine: Machine,
     /// The guest kernel's release, when a part ran there.
     pub guest_kernel: Option<String>,
+    /// The guest's clock, when a part ran there (`--clock`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guest_clock: Option<cctl_report::record::ClockRecord>,
     /// Whether this was the `--quick` smoke version.
     pub quick: bool,
     /// Parts run, in order, with what they produced (or the error that stopped them).
@@ -448,7 +451,13 @@ pub fn markdown(r: &PerfReport) -> String {
         r.machine.kernel,
         r.guest_kernel
             .as_ref()
-            .map(|k| format!(", guest kernel {k} (QEMU)"))
+            .map(|k| format!(
+                ", guest kernel {k} (QEMU{})",
+                r.guest_clock
+                    .as_ref()
+                    .map(|c| format!(", clock {}", c.describe()))
+                    .unwrap_or_default()
+            ))
             .unwrap_or_default(),
     );
     s += "| part | where | item | metric | cctl | reference | ratio | target | note |\n";
@@ -557,6 +566,7 @@ mod tests {
                 kernel: "6.18".into(),
             },
             guest_kernel: None,
+            guest_clock: None,
             quick: false,
             parts: vec![
                 PartOutcome {
