@@ -42,10 +42,9 @@ pub const BASELINE_RUNS: usize = 3;
 /// beyond the module's own spread: the case matches if one of them is within it (all are
 /// reported, [`Outcome::reruns`]). A port's rule that differs from its module's diverges
 /// in every run; a threshold the guest's timing tips either way does not. Measured in the
-/// 6.12 guest: veno@linux slow-start (Veno's N >= β at w = 20-28 with RTT samples 0.2-0.4
-/// ms apart) diverged in 1 of 4 first runs and vegas@linux rtt-steps in 1 of 2 CI runs,
-/// while the module against itself agreed in 12 of 12 baseline runs; a second and third
-/// run matched.
+/// 6.12 guest: veno@linux slow-start (Veno's N >= β at w = 20-28, where RTT samples 0.2-0.4
+/// ms apart decide it) diverged in 1 of 4 first runs and in the last two CI runs, while the
+/// module against itself agreed in 12 of 12 baseline runs.
 pub const RERUNS: usize = 2;
 
 /// Prefix of the namespaces `cctl conform` creates (`cctl-cf<pid>`).
