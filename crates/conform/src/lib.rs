@@ -467,7 +467,12 @@ fn run_case(
                 for k in 0..RERUNS {
                     let ccs = [port_cc.to_string(), module_cc.to_string()];
                     let r = lockstep::run_here(sc, rtt_ms, &ccs, stop).with_context(|| {
-                        format!("{} / {} at {rtt_ms} ms, re-run {}", s.label(), sc.name, k + 1)
+                        format!(
+                            "{} / {} at {rtt_ms} ms, re-run {}",
+                            s.label(),
+                            sc.name,
+                            k + 1
+                        )
                     })?;
                     let _ = trace.drain();
                     let c = verdict::compare(&r.sides[0], &r.sides[1]);
