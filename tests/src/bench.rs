@@ -27,6 +27,7 @@ pub fn run_ci(sc: &Scenario, algos: &[&str], out: &Path) -> (std::path::PathBuf,
         points: None,
         jobs: 1,
         shard: None,
+        slot: None,
         resume: None,
     };
     let (dir, records) = run_scenario(sc, &opts, Arc::new(AtomicBool::new(false)))

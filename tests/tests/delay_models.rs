@@ -43,6 +43,7 @@ fn one_flow(algo: &str, secs: u32) -> (RunRecord, Vec<HashMap<String, f64>>) {
         points: None,
         jobs: 1,
         shard: None,
+        slot: None,
         resume: None,
     };
     let (dir, mut records) = run_scenario(&sc, &opts, Arc::new(AtomicBool::new(false)))

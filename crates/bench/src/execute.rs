@@ -71,6 +71,9 @@ pub fn run_scenario(
     if let Some(shard) = opts.shard {
         list = shard.select(list);
     }
+    if let Some(slot) = opts.slot {
+        list = slot.select(list);
+    }
     let runs_planned = list.len();
     let dir = match &opts.resume {
         Some(d) => d.clone(),
@@ -148,6 +151,7 @@ pub fn run_scenario(
         under_test: opts.algos.clone(),
         points: opts.points.clone(),
         shard: opts.shard,
+        slot: opts.slot,
         jobs: opts.jobs,
         merged_from: Vec::new(),
         topology: points
@@ -163,15 +167,17 @@ pub fn run_scenario(
     if let Some(old) = &previous {
         let what = format!("cannot resume into {}", dir.display());
         check_compatible(old, &meta, &what, "resumed")?;
-        if old.shard != meta.shard {
-            return Err(Mismatch {
-                what,
-                field: "shard",
-                left: format!("{:?}", old.shard.map(|s| s.to_string())),
-                right: format!("{:?}", meta.shard.map(|s| s.to_string())),
-                verb: "resumed",
+        for (field, old, new) in [("shard", old.shard, meta.shard), ("slot", old.slot, meta.slot)] {
+            if old != new {
+                return Err(Mismatch {
+                    what,
+                    field,
+                    left: format!("{:?}", old.map(|s| s.to_string())),
+                    right: format!("{:?}", new.map(|s| s.to_string())),
+                    verb: "resumed",
+                }
+                .into());
             }
-            .into());
         }
         meta.started_unix = old.started_unix;
     }

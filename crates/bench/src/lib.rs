@@ -11,6 +11,7 @@
 //!
 //! Running needs root (CAP_BPF, CAP_NET_ADMIN, CAP_SYS_ADMIN).
 
+pub mod calibrate;
 pub mod cost;
 pub mod execute;
 pub mod feed;

@@ -52,6 +52,9 @@ pub struct RunOptions {
     pub jobs: u32,
     /// Only this shard of the run list (`--shard K/N`).
     pub shard: Option<Shard>,
+    /// Only this guest's part of the shard's list: `--jobs N` on the virtual clock starts
+    /// N guests, guest J running slot `J/N` (selected like a shard, after it).
+    pub slot: Option<Shard>,
     /// Write into this results directory instead of a new `<out>/<scenario>/<timestamp>/`,
     /// skipping the runs it holds completed (`--resume`); created if missing.
     pub resume: Option<PathBuf>,

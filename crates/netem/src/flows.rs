@@ -140,6 +140,28 @@ pub struct FlowResult {
     pub ended: Duration,
     /// Why the flow failed or was cut short, if it did.
     pub error: Option<String>,
+    /// The sender's segment counters when it stopped writing (`TCP_INFO`); `None` if it
+    /// never connected or in files written before they were recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub segments: Option<SegmentCounts>,
+}
+
+/// A sender's segment counters from `TCP_INFO` (kernel 4.6+), in segments.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct SegmentCounts {
+    /// Data segments sent, retransmissions included (`tcpi_data_segs_out`).
+    pub data_segs_out: u32,
+    /// Segments received: the receiver's ACKs, plus the SYN-ACK (`tcpi_segs_in`).
+    pub segs_in: u32,
+}
+
+impl SegmentCounts {
+    /// Data segments per ACK the receiver sent: `b` of Mathis et al.'s model (2 with
+    /// delayed ACKs, 1 with quick ACKs); `None` before any ACK.
+    pub fn segs_per_ack(&self) -> Option<f64> {
+        let acks = self.segs_in.saturating_sub(1);
+        (acks > 0).then(|| f64::from(self.data_segs_out) / f64::from(acks))
+    }
 }
 
 impl FlowResult {
@@ -309,6 +331,7 @@ pub fn run_bulk_flows_observed(
                 started: out.started,
                 ended,
                 error,
+                segments: out.segments,
             }
         })
         .collect())
@@ -329,6 +352,8 @@ struct SenderOutcome {
     /// Sender finished (drained or gave up), after t0.
     finished: Duration,
     error: Option<String>,
+    /// Segment counters when the sender stopped writing.
+    segments: Option<SegmentCounts>,
 }
 
 impl SenderOutcome {
@@ -339,6 +364,7 @@ impl SenderOutcome {
             started: now,
             finished: now,
             error: Some(error),
+            segments: None,
         }
     }
 }
@@ -395,6 +421,7 @@ fn send_flow(
         started,
         finished: started,
         error: None,
+        segments: None,
     };
     on_started(flow.id, local.port());
 
@@ -424,6 +451,8 @@ fn send_flow(
         out.error.get_or_insert(e);
     }
     out.finished = t0.elapsed();
+    // After the drain, so every segment sent has been answered.
+    out.segments = segment_counts(&stream).ok();
     out
 }
 
@@ -552,6 +581,32 @@ fn receive_one(mut stream: TcpStream, t0: Instant, deadline: Instant) -> Receive
     }
 }
 
+/// The socket's [`SegmentCounts`] from `TCP_INFO`, which socket2 0.5 has no wrapper for.
+fn segment_counts(stream: &TcpStream) -> io::Result<SegmentCounts> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: tcp_info is plain old data; all-zero is a valid value.
+    let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
+    // SAFETY: `stream` is an open socket for the duration of the call, and we pass a
+    // pointer to a live tcp_info with its exact size; the kernel writes at most `len` bytes.
+    let rc = unsafe {
+        libc::getsockopt(
+            stream.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            (&mut info as *mut libc::tcp_info).cast(),
+            &mut len,
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(SegmentCounts {
+        data_segs_out: info.tcpi_data_segs_out,
+        segs_in: info.tcpi_segs_in,
+    })
+}
+
 /// Sets `TCP_NOTSENT_LOWAT` (bytes), which socket2 0.5 has no wrapper for.
 fn set_notsent_lowat(socket: &Socket, bytes: u32) -> io::Result<()> {
     use std::os::fd::AsRawFd;
@@ -601,7 +656,23 @@ mod tests {
             started: Duration::from_millis(started_ms),
             ended: Duration::from_millis(ended_ms),
             error: None,
+            segments: None,
         }
+    }
+
+    #[test]
+    fn segments_per_ack_leaves_out_the_syn_ack() {
+        // 1,000 data segments answered by 500 ACKs and the SYN-ACK: delayed ACKs, b = 2.
+        let c = SegmentCounts {
+            data_segs_out: 1000,
+            segs_in: 501,
+        };
+        assert_eq!(c.segs_per_ack(), Some(2.0));
+        let none = SegmentCounts {
+            data_segs_out: 0,
+            segs_in: 1,
+        };
+        assert_eq!(none.segs_per_ack(), None);
     }
 
     #[test]

@@ -144,6 +144,61 @@ pub fn merge(inputs: &[PathBuf], out: &Path, native_of: NativeOf) -> Result<Merg
     })
 }
 
+/// Combines the slot directories of a `--jobs N` run on the virtual clock (one guest per
+/// slot, guest J writing `slots/J/` with slot `J/N` of the run list) into their parent `dir`:
+/// copies every completed run, writes the metadata of the whole run (its shard, if any,
+/// `jobs` = N, every run of the shard planned) and rebuilds the summary and plots. Called
+/// again after a `--resume`, it brings `dir` up to date.
+///
+/// Errors: a slot that is not a results directory (its guest wrote nothing); slots that
+/// describe different sweeps (naming the field); I/O.
+pub fn combine_slots(dir: &Path, slots: &[PathBuf], native_of: NativeOf) -> Result<Merged> {
+    let metas: Vec<Metadata> = slots
+        .iter()
+        .map(|d| read_metadata(d))
+        .collect::<Result<_>>()?;
+    let Some(first) = metas.first() else {
+        bail!("no slot directories to combine into {}", dir.display());
+    };
+    for (d, m) in slots.iter().zip(&metas).skip(1) {
+        let what = format!("cannot combine {} with {}", d.display(), slots[0].display());
+        check_compatible(first, m, &what, "combined")?;
+    }
+    let mut holders: BTreeMap<RunId, Vec<PathBuf>> = BTreeMap::new();
+    for d in slots {
+        for id in completed_runs(d).into_keys() {
+            copy_run(&id.dir(d), &id.dir(dir))?;
+            holders.entry(id).or_default().push(d.clone());
+        }
+    }
+    let mut planned = planned_runs(first)?;
+    if let Some(shard) = first.shard {
+        planned = shard.select(planned);
+    }
+    let missing: Vec<RunId> = planned
+        .iter()
+        .filter(|r| !holders.contains_key(r))
+        .cloned()
+        .collect();
+    let mut meta = first.clone();
+    meta.slot = None;
+    meta.jobs = slots.len() as u32;
+    meta.started_unix = metas.iter().map(|m| m.started_unix).min().unwrap_or(0);
+    meta.runs_planned = planned.len();
+    meta.runs_done = holders.len();
+    meta.interrupted = metas.iter().any(|m| m.interrupted);
+    meta.merged_from = slots.iter().map(|d| d.display().to_string()).collect();
+    std::fs::write(dir.join("metadata.json"), serde_json::to_vec_pretty(&meta)?)?;
+    let summary = write::rebuild(dir, native_of)?;
+    Ok(Merged {
+        dir: dir.to_path_buf(),
+        summary,
+        runs: holders.len(),
+        missing,
+        duplicates: Vec::new(),
+    })
+}
+
 fn copy_run(from: &Path, to: &Path) -> Result<()> {
     std::fs::create_dir_all(to).with_context(|| format!("creating {}", to.display()))?;
     for entry in std::fs::read_dir(from).with_context(|| format!("reading {}", from.display()))? {

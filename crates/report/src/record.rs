@@ -199,6 +199,10 @@ pub struct Metadata {
     /// The shard of the run list this directory holds (`None`: all of it).
     #[serde(default)]
     pub shard: Option<Shard>,
+    /// The guest's part of the shard's run list when `--jobs N` on the virtual clock runs
+    /// one guest per slot (`J/N`, each guest writes `slots/J/`; `None`: not a slot).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slot: Option<Shard>,
     /// Runs run at once (`--jobs`).
     #[serde(default = "one")]
     pub jobs: u32,

@@ -8,7 +8,7 @@ use crate::error::{FieldError, ScenarioError};
 use crate::expr::{draw, eval, origins, range, Env, Factor, NumSpec, Sourced};
 use crate::model::{
     bdp_pkts, buffer_pkts, is_dctcp, BdpRtt, CcRef, FlowPlan, Profile, RunPoint, BUFFER_KEYS,
-    CI_MAX_RATE_MBIT, DEFAULT_BUFFER_FLOOR_PKTS, MAX_FLOWS_PER_POINT,
+    CI_MAX_RATE_MBIT, DEFAULT_BUFFER_FLOOR_PKTS, MAX_FLOWS_PER_POINT, MAX_RATE_MBIT,
 };
 use crate::rng::SplitMix64;
 use crate::schedule::{self as sched, TraceUse, DEFAULT_TRACE_BIN_MS};
@@ -62,6 +62,12 @@ impl Scenario {
             }
         };
         let cap = |s: &Sourced| -> Result<(), FieldError> {
+            if s.value > MAX_RATE_MBIT {
+                return Err(FieldError::new(
+                    &s.field,
+                    format!("{} Mbit/s is above the highest capacity a scenario may use, {MAX_RATE_MBIT} Mbit/s (10 Gbit/s)", s.value),
+                ));
+            }
             if profile == Profile::Ci && s.value > CI_MAX_RATE_MBIT {
                 let inherited = if s.field.starts_with(&at) {
                     String::new()

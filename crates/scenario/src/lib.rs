@@ -128,7 +128,7 @@ pub use expand::select_points;
 pub use model::{
     bdp_pkts, buffer_pkts, is_dctcp, BdpRtt, CcRef, FlowPath, FlowPlan, HopPlan, LossModel,
     Profile, RunPoint, TopologyPlan, WebModel, CI_MAX_RATE_MBIT, DEFAULT_BUFFER_FLOOR_PKTS,
-    MAX_FLOWS_PER_POINT, METRICS, PACKET_BYTES, PARAMS, PLOTS,
+    MAX_FLOWS_PER_POINT, MAX_RATE_MBIT, METRICS, PACKET_BYTES, PARAMS, PLOTS,
 };
 pub use schema::Scenario;
 pub use shipped::{builtin, find, BUILTIN_FILES};

@@ -19,6 +19,11 @@ use cctl_netem::aqm::Aqm;
 /// VM reaches about 50 Mbit/s under emulation (`benchmarks.md` §7.4, C_ci = min(C, 50)).
 pub const CI_MAX_RATE_MBIT: f64 = 50.0;
 
+/// Highest capacity any profile may use, in Mbit/s (10 Gbit/s): well above what the testbed
+/// reaches (`cctl bench perf`'s host ceiling is a few Gbit/s of veth and tbf), so a larger
+/// value is a slip of units (kbit/s for Mbit/s) rather than a test.
+pub const MAX_RATE_MBIT: f64 = 10_000.0;
+
 /// Default \[CHOICE\] floor of the buffer, in packets (`benchmarks.md` T0.0).
 pub const DEFAULT_BUFFER_FLOOR_PKTS: u32 = 2;
 

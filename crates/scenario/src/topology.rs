@@ -32,7 +32,7 @@ use crate::error::FieldError;
 use crate::expr::Env;
 use crate::model::{
     bdp_pkts, buffer_pkts, BdpRtt, FlowPath, FlowPlan, HopPlan, Profile, TopologyPlan,
-    CI_MAX_RATE_MBIT,
+    CI_MAX_RATE_MBIT, MAX_RATE_MBIT,
 };
 
 /// Scenario keys that have no meaning (or no implementation) on a chain, with why.
@@ -272,7 +272,12 @@ impl Topology {
                     )
                 })?,
             };
-            if profile == Profile::Ci && rate > CI_MAX_RATE_MBIT {
+            if rate > MAX_RATE_MBIT || (profile == Profile::Ci && rate > CI_MAX_RATE_MBIT) {
+                let cap = if rate > MAX_RATE_MBIT {
+                    format!("the highest capacity a scenario may use, {MAX_RATE_MBIT} Mbit/s")
+                } else {
+                    format!("the ci profile's cap of {CI_MAX_RATE_MBIT} Mbit/s")
+                };
                 let field = if h.rate_mbit.is_some() {
                     format!("{hat}.rate_mbit")
                 } else {
@@ -280,7 +285,7 @@ impl Topology {
                 };
                 return Err(FieldError::new(
                     field,
-                    format!("bottleneck {k}: {rate} Mbit/s is above the ci profile's cap of {CI_MAX_RATE_MBIT} Mbit/s {ctx}"),
+                    format!("bottleneck {k}: {rate} Mbit/s is above {cap} {ctx}"),
                 ));
             }
             let across: Vec<f64> = plan_paths

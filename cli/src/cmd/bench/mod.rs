@@ -1,6 +1,8 @@
 //! `cctl bench`: the papers' benchmark tests on a veth/netem dumbbell — list the
 //! scenarios, run one, rebuild a report, gate on a baseline.
 
+mod calibrate;
+mod guest;
 mod perf;
 
 use std::path::{Path, PathBuf};
@@ -16,7 +18,7 @@ use cctl_bench::run::RunOptions;
 use cctl_netem::slot::MAX_JOBS;
 use cctl_netem::testbed::netem_available;
 use cctl_report::check::{self, SummaryFile, Tolerances};
-use cctl_report::record::{read_records, timestamp};
+use cctl_report::record::read_records;
 use cctl_report::runs::{point_indices, run_list, Shard};
 use cctl_report::summary;
 use cctl_scenario::{self as scenario, Profile};
@@ -49,6 +51,9 @@ enum Cmd {
     /// cctl's own costs next to their references: BPF ports vs native modules per ACK,
     /// the collector vs `ss -ti`, migration, the testbed's ceiling.
     Perf(perf::PerfArgs),
+    /// The testbed's acceptance test on one clock: ceiling, path exactness, Reno against
+    /// theory, repeatability, load independence, agreement with the other clock.
+    Calibrate(calibrate::CalibrateArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -107,9 +112,16 @@ struct RunArgs {
     #[arg(long)]
     dry_run: bool,
     /// Runs at once, each on its own dumbbell (namespaces cctl-b<slot>-*, subnets
-    /// 10.a.<slot>.b), sharing one collector and the loaded algorithms; 1 to 64.
+    /// 10.a.<slot>.b), sharing one collector and the loaded algorithms; 1 to 64. On the
+    /// virtual clock each run at once gets a guest of its own (QEMU's icount runs a guest's
+    /// vCPUs on one host thread), writing <results>/slots/<J>/; the runs are combined at
+    /// the end.
     #[arg(long, default_value_t = 1)]
     jobs: u32,
+    /// Internal: this guest's slot J/N of the run list (one guest per slot on the virtual
+    /// clock).
+    #[arg(long, value_name = "J/N", hide = true)]
+    slot: Option<String>,
     /// Only shard K of N of the run list (point x algorithm x repetition), K 1-based: N
     /// machines each run one shard with the same seed; `cctl bench merge` combines them.
     #[arg(long, value_name = "K/N")]
@@ -186,6 +198,7 @@ pub fn run(args: Args) -> Result<i32> {
         Cmd::List(a) => list(a),
         Cmd::Run(a) => run_bench(a),
         Cmd::Perf(a) => perf::run(a),
+        Cmd::Calibrate(a) => calibrate::run(a),
         Cmd::Merge(a) => merge(a),
         Cmd::Check(a) => {
             let baseline = SummaryFile::load(&a.baseline)?;
@@ -301,6 +314,11 @@ fn run_bench(a: RunArgs) -> Result<i32> {
         None => None,
         Some(Ok(s)) => Some(s),
         Some(Err(e)) => usage!("--shard {e}"),
+    };
+    let slot: Option<Shard> = match a.slot.as_deref().map(str::parse) {
+        None => None,
+        Some(Ok(s)) => Some(s),
+        Some(Err(e)) => usage!("--slot {e}"),
     };
     if let Some(dir) = &a.resume {
         if dir.exists() && !dir.is_dir() {
@@ -439,7 +457,7 @@ fn run_bench(a: RunArgs) -> Result<i32> {
         }
     }
     if in_vm {
-        let (code, dir) = run_in_vm(&a, &sc, needs_netem)?;
+        let (code, dir) = guest::run_in_vm(&a, &sc, needs_netem)?;
         return match baseline {
             Some((b, tol)) if code == exit::OK => gate(&dir, &b, &tol, a.json),
             _ => Ok(code),
@@ -470,6 +488,7 @@ fn run_bench(a: RunArgs) -> Result<i32> {
         points: a.points.clone(),
         jobs: a.jobs,
         shard,
+        slot,
         resume: a.resume.clone(),
     };
     eprintln!(
@@ -503,118 +522,4 @@ fn run_bench(a: RunArgs) -> Result<i32> {
         Some((b, tol)) => gate(&dir, &b, &tol, a.json),
         None => Ok(exit::OK),
     }
-}
-
-/// Runs the scenario in the VM; returns the exit code and the results directory.
-fn run_in_vm(a: &RunArgs, sc: &scenario::Scenario, needs_netem: bool) -> Result<(i32, PathBuf)> {
-    if needs_netem {
-        eprintln!(
-            "cctl bench: the running kernel ({}) has no sch_netem; running {} in a VM",
-            cctl_loader::kernel::release(),
-            sc.name
-        );
-    }
-    // The host picks the results directory, so that it can record the VM's process group
-    // there (`--resume` ends a VM a killed cctl left behind); the guest resumes into it.
-    let dir = match &a.resume {
-        Some(d) => d.clone(),
-        None => a.out.join(&sc.name).join(timestamp()),
-    };
-    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-    let out = dir.canonicalize()?;
-    let exe = std::env::current_exe()?;
-    // Built-in scenarios go by name; a file by its absolute path (the guest sees the
-    // host's file system read-only at the same paths).
-    let scenario_arg = if sc.path.starts_with("<builtin>") {
-        sc.name.clone()
-    } else {
-        sc.path.canonicalize()?.display().to_string()
-    };
-    let mut cmd = format!(
-        "{} bench run {} --algo {} --profile {} --resume {} --interval-ms {} --queue-interval-ms {} --vm never --jobs {}",
-        shell_quote(&exe.display().to_string()),
-        shell_quote(&scenario_arg),
-        shell_quote(&a.algo.join(",")),
-        shell_quote(&a.profile),
-        shell_quote(&out.display().to_string()),
-        a.interval_ms,
-        a.queue_interval_ms,
-        a.jobs,
-    );
-    if let Some(s) = &a.shard {
-        cmd += &format!(" --shard {}", shell_quote(s));
-    }
-    if let Some(r) = a.repeat {
-        cmd += &format!(" --repeat {r}");
-    }
-    if let Some(s) = a.seed {
-        cmd += &format!(" --seed {s}");
-    }
-    if let Some(p) = &a.points {
-        let list: Vec<String> = p.iter().map(usize::to_string).collect();
-        cmd += &format!(" --points {}", list.join(","));
-    }
-    if a.json {
-        cmd += " --json";
-    }
-    let profile: Profile = a.profile.parse().map_err(anyhow::Error::msg)?;
-    let reps =
-        f64::from(a.repeat.unwrap_or_else(|| sc.repeat(profile)) / sc.repeat(profile).max(1))
-            .max(1.0);
-    let traffic_s = sc.total_duration_s(profile).unwrap_or(600.0) * a.algo.len() as f64 * reps;
-    let mut spec = vm::VmSpec::detect()?;
-    spec.rwdirs.push(out.clone());
-    spec.pgid_file = Some(out.join(vm::PGID_FILE));
-    // A vCPU per slot besides the base two (a TCG vCPU is a host thread: more than the
-    // host's CPUs cannot help), and 256 MiB per slot beyond the first.
-    let host_cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
-    spec.cpus = spec.cpus.max((a.jobs + 1).min(host_cpus.max(spec.cpus)));
-    spec.memory_mb += 256 * (a.jobs - 1);
-    // Emulated (TCG) guests run the traffic in real time but everything else slowly.
-    spec.set_clock(a.clock)?;
-    // On the virtual clock a second of traffic takes up to 8 s of the host's (measured: 462
-    // s for 60 s at 250 Mbit/s).
-    let wall_per_s = if spec.clock == vm::Clock::Virtual {
-        10.0
-    } else {
-        2.0
-    };
-    spec.timeout = Duration::from_secs_f64(traffic_s * wall_per_s / f64::from(a.jobs) + 600.0);
-    spec.echo = true;
-    // Ctrl-C kills the VM (its namespaces and algorithms go with it); finished runs stay on disk.
-    let cancel = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(sig, cancel.clone()).context("installing signal handlers")?;
-    }
-    spec.cancel = Some(cancel);
-    eprintln!(
-        "cctl bench: VM {} ({:?}, {} clock), {} CPUs, {} MB",
-        spec.kernel.display(),
-        spec.accel,
-        spec.clock,
-        spec.cpus,
-        spec.memory_mb
-    );
-    match vm::run_in_vm(&spec, &cmd) {
-        Ok(res) => Ok((
-            if res.success() {
-                exit::OK
-            } else {
-                exit::FAILURE
-            },
-            out,
-        )),
-        Err(vm::VmError::Cancelled) => {
-            eprintln!(
-                "cctl bench: interrupted; the VM was stopped, runs finished so far are in {}",
-                out.display()
-            );
-            Ok((exit::INTERRUPTED, out))
-        }
-        Err(e) => Err(e.into()),
-    }
-}
-
-fn shell_quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', "'\\''"))
 }

@@ -1,0 +1,250 @@
+//! `cctl bench calibrate`: the testbed's acceptance test on one clock. Each part's scenario
+//! is written to the report directory and run by `cctl bench run` (in the guest); the
+//! figures are read back from the results (`cctl_bench::calibrate`).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use cctl_bench::calibrate::{self, Options, Part, Planned, Report};
+use cctl_scenario::{Profile, Scenario};
+use cctl_vm::Clock;
+
+use crate::cmd::args::{check_clock, clock_parser, VmMode};
+use crate::exit::{self, usage};
+use crate::out::{out, outln};
+
+/// Arguments of `cctl bench calibrate`.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Example: cctl bench calibrate --clock virtual --quick\n\
+Results go to <out>/<UTC timestamp>/calibrate.json and calibrate.md, with each part's \
+scenario (scenarios/), its `cctl bench run` results (runs/) and plots (plots/).")]
+pub struct CalibrateArgs {
+    /// The guest's clock to calibrate: `virtual` (QEMU icount) or `real`. The agreement
+    /// part also runs its points on the other one.
+    #[arg(long, default_value = "virtual", value_parser = clock_parser())]
+    clock: Clock,
+    /// Short version: fewer rates (10, 50, 250 Mbit/s at 42 ms), shorter runs, 3 repetitions.
+    #[arg(long)]
+    quick: bool,
+    /// Parts to run, comma-separated: ceiling, path, theory, repeat, load, agree.
+    #[arg(long, value_delimiter = ',', default_value = "ceiling,path,theory,repeat,load,agree")]
+    parts: Vec<String>,
+    /// Rates of the ceiling part, Mbit/s, comma-separated (default 10 to 1000; quick 10,50,250).
+    #[arg(long, value_delimiter = ',')]
+    rates: Option<Vec<f64>>,
+    /// Where the runs go: auto (the 6.12 VM when this kernel lacks netem, and always for the
+    /// virtual clock), always, never.
+    #[arg(long, value_enum, default_value_t = VmMode::Auto)]
+    vm: VmMode,
+    /// Results root: the calibration goes to <out>/<UTC timestamp>/.
+    #[arg(long, default_value = "results/calibrate")]
+    out: PathBuf,
+    /// Print calibrate.json instead of the Markdown report.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Two CPU-bound processes (`sh` busy loops) that keep the host busy while they live; they
+/// are killed when this is dropped, and by the kernel if cctl dies first.
+struct HostLoad(Vec<Child>);
+
+impl HostLoad {
+    fn start() -> Result<HostLoad> {
+        let mut v = Vec::new();
+        for _ in 0..2 {
+            let mut c = Command::new("sh");
+            c.args(["-c", "while :; do :; done"])
+                .stdin(Stdio::null())
+                .stdout(Stdio::null());
+            // SAFETY: prctl(PR_SET_PDEATHSIG) is async-signal-safe and touches only the
+            // child's own state.
+            unsafe {
+                std::os::unix::process::CommandExt::pre_exec(&mut c, || {
+                    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                    Ok(())
+                });
+            }
+            v.push(c.spawn().context("starting a CPU-bound host process")?);
+        }
+        Ok(HostLoad(v))
+    }
+}
+
+impl Drop for HostLoad {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+fn other(c: Clock) -> Clock {
+    match c {
+        Clock::Virtual => Clock::Real,
+        Clock::Real => Clock::Virtual,
+    }
+}
+
+/// Runs `cctl bench calibrate`.
+pub fn run(a: CalibrateArgs) -> Result<i32> {
+    let mut parts = Vec::new();
+    for p in &a.parts {
+        match p.trim().parse::<Part>() {
+            Ok(p) if !parts.contains(&p) => parts.push(p),
+            Ok(_) => {}
+            Err(e) => usage!("--parts: {e}"),
+        }
+    }
+    parts.sort();
+    check_clock(a.clock, a.vm)?;
+    if parts.contains(&Part::Agree) {
+        check_clock(other(a.clock), a.vm)?;
+    }
+    let rates = a
+        .rates
+        .clone()
+        .unwrap_or_else(|| Options::default_rates(a.quick));
+    if rates.is_empty() || rates.iter().any(|r| !r.is_finite() || *r <= 0.0) {
+        usage!("--rates: give one or more rates in Mbit/s, each > 0");
+    }
+    let mut rates = rates;
+    rates.sort_by(f64::total_cmp);
+    rates.dedup();
+    let opts = Options {
+        quick: a.quick,
+        rates,
+    };
+    let planned = calibrate::plan(&parts, &opts);
+    // Every scenario is checked by the scenario language before anything runs.
+    for p in &planned {
+        let file = PathBuf::from(format!("{}.toml", p.name));
+        let checked = Scenario::parse(&p.toml, &file)
+            .map_err(anyhow::Error::from)
+            .and_then(|sc| sc.expand(Profile::Paper, 1).map_err(anyhow::Error::from));
+        if let Err(e) = checked {
+            usage!("part {}: {e:#}", p.part);
+        }
+    }
+    cctl_loader::kernel::require_privileges("calibrating the testbed")?;
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, stop.clone()).context("installing signal handlers")?;
+    }
+    let started = cctl_report::record::timestamp();
+    let dir = a.out.join(&started);
+    std::fs::create_dir_all(dir.join("scenarios"))
+        .with_context(|| format!("creating {}", dir.display()))?;
+    let dir = dir.canonicalize()?;
+    eprintln!(
+        "cctl bench calibrate: {} clock, parts {}, {} runs, results in {}",
+        a.clock,
+        parts.iter().map(|p| p.name()).collect::<Vec<_>>().join(","),
+        planned.len(),
+        dir.display()
+    );
+    let mut report = Report {
+        started,
+        clock: None,
+        other_clock: None,
+        quick: a.quick,
+        parts: parts.clone(),
+        runs: BTreeMap::new(),
+        wall_s: BTreeMap::new(),
+        errors: Vec::new(),
+        figures: Default::default(),
+    };
+    let mut done: Vec<(Planned, PathBuf)> = Vec::new();
+    for p in &planned {
+        if stop.load(Ordering::SeqCst) {
+            break;
+        }
+        let clock = if p.other_clock { other(a.clock) } else { a.clock };
+        let t0 = Instant::now();
+        match run_one(&a, &dir, p, clock) {
+            Ok(results) => {
+                let meta = cctl_report::merge::read_metadata(&results)?;
+                if p.other_clock {
+                    report.other_clock = meta.clock;
+                } else {
+                    report.clock = meta.clock;
+                }
+                report.runs.insert(p.name.clone(), results.display().to_string());
+                done.push((p.clone(), results));
+            }
+            Err(e) => report.errors.push(format!("{}: {e:#}", p.name)),
+        }
+        report.wall_s.insert(p.name.clone(), t0.elapsed().as_secs_f64());
+    }
+    report.figures = calibrate::analyse(&done)?;
+    if let Err(e) = calibrate::plots(&dir, &report) {
+        report.errors.push(format!("plots: {e:#}"));
+    }
+    std::fs::write(
+        dir.join("calibrate.json"),
+        serde_json::to_string_pretty(&report)? + "\n",
+    )?;
+    std::fs::write(dir.join("calibrate.md"), calibrate::markdown(&report))?;
+    if a.json {
+        outln!("{}", serde_json::to_string(&report)?)?;
+    } else {
+        out!("{}", calibrate::markdown(&report))?;
+    }
+    outln!("results: {}", dir.display())?;
+    if stop.load(Ordering::SeqCst) {
+        eprintln!("cctl bench calibrate: interrupted; the parts finished so far are in the report");
+        return Ok(exit::INTERRUPTED);
+    }
+    if !report.errors.is_empty() {
+        return Ok(exit::FAILURE);
+    }
+    Ok(exit::OK)
+}
+
+/// Writes `p`'s scenario and runs it with `cctl bench run` on `clock` (with the host kept
+/// busy if `p.loaded`); returns its results directory.
+fn run_one(a: &CalibrateArgs, dir: &Path, p: &Planned, clock: Clock) -> Result<PathBuf> {
+    let file = dir.join("scenarios").join(format!("{}.toml", p.name));
+    std::fs::write(&file, &p.toml).with_context(|| format!("writing {}", file.display()))?;
+    let results = dir.join("runs").join(&p.name);
+    let log = dir.join("runs").join(format!("{}.log", p.name));
+    std::fs::create_dir_all(dir.join("runs"))?;
+    let vm = match a.vm {
+        VmMode::Auto => "auto",
+        VmMode::Always => "always",
+        VmMode::Never => "never",
+    };
+    let mut cmd = Command::new(std::env::current_exe()?);
+    cmd.arg("bench")
+        .arg("run")
+        .arg(&file)
+        .args(["--algo", p.algo, "--profile", "paper", "--clock", clock.as_str()])
+        .args(["--vm", vm])
+        .arg("--resume")
+        .arg(&results)
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&log)?)
+        .stderr(std::fs::File::create(&log.with_extension("err"))?);
+    eprintln!(
+        "cctl bench calibrate: {} ({} clock{}) ...",
+        p.name,
+        clock,
+        if p.loaded { ", host loaded" } else { "" }
+    );
+    let load = if p.loaded { Some(HostLoad::start()?) } else { None };
+    let status = cmd.status().context("running cctl bench run")?;
+    drop(load);
+    if !status.success() {
+        anyhow::bail!(
+            "cctl bench run exited with {status}; see {} and {}",
+            log.display(),
+            log.with_extension("err").display()
+        );
+    }
+    Ok(results)
+}
