@@ -10,7 +10,7 @@ CCTL := target/release/cctl
 .PHONY: bench-exporter
 .PHONY: bench
 .PHONY: conform
-.PHONY: bench-jobs slurm-bench k8s-validate
+.PHONY: bench-jobs slurm-bench k8s-validate bench-papers calibrate
 .PHONY: docs
 
 all: build
@@ -128,6 +128,21 @@ bench-exporter: deps
 bench-jobs: deps vm-deps-if-needed
 	$(CARGO) build --release -p cctl
 	env $(BENCH_JOBS_ARGS) bash scripts/bench-jobs.sh
+
+# The papers' own 250 Mbit/s points on the virtual clock (issue 25): T0.1 at 42 ms and T0.2
+# at 162/42 ms for reno, scalable, highspeed, htcp, bic and fast, one 200-s repetition each
+# (12 runs), two guests at a time, plus one 10 Mbit/s run; summary tables, cwnd plots and
+# wall time per second of traffic. Hours on a 2-core host. PAPERS_ARGS="DURATION=60 JOBS=4".
+bench-papers: deps vm-deps-if-needed
+	$(CARGO) build --release -p cctl
+	env $(PAPERS_ARGS) bash scripts/bench-papers.sh
+
+# The testbed's acceptance test (`cctl bench calibrate`): ceiling, path exactness, Reno
+# against theory, repeatability, load independence, agreement of the clocks. Results in
+# results/calibrate/<timestamp>/. CALIBRATE_ARGS="--clock real --quick".
+calibrate: deps vm-deps-if-needed
+	$(CARGO) build --release -p cctl
+	$(CCTL) bench calibrate $(CALIBRATE_ARGS)
 
 # A sweep as a real Slurm job array on a one-node cluster brought up here (slurm-wlm, munge;
 # scripts/slurm-local.sh), 3 tasks one at a time plus the afterany merge job, compared with

@@ -28,6 +28,7 @@ pub fn run_ci(sc: &Scenario, algos: &[&str], out: &Path) -> (std::path::PathBuf,
         jobs: 1,
         shard: None,
         slot: None,
+        duration_s: None,
         resume: None,
     };
     let (dir, records) = run_scenario(sc, &opts, Arc::new(AtomicBool::new(false)))

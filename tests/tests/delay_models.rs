@@ -44,6 +44,7 @@ fn one_flow(algo: &str, secs: u32) -> (RunRecord, Vec<HashMap<String, f64>>) {
         jobs: 1,
         shard: None,
         slot: None,
+        duration_s: None,
         resume: None,
     };
     let (dir, mut records) = run_scenario(&sc, &opts, Arc::new(AtomicBool::new(false)))

@@ -152,6 +152,7 @@ pub fn run_scenario(
         points: opts.points.clone(),
         shard: opts.shard,
         slot: opts.slot,
+        duration_s: opts.duration_s,
         jobs: opts.jobs,
         merged_from: Vec::new(),
         topology: points

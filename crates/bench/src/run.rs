@@ -52,6 +52,10 @@ pub struct RunOptions {
     pub jobs: u32,
     /// Only this shard of the run list (`--shard K/N`).
     pub shard: Option<Shard>,
+    /// Every point's duration, replacing the profile's (`--duration-s`; the scenario given
+    /// to [`crate::execute::run_scenario`] is already [`cctl_scenario::Scenario::with_duration`]);
+    /// recorded in the metadata.
+    pub duration_s: Option<f64>,
     /// Only this guest's part of the shard's list: `--jobs N` on the virtual clock starts
     /// N guests, guest J running slot `J/N` (selected like a shard, after it).
     pub slot: Option<Shard>,

@@ -203,6 +203,10 @@ pub struct Metadata {
     /// one guest per slot (`J/N`, each guest writes `slots/J/`; `None`: not a slot).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slot: Option<Shard>,
+    /// Every point's duration when `--duration-s` replaced the profile's, in s (`None`: the
+    /// profile's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_s: Option<f64>,
     /// Runs run at once (`--jobs`).
     #[serde(default = "one")]
     pub jobs: u32,

@@ -88,7 +88,7 @@ pub fn check_compatible(
         v.join(", ")
     };
     let clock = |m: &Metadata| ClockRecord::name_of(m.clock.as_ref()).to_string();
-    let checks: [(&'static str, String, String); 11] = [
+    let checks: [(&'static str, String, String); 12] = [
         ("clock", clock(a), clock(b)),
         ("scenario", a.scenario.clone(), b.scenario.clone()),
         ("profile", a.profile.clone(), b.profile.clone()),
@@ -111,6 +111,11 @@ pub fn check_compatible(
             b.cctl_version.clone(),
         ),
         ("kernel", a.kernel.clone(), b.kernel.clone()),
+        (
+            "duration_s",
+            format!("{:?}", a.duration_s),
+            format!("{:?}", b.duration_s),
+        ),
         (
             "collector/queue intervals",
             format!("{}/{} ms", a.interval_ms, a.queue_interval_ms),

@@ -577,6 +577,43 @@ impl Scenario {
         }
     }
 
+    /// The scenario with every point of `profile` lasting `duration_s` seconds instead of the
+    /// profile's duration (`cctl bench run --duration-s`); flows' start and stop times stay
+    /// as the scenario gives them.
+    ///
+    /// Errors: a duration that is not > 0, one that a sweep sets per point (naming the
+    /// point), or any error the shorter points then have (a flow starting after the end).
+    pub fn with_duration(mut self, profile: Profile, duration_s: f64) -> Result<Scenario, ScenarioError> {
+        let path = self.path.clone();
+        let invalid = |field: &str, message: String| ScenarioError::Invalid {
+            path: path.clone(),
+            error: FieldError::new(field, message),
+        };
+        if !(duration_s.is_finite() && duration_s > 0.0) {
+            return Err(invalid(
+                "duration_s",
+                format!("--duration-s {duration_s}: a duration must be > 0 s"),
+            ));
+        }
+        match profile {
+            Profile::Ci => self.ci.raw.duration_s = Some(duration_s),
+            Profile::Paper => self.paper.raw.duration_s = Some(duration_s),
+        }
+        let points = self.expand(profile, self.seed(profile))?;
+        if let Some(p) = points.iter().find(|p| p.duration_s != duration_s) {
+            return Err(invalid(
+                "duration_s",
+                format!(
+                    "--duration-s {duration_s}: point {} ({}) sets its own duration ({} s) in the sweep",
+                    p.index,
+                    p.label(),
+                    p.duration_s
+                ),
+            ));
+        }
+        Ok(self)
+    }
+
     /// Number of repetitions of every point of `profile` (default 1).
     pub fn repeat(&self, profile: Profile) -> u32 {
         self.layer(profile)

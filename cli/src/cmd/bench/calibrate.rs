@@ -166,7 +166,7 @@ pub fn run(a: CalibrateArgs) -> Result<i32> {
         }
         let clock = if p.other_clock { other(a.clock) } else { a.clock };
         let t0 = Instant::now();
-        match run_one(&a, &dir, p, clock) {
+        match run_one(&a, &dir, p, clock, &stop) {
             Ok(results) => {
                 let meta = cctl_report::merge::read_metadata(&results)?;
                 if p.other_clock {
@@ -208,7 +208,13 @@ pub fn run(a: CalibrateArgs) -> Result<i32> {
 
 /// Writes `p`'s scenario and runs it with `cctl bench run` on `clock` (with the host kept
 /// busy if `p.loaded`); returns its results directory.
-fn run_one(a: &CalibrateArgs, dir: &Path, p: &Planned, clock: Clock) -> Result<PathBuf> {
+fn run_one(
+    a: &CalibrateArgs,
+    dir: &Path,
+    p: &Planned,
+    clock: Clock,
+    stop: &AtomicBool,
+) -> Result<PathBuf> {
     let file = dir.join("scenarios").join(format!("{}.toml", p.name));
     std::fs::write(&file, &p.toml).with_context(|| format!("writing {}", file.display()))?;
     let results = dir.join("runs").join(&p.name);
@@ -237,7 +243,21 @@ fn run_one(a: &CalibrateArgs, dir: &Path, p: &Planned, clock: Clock) -> Result<P
         if p.loaded { ", host loaded" } else { "" }
     );
     let load = if p.loaded { Some(HostLoad::start()?) } else { None };
-    let status = cmd.status().context("running cctl bench run")?;
+    let mut child = cmd.spawn().context("running cctl bench run")?;
+    // An interrupt of calibrate alone (not its process group) reaches the run too, which
+    // then stops its guest and keeps what it finished.
+    let mut forwarded = false;
+    let status = loop {
+        if let Some(s) = child.try_wait()? {
+            break s;
+        }
+        if stop.load(Ordering::SeqCst) && !forwarded {
+            let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+            let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+            forwarded = true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    };
     drop(load);
     if !status.success() {
         anyhow::bail!(

@@ -267,6 +267,9 @@ fn guest_command(
     if let Some(s) = &a.shard {
         cmd += &format!(" --shard {}", shell_quote(s));
     }
+    if let Some(d) = a.duration_s {
+        cmd += &format!(" --duration-s {d}");
+    }
     if let Some((j, n)) = slot {
         cmd += &format!(" --slot {j}/{n}");
     }

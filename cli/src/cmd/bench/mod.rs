@@ -118,6 +118,11 @@ struct RunArgs {
     /// the end.
     #[arg(long, default_value_t = 1)]
     jobs: u32,
+    /// Run every point for S seconds instead of the profile's duration (e.g. 200 for the
+    /// papers' 600-s points); recorded in metadata.json, and a resumed or merged run must
+    /// give the same.
+    #[arg(long, value_name = "S")]
+    duration_s: Option<f64>,
     /// Internal: this guest's slot J/N of the run list (one guest per slot on the virtual
     /// clock).
     #[arg(long, value_name = "J/N", hide = true)]
@@ -353,6 +358,13 @@ fn run_bench(a: RunArgs) -> Result<i32> {
         }
     }
     let sc = scenario::find(&a.scenario)?;
+    let sc = match a.duration_s {
+        Some(d) => match sc.with_duration(profile, d) {
+            Ok(sc) => sc,
+            Err(e) => usage!("{e}"),
+        },
+        None => sc,
+    };
     let seed = a.seed.unwrap_or_else(|| sc.seed(profile));
     let points = match cctl_scenario::select_points(sc.expand(profile, seed)?, a.points.as_deref())
     {
@@ -489,6 +501,7 @@ fn run_bench(a: RunArgs) -> Result<i32> {
         jobs: a.jobs,
         shard,
         slot,
+        duration_s: a.duration_s,
         resume: a.resume.clone(),
     };
     eprintln!(
