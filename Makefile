@@ -10,7 +10,7 @@ CCTL := target/release/cctl
 .PHONY: bench-exporter
 .PHONY: bench
 .PHONY: conform
-.PHONY: bench-jobs slurm-bench k8s-validate bench-papers calibrate
+.PHONY: bench-jobs slurm-bench k8s-validate bench-papers bench-gating calibrate
 .PHONY: docs
 
 all: build
@@ -136,6 +136,13 @@ bench-jobs: deps vm-deps-if-needed
 bench-papers: deps vm-deps-if-needed
 	$(CARGO) build --release -p cctl
 	env $(PAPERS_ARGS) bash scripts/bench-papers.sh
+
+# How many metrics `cctl bench check` sees move when the host is busy (issue 25): the check
+# fixture's scenario on an idle and on a loaded host, checked at 1, 5 and 10 %.
+# GATING_ARGS="CLOCK=real".
+bench-gating: deps vm-deps-if-needed
+	$(CARGO) build --release -p cctl
+	env $(GATING_ARGS) bash scripts/bench-gating.sh
 
 # The testbed's acceptance test (`cctl bench calibrate`): ceiling, path exactness, Reno
 # against theory, repeatability, load independence, agreement of the clocks. Results in

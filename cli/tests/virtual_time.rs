@@ -64,7 +64,10 @@ fn calibrate_refuses_bad_parts_rates_and_clocks_and_creates_nothing() {
             &["--parts", "ceiling", "--rates", "10,20000"],
             "20000 Mbit/s is above the highest capacity a scenario may use, 10000 Mbit/s",
         ),
-        (&["--rates", "0"], "--rates: give one or more rates in Mbit/s, each > 0"),
+        (
+            &["--rates", "0"],
+            "--rates: give one or more rates in Mbit/s, each > 0",
+        ),
         (&["--clock", "wall"], "[possible values: virtual, real]"),
         (
             &["--clock", "virtual", "--vm", "never"],
@@ -128,7 +131,10 @@ fn bench_run_refuses_a_duration_that_is_not_positive() {
     ]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let t = String::from_utf8_lossy(&o.stdout);
-    assert!(t.contains("(1 flows, 2 s)") && t.contains("= 6 s of traffic"), "{t}");
+    assert!(
+        t.contains("(1 flows, 2 s)") && t.contains("= 6 s of traffic"),
+        "{t}"
+    );
     let _ = std::fs::remove_dir_all(out);
 }
 

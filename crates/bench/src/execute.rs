@@ -168,7 +168,10 @@ pub fn run_scenario(
     if let Some(old) = &previous {
         let what = format!("cannot resume into {}", dir.display());
         check_compatible(old, &meta, &what, "resumed")?;
-        for (field, old, new) in [("shard", old.shard, meta.shard), ("slot", old.slot, meta.slot)] {
+        for (field, old, new) in [
+            ("shard", old.shard, meta.shard),
+            ("slot", old.slot, meta.slot),
+        ] {
             if old != new {
                 return Err(Mismatch {
                     what,

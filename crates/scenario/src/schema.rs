@@ -583,7 +583,11 @@ impl Scenario {
     ///
     /// Errors: a duration that is not > 0, one that a sweep sets per point (naming the
     /// point), or any error the shorter points then have (a flow starting after the end).
-    pub fn with_duration(mut self, profile: Profile, duration_s: f64) -> Result<Scenario, ScenarioError> {
+    pub fn with_duration(
+        mut self,
+        profile: Profile,
+        duration_s: f64,
+    ) -> Result<Scenario, ScenarioError> {
         let path = self.path.clone();
         let invalid = |field: &str, message: String| ScenarioError::Invalid {
             path: path.clone(),

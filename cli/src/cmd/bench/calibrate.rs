@@ -32,7 +32,11 @@ pub struct CalibrateArgs {
     #[arg(long)]
     quick: bool,
     /// Parts to run, comma-separated: ceiling, path, theory, repeat, load, agree.
-    #[arg(long, value_delimiter = ',', default_value = "ceiling,path,theory,repeat,load,agree")]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "ceiling,path,theory,repeat,load,agree"
+    )]
     parts: Vec<String>,
     /// Rates of the ceiling part, Mbit/s, comma-separated (default 10 to 1000; quick 10,50,250).
     #[arg(long, value_delimiter = ',')]
@@ -47,6 +51,10 @@ pub struct CalibrateArgs {
     /// Print calibrate.json instead of the Markdown report.
     #[arg(long)]
     json: bool,
+    /// Rebuild the report of an earlier calibration directory from its runs (also one that
+    /// was interrupted) instead of running anything.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["parts", "rates", "quick"])]
+    report: Option<PathBuf>,
 }
 
 /// Two CPU-bound processes (`sh` busy loops) that keep the host busy while they live; they
@@ -93,6 +101,9 @@ fn other(c: Clock) -> Clock {
 
 /// Runs `cctl bench calibrate`.
 pub fn run(a: CalibrateArgs) -> Result<i32> {
+    if let Some(dir) = &a.report {
+        return rebuild(dir, a.json);
+    }
     let mut parts = Vec::new();
     for p in &a.parts {
         match p.trim().parse::<Part>() {
@@ -160,11 +171,16 @@ pub fn run(a: CalibrateArgs) -> Result<i32> {
         figures: Default::default(),
     };
     let mut done: Vec<(Planned, PathBuf)> = Vec::new();
+    save(&dir, &report)?;
     for p in &planned {
         if stop.load(Ordering::SeqCst) {
             break;
         }
-        let clock = if p.other_clock { other(a.clock) } else { a.clock };
+        let clock = if p.other_clock {
+            other(a.clock)
+        } else {
+            a.clock
+        };
         let t0 = Instant::now();
         match run_one(&a, &dir, p, clock, &stop) {
             Ok(results) => {
@@ -174,28 +190,19 @@ pub fn run(a: CalibrateArgs) -> Result<i32> {
                 } else {
                     report.clock = meta.clock;
                 }
-                report.runs.insert(p.name.clone(), results.display().to_string());
+                report
+                    .runs
+                    .insert(p.name.clone(), results.display().to_string());
                 done.push((p.clone(), results));
             }
             Err(e) => report.errors.push(format!("{}: {e:#}", p.name)),
         }
-        report.wall_s.insert(p.name.clone(), t0.elapsed().as_secs_f64());
+        report
+            .wall_s
+            .insert(p.name.clone(), t0.elapsed().as_secs_f64());
+        save(&dir, &report)?;
     }
-    report.figures = calibrate::analyse(&done)?;
-    if let Err(e) = calibrate::plots(&dir, &report) {
-        report.errors.push(format!("plots: {e:#}"));
-    }
-    std::fs::write(
-        dir.join("calibrate.json"),
-        serde_json::to_string_pretty(&report)? + "\n",
-    )?;
-    std::fs::write(dir.join("calibrate.md"), calibrate::markdown(&report))?;
-    if a.json {
-        outln!("{}", serde_json::to_string(&report)?)?;
-    } else {
-        out!("{}", calibrate::markdown(&report))?;
-    }
-    outln!("results: {}", dir.display())?;
+    finish(&dir, &mut report, &done, a.json)?;
     if stop.load(Ordering::SeqCst) {
         eprintln!("cctl bench calibrate: interrupted; the parts finished so far are in the report");
         return Ok(exit::INTERRUPTED);
@@ -204,6 +211,68 @@ pub fn run(a: CalibrateArgs) -> Result<i32> {
         return Ok(exit::FAILURE);
     }
     Ok(exit::OK)
+}
+
+/// Writes `calibrate.json` and `calibrate.md` (after every run, so that an interrupted
+/// calibration can be rebuilt with `--report`).
+fn save(dir: &Path, report: &Report) -> Result<()> {
+    std::fs::write(
+        dir.join("calibrate.json"),
+        serde_json::to_string_pretty(report)? + "\n",
+    )
+    .with_context(|| format!("writing {}", dir.join("calibrate.json").display()))?;
+    std::fs::write(dir.join("calibrate.md"), calibrate::markdown(report))
+        .with_context(|| format!("writing {}", dir.join("calibrate.md").display()))?;
+    Ok(())
+}
+
+/// Analyses the runs `done`, draws the plots, saves and prints the report.
+fn finish(dir: &Path, report: &mut Report, done: &[(Planned, PathBuf)], json: bool) -> Result<()> {
+    report.figures = calibrate::analyse(done)?;
+    if let Err(e) = calibrate::plots(dir, report) {
+        report.errors.push(format!("plots: {e:#}"));
+    }
+    save(dir, report)?;
+    if json {
+        outln!("{}", serde_json::to_string(report)?)?;
+    } else {
+        out!("{}", calibrate::markdown(report))?;
+    }
+    outln!("results: {}", dir.display())?;
+    Ok(())
+}
+
+/// `--report DIR`: the figures of DIR's runs again, from its `calibrate.json` and `runs/`.
+fn rebuild(dir: &Path, json: bool) -> Result<i32> {
+    let path = dir.join("calibrate.json");
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) => usage!(
+            "--report {}: no readable calibrate.json ({e}); give a directory written by \
+             `cctl bench calibrate`",
+            dir.display()
+        ),
+    };
+    let mut report: Report =
+        serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
+    let opts = Options {
+        quick: report.quick,
+        rates: Options::default_rates(report.quick),
+    };
+    let done: Vec<(Planned, PathBuf)> = calibrate::plan(&report.parts, &opts)
+        .into_iter()
+        .filter_map(|p| {
+            let d = dir.join("runs").join(&p.name);
+            d.join("metadata.json").is_file().then_some((p, d))
+        })
+        .collect();
+    report.errors.retain(|e| !e.starts_with("plots: "));
+    finish(dir, &mut report, &done, json)?;
+    Ok(if report.errors.is_empty() {
+        exit::OK
+    } else {
+        exit::FAILURE
+    })
 }
 
 /// Writes `p`'s scenario and runs it with `cctl bench run` on `clock` (with the host kept
@@ -229,20 +298,31 @@ fn run_one(
     cmd.arg("bench")
         .arg("run")
         .arg(&file)
-        .args(["--algo", p.algo, "--profile", "paper", "--clock", clock.as_str()])
+        .args([
+            "--algo",
+            p.algo,
+            "--profile",
+            "paper",
+            "--clock",
+            clock.as_str(),
+        ])
         .args(["--vm", vm])
         .arg("--resume")
         .arg(&results)
         .stdin(Stdio::null())
         .stdout(std::fs::File::create(&log)?)
-        .stderr(std::fs::File::create(&log.with_extension("err"))?);
+        .stderr(std::fs::File::create(log.with_extension("err"))?);
     eprintln!(
         "cctl bench calibrate: {} ({} clock{}) ...",
         p.name,
         clock,
         if p.loaded { ", host loaded" } else { "" }
     );
-    let load = if p.loaded { Some(HostLoad::start()?) } else { None };
+    let load = if p.loaded {
+        Some(HostLoad::start()?)
+    } else {
+        None
+    };
     let mut child = cmd.spawn().context("running cctl bench run")?;
     // An interrupt of calibrate alone (not its process group) reaches the run too, which
     // then stops its guest and keeps what it finished.

@@ -151,8 +151,12 @@ pub(super) fn run_in_vm(
             .map(|(j, h)| {
                 (
                     j,
-                    h.join()
-                        .unwrap_or_else(|_| Err(vm::VmError::Cancelled)),
+                    h.join().unwrap_or_else(|_| {
+                        Err(vm::VmError::Io {
+                            what: format!("running the guest of slot {j}"),
+                            source: std::io::Error::other("its thread panicked"),
+                        })
+                    }),
                 )
             })
             .collect()
@@ -186,7 +190,10 @@ pub(super) fn run_in_vm(
         .cloned()
         .collect();
     if written.is_empty() {
-        anyhow::bail!("no guest wrote results into {}", out.join(SLOTS_DIR).display());
+        anyhow::bail!(
+            "no guest wrote results into {}",
+            out.join(SLOTS_DIR).display()
+        );
     }
     let m = cctl_report::merge::combine_slots(&out, &written, cctl_bench::resolve::native_of)?;
     if code == exit::INTERRUPTED {
@@ -206,7 +213,10 @@ pub(super) fn run_in_vm(
             outln!("{}", serde_json::to_string(r)?)?;
         }
     } else {
-        out!("{}", cctl_report::summary::terminal_table(&m.summary, &sc.metrics))?;
+        out!(
+            "{}",
+            cctl_report::summary::terminal_table(&m.summary, &sc.metrics)
+        )?;
     }
     outln!("results: {}", out.display())?;
     Ok((code, out))

@@ -142,7 +142,10 @@ pub struct Figures {
 /// `[from, to]` of a run, in s after t0, over which steady figures are taken: from a third
 /// of the run (slow start and its overshoot left out) to half a second before its end.
 pub fn steady_window(duration_s: f64) -> (f64, f64) {
-    (duration_s / 3.0, (duration_s - 0.5).max(duration_s / 3.0 + 0.1))
+    (
+        duration_s / 3.0,
+        (duration_s - 0.5).max(duration_s / 3.0 + 0.1),
+    )
 }
 
 /// Goodput of flow series `s` in `[from, to]`, bit/s (acked bytes between the first sample
@@ -150,13 +153,17 @@ pub fn steady_window(duration_s: f64) -> (f64, f64) {
 fn goodput_bps(s: &cctl_metrics::FlowSeries, from: f64, to: f64) -> Option<f64> {
     let a = s.points.iter().find(|p| p.t_s >= from)?;
     let b = s.points.iter().rev().find(|p| p.t_s <= to)?;
-    (b.t_s > a.t_s).then(|| (b.bytes_acked.saturating_sub(a.bytes_acked)) as f64 * 8.0 / (b.t_s - a.t_s))
+    (b.t_s > a.t_s)
+        .then(|| (b.bytes_acked.saturating_sub(a.bytes_acked)) as f64 * 8.0 / (b.t_s - a.t_s))
 }
 
 /// Goodput of every flow of `r` together in its steady window, bit/s.
 fn run_goodput_bps(r: &RunRecord) -> f64 {
     let (from, to) = steady_window(r.spec.duration_s);
-    r.series.iter().filter_map(|s| goodput_bps(s, from, to)).sum()
+    r.series
+        .iter()
+        .filter_map(|s| goodput_bps(s, from, to))
+        .sum()
 }
 
 /// L2 rate the bottleneck sent on in the steady window, bit/s (its queue samples).
@@ -164,7 +171,8 @@ fn tbf_bps(r: &RunRecord) -> Option<f64> {
     let (from, to) = steady_window(r.spec.duration_s);
     let a = r.queue.iter().find(|q| q.t_s >= from)?;
     let b = r.queue.iter().rev().find(|q| q.t_s <= to)?;
-    (b.t_s > a.t_s).then(|| (b.sent_bytes.saturating_sub(a.sent_bytes)) as f64 * 8.0 / (b.t_s - a.t_s))
+    (b.t_s > a.t_s)
+        .then(|| (b.sent_bytes.saturating_sub(a.sent_bytes)) as f64 * 8.0 / (b.t_s - a.t_s))
 }
 
 /// Mean srtt of every flow's samples in the steady window, s.
@@ -198,10 +206,7 @@ fn segments(r: &RunRecord) -> (u64, u64) {
 }
 
 fn rtt_of(r: &RunRecord) -> f64 {
-    r.spec
-        .flows
-        .first()
-        .map_or(0.0, |f| f.rtt_ms)
+    r.spec.flows.first().map_or(0.0, |f| f.rtt_ms)
 }
 
 fn smallest_min_rtt_ms(r: &RunRecord) -> f64 {
@@ -218,7 +223,10 @@ fn smallest_min_rtt_ms(r: &RunRecord) -> f64 {
 fn metric_values(s: &Summary, records: &[RunRecord]) -> BTreeMap<u64, BTreeMap<String, Vec<f64>>> {
     let mut out: BTreeMap<u64, BTreeMap<String, Vec<f64>>> = BTreeMap::new();
     for run in &s.runs {
-        let Some(r) = records.iter().find(|r| r.point == run.point && r.rep == run.rep) else {
+        let Some(r) = records
+            .iter()
+            .find(|r| r.point == run.point && r.rep == run.rep)
+        else {
             continue;
         };
         let by = out.entry(r.spec.rate_mbit.to_bits()).or_default();
@@ -289,15 +297,19 @@ pub fn host_wall_s(dir: &Path, r: &RunRecord) -> Option<f64> {
     };
     let run = id.dir(dir);
     let born = std::fs::metadata(&run).ok()?.created().ok()?;
-    let ended = std::fs::metadata(run.join("run.json")).ok()?.modified().ok()?;
+    let ended = std::fs::metadata(run.join("run.json"))
+        .ok()?
+        .modified()
+        .ok()?;
     Some(ended.duration_since(born).ok()?.as_secs_f64())
 }
 
 /// A results directory's summary (as `cctl bench run` computes it) and records.
 fn load(dir: &Path) -> Result<(Summary, Vec<RunRecord>)> {
     let (meta, mut records) = read_records(dir)?;
-    records.sort_by(|a, b| (a.point, a.rep).cmp(&(b.point, b.rep)));
-    let s = cctl_report::summary::summarize(&meta, &records, &cctl_metrics::MetricParams::default());
+    records.sort_by_key(|r| (r.point, r.rep));
+    let s =
+        cctl_report::summary::summarize(&meta, &records, &cctl_metrics::MetricParams::default());
     Ok((s, records))
 }
 
@@ -311,7 +323,11 @@ pub fn analyse(dirs: &[(Planned, PathBuf)]) -> Result<Figures> {
     for (p, d) in dirs {
         loaded.insert(p.name.clone(), load(d)?);
     }
-    let dir_of = |name: &str| dirs.iter().find(|(p, _)| p.name == name).map(|(_, d)| d.clone());
+    let dir_of = |name: &str| {
+        dirs.iter()
+            .find(|(p, _)| p.name == name)
+            .map(|(_, d)| d.clone())
+    };
     if let Some((_, recs)) = loaded.get("ceiling") {
         let dir = dir_of("ceiling").unwrap_or_default();
         let floor = TBF_UTILISATION * (1.0 - CEILING_TOLERANCE);
@@ -324,12 +340,17 @@ pub fn analyse(dirs: &[(Planned, PathBuf)]) -> Result<Figures> {
                     rtt_ms: rtt_of(r),
                     utilisation: u,
                     cpu_busy: r.cpu_busy,
-                    wall_per_traffic_s: host_wall_s(&dir, r).unwrap_or(f64::NAN) / r.spec.duration_s,
+                    wall_per_traffic_s: host_wall_s(&dir, r).unwrap_or(f64::NAN)
+                        / r.spec.duration_s,
                     passes: u >= floor,
                 }
             })
             .collect();
-        rows.sort_by(|a, b| (a.rtt_ms, a.rate_mbit).partial_cmp(&(b.rtt_ms, b.rate_mbit)).unwrap_or(std::cmp::Ordering::Equal));
+        rows.sort_by(|a, b| {
+            (a.rtt_ms, a.rate_mbit)
+                .partial_cmp(&(b.rtt_ms, b.rate_mbit))
+                .unwrap_or(std::cmp::Ordering::Equal)
+        });
         let mut rtts: Vec<f64> = rows.iter().map(|r| r.rtt_ms).collect();
         rtts.dedup();
         for rtt in rtts {
@@ -351,7 +372,9 @@ pub fn analyse(dirs: &[(Planned, PathBuf)]) -> Result<Figures> {
     }
     if let Some((_, recs)) = loaded.get("path") {
         for r in recs {
-            f.path.rtt.push((rtt_of(r), r.spec.loss, smallest_min_rtt_ms(r)));
+            f.path
+                .rtt
+                .push((rtt_of(r), r.spec.loss, smallest_min_rtt_ms(r)));
             let (data, _) = segments(r);
             if r.spec.loss > 0.0 {
                 let achieved = if data > 0 {
@@ -359,7 +382,9 @@ pub fn analyse(dirs: &[(Planned, PathBuf)]) -> Result<Figures> {
                 } else {
                     0.0
                 };
-                f.path.loss.push((r.spec.loss, achieved, r.random_drops, data));
+                f.path
+                    .loss
+                    .push((r.spec.loss, achieved, r.random_drops, data));
             } else if let Some(bps) = tbf_bps(r) {
                 f.path.rate.push((r.spec.rate_mbit, rtt_of(r), bps / 1e6));
             }
@@ -374,14 +399,20 @@ pub fn analyse(dirs: &[(Planned, PathBuf)]) -> Result<Figures> {
                 .filter(|c| c.what == "rate_mbit")
                 .zip(SCHEDULE)
             {
-                f.path.schedule.push((at, rate, c.completed_ms - c.scheduled_ms, c.read_rate_mbit));
+                f.path
+                    .schedule
+                    .push((at, rate, c.completed_ms - c.scheduled_ms, c.read_rate_mbit));
             }
         }
     }
     if let Some((_, recs)) = loaded.get("theory-mathis") {
         for r in recs {
             let (data, acks) = segments(r);
-            let b = if acks > 0 { data as f64 / acks as f64 } else { 2.0 };
+            let b = if acks > 0 {
+                data as f64 / acks as f64
+            } else {
+                2.0
+            };
             let p_achieved = if data > 0 {
                 r.random_drops as f64 / data as f64
             } else {
@@ -408,9 +439,13 @@ pub fn analyse(dirs: &[(Planned, PathBuf)]) -> Result<Figures> {
     if let Some((_, recs)) = loaded.get("theory-buffer") {
         for r in recs {
             let bdp = cctl_scenario::bdp_pkts(r.spec.rate_mbit, rtt_of(r));
-            let most = r.spec.rate_mbit * 1e6 * MSS_BYTES / f64::from(PACKET_BYTES);
+            let most = r.spec.rate_mbit * 1e6 * MSS_BYTES / PACKET_BYTES;
             f.buffer.push(BufferRow {
-                buffer_bdp: r.vars.get("buffer_bdp").copied().unwrap_or(f64::from(r.spec.buffer_pkts) / bdp),
+                buffer_bdp: r
+                    .vars
+                    .get("buffer_bdp")
+                    .copied()
+                    .unwrap_or(f64::from(r.spec.buffer_pkts) / bdp),
                 buffer_pkts: r.spec.buffer_pkts,
                 utilisation: run_goodput_bps(r) / most,
                 model: reno_utilisation(f64::from(r.spec.buffer_pkts) / bdp),
@@ -422,7 +457,11 @@ pub fn analyse(dirs: &[(Planned, PathBuf)]) -> Result<Figures> {
             w[0].random_drops == w[1].random_drops
                 && w[0].queue.last().map(|q| (q.drops, q.sent_bytes))
                     == w[1].queue.last().map(|q| (q.drops, q.sent_bytes))
-                && w[0].flows.iter().map(|f| f.bytes).eq(w[1].flows.iter().map(|f| f.bytes))
+                && w[0]
+                    .flows
+                    .iter()
+                    .map(|f| f.bytes)
+                    .eq(w[1].flows.iter().map(|f| f.bytes))
         });
         (spreads(s, r), same)
     });
@@ -433,7 +472,8 @@ pub fn analyse(dirs: &[(Planned, PathBuf)]) -> Result<Figures> {
     if let (Some((rows, _)), Some((s, r))) = (&repeat, loaded.get("load")) {
         f.load = pairs(rows, &spreads(s, r));
     }
-    if let (Some((s1, r1)), Some((s2, r2))) = (loaded.get("agree"), loaded.get("agree-other-clock")) {
+    if let (Some((s1, r1)), Some((s2, r2))) = (loaded.get("agree"), loaded.get("agree-other-clock"))
+    {
         f.agree = pairs(&spreads(s1, r1), &spreads(s2, r2));
     }
     Ok(f)

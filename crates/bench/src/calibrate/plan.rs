@@ -67,7 +67,14 @@ fn list(v: &[f64]) -> String {
 /// A scenario with one `{algo}` flow per start time, `defaults` and a `paper` profile.
 /// The `ci` profile, which the language requires and calibrate does not run, is `profile`
 /// with its rates capped at the ci scale.
-fn scenario(name: &str, title: &str, metrics: &str, defaults: &str, starts: &[f64], profile: &str) -> String {
+fn scenario(
+    name: &str,
+    title: &str,
+    metrics: &str,
+    defaults: &str,
+    starts: &[f64],
+    profile: &str,
+) -> String {
     let mut s = format!(
         "# Written by `cctl bench calibrate` ({title}); run with --profile paper.\n\
          id = \"C.{name}\"\nname = \"calibrate-{name}\"\ntitle = \"Calibration: {title}\"\n\
@@ -77,7 +84,10 @@ fn scenario(name: &str, title: &str, metrics: &str, defaults: &str, starts: &[f6
     for start in starts {
         s += &format!("[[flows]]\ncc = \"{{algo}}\"\nstart_s = {start}\n\n");
     }
-    s += &format!("[profiles.paper]\n{profile}\n\n[profiles.ci]\n{}\n", ci_profile(profile));
+    s += &format!(
+        "[profiles.paper]\n{profile}\n\n[profiles.ci]\n{}\n",
+        ci_profile(profile)
+    );
     s
 }
 
@@ -294,7 +304,10 @@ mod tests {
             ci_profile("sweep = { rate_mbit = [10, 50, 250], rtt_ms = [42] }\nrepeat = 1"),
             "sweep = { rate_mbit = [10, 50], rtt_ms = [42] }\nrepeat = 1"
         );
-        assert_eq!(ci_profile("rate_mbit = 100\nrepeat = 1"), "rate_mbit = 50\nrepeat = 1");
+        assert_eq!(
+            ci_profile("rate_mbit = 100\nrepeat = 1"),
+            "rate_mbit = 50\nrepeat = 1"
+        );
         assert_eq!(ci_profile("repeat = 1"), "repeat = 1");
     }
 

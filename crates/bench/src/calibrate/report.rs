@@ -77,7 +77,9 @@ pub fn markdown(r: &Report) -> String {
             let _ = writeln!(
                 s,
                 "\nCeiling at {rtt}: {}",
-                c.map_or("below the lowest rate tried".into(), |v| format!("{v} Mbit/s"))
+                c.map_or("below the lowest rate tried".into(), |v| format!(
+                    "{v} Mbit/s"
+                ))
             );
         }
         s += "\n";
@@ -94,7 +96,11 @@ pub fn markdown(r: &Report) -> String {
         }
         s += "\n| configured loss | achieved loss | netem drops | data segments | ratio |\n|---|---|---|---|---|\n";
         for (want, got, drops, segs) in &p.loss {
-            let _ = writeln!(s, "| {want} | {got:.5} | {drops} | {segs} | {:.3} |", got / want);
+            let _ = writeln!(
+                s,
+                "| {want} | {got:.5} | {drops} | {segs} | {:.3} |",
+                got / want
+            );
         }
         s += "\n| scheduled (s) | rate (Mbit/s) | completed − scheduled (ms) | tc read back (Mbit/s) |\n|---|---|---|---|\n";
         for (at, rate, err, read) in &p.schedule {
@@ -153,8 +159,18 @@ pub fn markdown(r: &Report) -> String {
         s += "\n";
     }
     for (title, rows, a, b) in [
-        ("### 5. Load independence (idle vs two CPU-bound host processes)", &f.load, "idle", "loaded"),
-        ("### 6. Agreement (this clock vs the other)", &f.agree, "this clock", "other clock"),
+        (
+            "### 5. Load independence (idle vs two CPU-bound host processes)",
+            &f.load,
+            "idle",
+            "loaded",
+        ),
+        (
+            "### 6. Agreement (this clock vs the other)",
+            &f.agree,
+            "this clock",
+            "other clock",
+        ),
     ] {
         if rows.is_empty() {
             continue;
@@ -217,9 +233,12 @@ pub fn plots(dir: &Path, r: &Report) -> Result<Vec<PathBuf>> {
                 style: SeriesStyle::Points,
             })
             .collect();
-        let (lo, hi) = f.ceiling.iter().fold((f64::INFINITY, 0.0_f64), |(l, h), c| {
-            (l.min(c.rate_mbit), h.max(c.rate_mbit))
-        });
+        let (lo, hi) = f
+            .ceiling
+            .iter()
+            .fold((f64::INFINITY, 0.0_f64), |(l, h), c| {
+                (l.min(c.rate_mbit), h.max(c.rate_mbit))
+            });
         series.push(Series {
             label: "ceiling criterion".into(),
             points: vec![
@@ -229,7 +248,10 @@ pub fn plots(dir: &Path, r: &Report) -> Result<Vec<PathBuf>> {
             style: SeriesStyle::Dashed,
         });
         let chart = Chart {
-            title: format!("Ceiling, one cubic flow ({})", ClockRecord::name_of(r.clock.as_ref())),
+            title: format!(
+                "Ceiling, one cubic flow ({})",
+                ClockRecord::name_of(r.clock.as_ref())
+            ),
             x_label: "bottleneck rate (Mbit/s)".into(),
             y_label: "goodput utilisation (%)".into(),
             log_x: true,
@@ -240,7 +262,10 @@ pub fn plots(dir: &Path, r: &Report) -> Result<Vec<PathBuf>> {
     }
     if !f.mathis.is_empty() {
         let chart = Chart {
-            title: format!("Reno under random loss ({})", ClockRecord::name_of(r.clock.as_ref())),
+            title: format!(
+                "Reno under random loss ({})",
+                ClockRecord::name_of(r.clock.as_ref())
+            ),
             x_label: "loss probability p".into(),
             y_label: "throughput (Mbit/s)".into(),
             log_x: true,
@@ -248,12 +273,20 @@ pub fn plots(dir: &Path, r: &Report) -> Result<Vec<PathBuf>> {
             series: vec![
                 Series {
                     label: "measured".into(),
-                    points: f.mathis.iter().map(|m| (m.p_achieved, m.measured_mbit)).collect(),
+                    points: f
+                        .mathis
+                        .iter()
+                        .map(|m| (m.p_achieved, m.measured_mbit))
+                        .collect(),
                     style: SeriesStyle::Points,
                 },
                 Series {
                     label: "Mathis et al.".into(),
-                    points: f.mathis.iter().map(|m| (m.p_achieved, m.model_mbit)).collect(),
+                    points: f
+                        .mathis
+                        .iter()
+                        .map(|m| (m.p_achieved, m.model_mbit))
+                        .collect(),
                     style: SeriesStyle::Dashed,
                 },
             ],
