@@ -1,8 +1,10 @@
 //! The guest's virtual clock (`cctl bench run --clock virtual`) end to end, through the
-//! `cctl` binary: a short run in the 6.12 guest under QEMU TCG on its virtual clock, done
-//! twice. Each records the clock (metadata.json, run.json, the summary's header), and the
-//! two agree. The refusals (no guest, KVM forced, a baseline of the other clock) are in
-//! cli/tests/check.rs: they need no root.
+//! `cctl` binary: a short point in the 6.12 guest under QEMU TCG on its virtual clock, run
+//! twice (two repetitions) by two guests side by side (`--jobs 2`: one guest per slot).
+//! Each slot and the combined directory record the clock (metadata.json, run.json, the
+//! summary's header), the two runs agree, and no guest is left. The refusals (no guest, KVM
+//! forced, a baseline of the other clock, another guest layout on resume) are in
+//! cli/tests/check.rs and cli/tests/virtual_time.rs: they need no root.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -27,55 +29,96 @@ fn run_dir(name: &str) -> PathBuf {
     d
 }
 
-/// One virtual-clock run of point 0 for bpf_reno into `dir`; its mean M1 (Mbit/s).
-fn run_virtual(dir: &Path) -> f64 {
+fn check_clock(clock: &cctl_report::record::ClockRecord) {
+    assert_eq!(clock.clock, "virtual", "{clock:?}");
+    assert_eq!(clock.icount_shift, Some(cctl_vm::ICOUNT_SHIFT), "{clock:?}");
+    assert_eq!(clock.machine, "tcg", "{clock:?}");
+    assert_eq!(
+        clock.vcpus,
+        Some(1),
+        "one vCPU per guest on the virtual clock: {clock:?}"
+    );
+    assert!(clock.memory_mb.is_some_and(|m| m >= 512), "{clock:?}");
+}
+
+#[test]
+fn two_guests_run_a_virtual_clock_point_twice_record_the_clock_and_agree() {
+    require_root();
+    let _k = KERNEL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = run_dir("jobs2");
     let o = Command::new(cctl_bin())
         .args(["bench", "run", SCENARIO, "--algo", "reno", "--points", "0"])
-        .args(["--clock", "virtual", "--vm", "always", "--json", "--resume"])
-        .arg(dir)
+        .args([
+            "--repeat", "2", "--jobs", "2", "--clock", "virtual", "--vm", "always",
+        ])
+        .args(["--json", "--resume"])
+        .arg(&dir)
         .output()
         .expect("running cctl");
     assert!(
         o.status.success(),
-        "cctl bench run --clock virtual: {:?}\n{}\n{}",
+        "cctl bench run --clock virtual --jobs 2: {:?}\n{}\n{}",
         o.status,
         String::from_utf8_lossy(&o.stdout),
         String::from_utf8_lossy(&o.stderr)
     );
-    let (meta, records) = read_records(dir).expect("the run's results");
-    let clock = meta.clock.expect("metadata.json records the clock");
-    assert_eq!(clock.clock, "virtual", "{clock:?}");
-    assert_eq!(clock.icount_shift, Some(cctl_vm::ICOUNT_SHIFT), "{clock:?}");
-    assert_eq!(clock.machine, "tcg", "{clock:?}");
-    assert!(
-        clock.vcpus.is_some_and(|n| n >= 1) && clock.memory_mb.is_some_and(|m| m >= 512),
-        "{clock:?}"
-    );
-    assert_eq!(records.len(), 1);
+    // Each guest ran its slot: one repetition each, into slots/<J>/, and ended.
+    for j in ["1", "2"] {
+        let slot = dir.join("slots").join(j);
+        let (meta, records) = read_records(&slot).expect("the slot's results");
+        check_clock(
+            meta.clock
+                .as_ref()
+                .expect("the slot's metadata records the clock"),
+        );
+        assert_eq!(meta.slot.map(|s| s.to_string()), Some(format!("{j}/2")));
+        assert_eq!(records.len(), 1, "slot {j} ran one of the two runs");
+        assert!(
+            !slot.join(cctl_vm::PGID_FILE).exists(),
+            "slot {j}'s guest ended and its process group file went with it"
+        );
+    }
+    // Combined: both runs, the clock in metadata.json and run.json, and in the header.
+    let (meta, records) = read_records(&dir).expect("the combined results");
+    let clock = meta.clock.clone().expect("metadata.json records the clock");
+    check_clock(&clock);
     assert_eq!(
-        records[0].clock.as_ref(),
-        Some(&clock),
-        "run.json records the same clock"
+        (meta.jobs, meta.runs_planned, meta.runs_done),
+        (2, 2, 2),
+        "{meta:?}"
     );
+    assert_eq!(meta.slot, None);
+    assert_eq!(records.len(), 2);
+    let mut reps: Vec<u32> = records.iter().map(|r| r.rep).collect();
+    reps.sort();
+    assert_eq!(reps, [0, 1]);
+    for r in &records {
+        assert_eq!(
+            r.clock.as_ref(),
+            Some(&clock),
+            "run.json records the same clock"
+        );
+    }
     let md = std::fs::read_to_string(dir.join("summary.md")).expect("summary.md");
     assert!(
-        md.contains("clock virtual (icount shift 0), tcg guest"),
+        md.contains("clock virtual (icount shift 0), tcg guest, 1 vCPU,"),
         "the summary's header names the clock:\n{md}"
     );
     let summary: serde_json::Value =
         serde_json::from_slice(&std::fs::read(dir.join("summary.json")).unwrap()).unwrap();
-    summary["rows"][0]["metrics"]["M1 flow1 (Mbit/s)"]["mean"]
-        .as_f64()
-        .unwrap_or_else(|| panic!("no M1 in {}", dir.display()))
-}
-
-#[test]
-fn a_virtual_clock_run_records_its_clock_and_agrees_with_its_repetition() {
-    require_root();
-    let _k = KERNEL.lock().unwrap_or_else(|e| e.into_inner());
-    let a = run_virtual(&run_dir("a"));
-    let b = run_virtual(&run_dir("b"));
-    println!("M1 on the virtual clock: {a:.3} and {b:.3} Mbit/s");
+    let m1: Vec<f64> = summary["runs"]
+        .as_array()
+        .expect("per-run values")
+        .iter()
+        .map(|r| {
+            r["values"]["M1 flow1 (Mbit/s)"]
+                .as_f64()
+                .expect("M1 of each run")
+        })
+        .collect();
+    assert_eq!(m1.len(), 2, "{m1:?}");
+    let (a, b) = (m1[0], m1[1]);
+    println!("M1 on the virtual clock, two guests: {a:.4} and {b:.4} Mbit/s");
     assert!(a > 8.0, "a 10 Mbit/s tbf carries more than 8 Mbit/s: {a}");
     assert!(
         (a - b).abs() <= M1_AGREEMENT * a.max(b),

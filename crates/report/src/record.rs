@@ -78,7 +78,7 @@ impl ClockRecord {
             s += &format!(", {} guest", self.machine);
         }
         if let Some(n) = self.vcpus {
-            s += &format!(", {n} vCPUs");
+            s += &format!(", {n} vCPU{}", if n == 1 { "" } else { "s" });
         }
         if let Some(m) = self.memory_mb {
             s += &format!(", {m} MiB");
