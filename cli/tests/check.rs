@@ -390,7 +390,7 @@ fn clocks_that_cannot_run_are_refused_before_anything_runs() {
     );
     // A baseline of the other clock, before the run.
     let base = results_dir("clockbase", &with_clock("virtual"));
-    let o = run(&["--check", s(&base)], None);
+    let o = run(&["--clock", "real", "--check", s(&base)], None);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(
         String::from_utf8_lossy(&o.stderr).contains("give --clock virtual to compare with it"),

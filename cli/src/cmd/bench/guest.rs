@@ -60,7 +60,8 @@ pub(super) fn run_in_vm(
         Some(d) => d.clone(),
         None => a.out.join(&sc.name).join(timestamp()),
     };
-    let per_slot = a.clock == vm::Clock::Virtual && a.jobs > 1;
+    let clock = a.clock.unwrap_or(vm::Clock::Real);
+    let per_slot = clock == vm::Clock::Virtual && a.jobs > 1;
     check_layout(&dir, per_slot, a.jobs)?;
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let out = dir.canonicalize()?;
@@ -75,9 +76,8 @@ pub(super) fn run_in_vm(
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, cancel.clone()).context("installing signal handlers")?;
     }
-    let timeout = Duration::from_secs_f64(
-        traffic_s * wall_per_traffic_s(a.clock) / f64::from(a.jobs) + 600.0,
-    );
+    let timeout =
+        Duration::from_secs_f64(traffic_s * wall_per_traffic_s(clock) / f64::from(a.jobs) + 600.0);
     if !per_slot {
         let cmd = guest_command(a, sc, &out, a.jobs, None)?;
         let mut spec = vm::VmSpec::detect()?;
@@ -89,7 +89,7 @@ pub(super) fn run_in_vm(
         let host_cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
         spec.cpus = spec.cpus.max((a.jobs + 1).min(host_cpus.max(spec.cpus)));
         spec.memory_mb += 256 * (a.jobs - 1);
-        spec.set_clock(a.clock)?;
+        spec.set_clock(clock)?;
         if spec.clock == vm::Clock::Virtual {
             spec.cpus = VIRTUAL_VCPUS;
         }
@@ -132,7 +132,7 @@ pub(super) fn run_in_vm(
         let mut spec = vm::VmSpec::detect()?;
         spec.rwdirs.push(slot_dir.clone());
         spec.pgid_file = Some(slot_dir.join(vm::PGID_FILE));
-        spec.set_clock(a.clock)?;
+        spec.set_clock(clock)?;
         spec.cpus = VIRTUAL_VCPUS;
         spec.timeout = timeout;
         // The guests' lines would interleave: each goes to its slot's log instead.

@@ -65,6 +65,14 @@ pub struct MathisRow {
     pub model_mbit: f64,
     /// measured / model.
     pub ratio: f64,
+    /// The model with b = 1, Mbit/s: Linux's Reno grows cwnd by the segments each ACK
+    /// covers (`tcp_cong_avoid_ai` counts acked segments, RFC 3465's byte counting), so
+    /// delayed ACKs do not slow its growth and the effective b is 1.
+    #[serde(default)]
+    pub model_b1_mbit: f64,
+    /// measured / model with b = 1.
+    #[serde(default)]
+    pub ratio_b1: f64,
 }
 
 /// One buffer of the Reno-vs-buffer part.
@@ -420,11 +428,14 @@ pub fn analyse(dirs: &[(Planned, PathBuf)]) -> Result<Figures> {
             };
             let rtt = mean_srtt_s(r);
             let measured = run_goodput_bps(r);
-            let model = if rtt > 0.0 && p_achieved > 0.0 {
-                mathis_bps(MSS_BYTES, rtt, p_achieved, b)
-            } else {
-                f64::NAN
+            let model_with = |b: f64| {
+                if rtt > 0.0 && p_achieved > 0.0 {
+                    mathis_bps(MSS_BYTES, rtt, p_achieved, b)
+                } else {
+                    f64::NAN
+                }
             };
+            let (model, model_b1) = (model_with(b), model_with(1.0));
             f.mathis.push(MathisRow {
                 p: r.spec.loss,
                 p_achieved,
@@ -433,6 +444,8 @@ pub fn analyse(dirs: &[(Planned, PathBuf)]) -> Result<Figures> {
                 measured_mbit: measured / 1e6,
                 model_mbit: model / 1e6,
                 ratio: measured / model,
+                model_b1_mbit: model_b1 / 1e6,
+                ratio_b1: measured / model_b1,
             });
         }
     }

@@ -113,12 +113,20 @@ pub fn markdown(r: &Report) -> String {
         s += "\n";
     }
     if !f.mathis.is_empty() || !f.buffer.is_empty() {
-        s += "### 3. Theory\n\nOne bpf_reno flow under random loss against Mathis et al., `MSS/RTT · sqrt(3/(2b))/sqrt(p)`, MSS 1448 bytes, RTT the mean srtt, p the achieved loss, b the data segments per ACK the receiver sent.\n\n| p | achieved p | mean srtt (ms) | b | measured (Mbit/s) | model (Mbit/s) | measured / model |\n|---|---|---|---|---|---|---|\n";
+        s += "### 3. Theory\n\nOne bpf_reno flow under random loss against Mathis et al., `MSS/RTT · sqrt(3/(2b))/sqrt(p)`, MSS 1448 bytes, RTT the mean srtt, p the achieved loss, b the data segments per ACK the receiver sent. Linux's Reno grows cwnd by the segments each ACK covers (RFC 3465 counting), so its effective b is 1: the last two columns.\n\n| p | achieved p | mean srtt (ms) | b | measured (Mbit/s) | model (Mbit/s) | measured / model | model, b = 1 (Mbit/s) | measured / model, b = 1 |\n|---|---|---|---|---|---|---|---|---|\n";
         for m in &f.mathis {
             let _ = writeln!(
                 s,
-                "| {} | {:.5} | {:.1} | {:.2} | {:.2} | {:.2} | {:.3} |",
-                m.p, m.p_achieved, m.rtt_ms, m.b, m.measured_mbit, m.model_mbit, m.ratio
+                "| {} | {:.5} | {:.1} | {:.2} | {:.2} | {:.2} | {:.3} | {:.2} | {:.3} |",
+                m.p,
+                m.p_achieved,
+                m.rtt_ms,
+                m.b,
+                m.measured_mbit,
+                m.model_mbit,
+                m.ratio,
+                m.model_b1_mbit,
+                m.ratio_b1
             );
         }
         s += "\nOne bpf_reno flow against buffer size (model: the fluid sawtooth).\n\n| buffer (BDP) | buffer (pkts) | utilisation | model |\n|---|---|---|---|\n";
