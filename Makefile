@@ -138,7 +138,7 @@ bench-papers: deps vm-deps-if-needed
 	env $(PAPERS_ARGS) bash scripts/bench-papers.sh
 
 # How many metrics `cctl bench check` sees move when the host is busy (issue 25): the check
-# fixture's scenario on an idle and on a loaded host, checked at 1, 5 and 10 %.
+# fixture's scenario twice on an idle and once on a loaded host, checked at 1, 5 and 10 %.
 # GATING_ARGS="CLOCK=real".
 bench-gating: deps vm-deps-if-needed
 	$(CARGO) build --release -p cctl

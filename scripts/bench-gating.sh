@@ -2,9 +2,10 @@
 # bench-gating.sh - how much `cctl bench check` can be trusted on a busy host (`make
 # bench-gating`, issue 25). Runs the check fixture's scenario (cli/tests/fixtures/
 # check-baseline.toml: two reno flows, 40 ms, 10 and 20 Mbit/s, 10 s, 2 repetitions) on
-# CLOCK twice, once on an idle host and once while two CPU-bound processes keep it busy,
-# then checks the loaded run against the idle one at each tolerance of TOLS (relative, no
-# absolute slack) and prints how many metrics stay within.
+# CLOCK three times, twice on an idle host and once while two CPU-bound processes keep it
+# busy, then checks the second idle run (the run-to-run floor) and the loaded run against
+# the first idle one at each tolerance of TOLS (relative, no absolute slack) and prints how
+# many metrics stay within.
 # Environment: CLOCK (virtual), TOLS ("0.01 0.05 0.1"), OUT (results/gating/<UTC time>),
 # CCTL (target/release/cctl).
 set -euo pipefail
@@ -33,6 +34,7 @@ run() {
 }
 
 run idle
+run idle2
 for _ in 1 2; do
 	sh -c 'while :; do :; done' &
 	burners+=($!)
@@ -41,14 +43,18 @@ run loaded
 stop_load
 
 echo
-echo "| tolerance (rel) | metrics within | outside | missing |"
-echo "|---|---|---|---|"
+echo "| tolerance (rel) | idle vs idle: within / outside / missing | loaded vs idle: within / outside / missing |"
+echo "|---|---|---|"
 for t in $TOLS; do
 	printf 'default = { rel = %s }\n' "$t" >"$OUT/tol-$t.toml"
-	"$CCTL" bench check "$OUT/loaded" --baseline "$OUT/idle" --tolerance "$OUT/tol-$t.toml" --json >"$OUT/check-$t.json" || true
-	python3 - "$OUT/check-$t.json" "$t" <<'PY'
+	for r in idle2 loaded; do
+		"$CCTL" bench check "$OUT/$r" --baseline "$OUT/idle" --tolerance "$OUT/tol-$t.toml" \
+			--json >"$OUT/check-$r-$t.json" || true
+	done
+	python3 - "$OUT/check-idle2-$t.json" "$OUT/check-loaded-$t.json" "$t" <<'PY'
 import json, sys
-v = json.load(open(sys.argv[1]))
-print(f"| {sys.argv[2]} | {v['within']} | {len(v['outside'])} | {len(v['missing_metrics'])} |")
+cell = lambda v: f"{v['within']} / {len(v['outside'])} / {len(v['missing_metrics'])}"
+a, b = (json.load(open(f)) for f in sys.argv[1:3])
+print(f"| {sys.argv[3]} | {cell(a)} | {cell(b)} |")
 PY
 done
