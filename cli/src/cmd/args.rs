@@ -38,3 +38,22 @@ pub fn check_clock(clock: cctl_vm::Clock, vm: VmMode) -> anyhow::Result<()> {
     }
     Ok(())
 }
+
+/// `--parts a,b,...` of `bench perf` and `bench calibrate`: each name parsed (an unknown
+/// one is refused with exit 2 and the parser's message, which lists the parts), duplicates
+/// dropped, in the parts' own order.
+pub fn parse_parts<P>(names: &[String]) -> anyhow::Result<Vec<P>>
+where
+    P: std::str::FromStr<Err = String> + Ord,
+{
+    let mut parts: Vec<P> = Vec::new();
+    for n in names {
+        match n.trim().parse::<P>() {
+            Ok(p) if !parts.contains(&p) => parts.push(p),
+            Ok(_) => {}
+            Err(e) => crate::exit::usage!("--parts: {e}"),
+        }
+    }
+    parts.sort();
+    Ok(parts)
+}

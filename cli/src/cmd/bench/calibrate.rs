@@ -14,7 +14,7 @@ use cctl_bench::calibrate::{self, Options, Part, Planned, Report};
 use cctl_scenario::{Profile, Scenario};
 use cctl_vm::Clock;
 
-use crate::cmd::args::{check_clock, clock_parser, VmMode};
+use crate::cmd::args::{check_clock, clock_parser, parse_parts, VmMode};
 use crate::exit::{self, usage};
 use crate::out::{out, outln};
 
@@ -104,15 +104,7 @@ pub fn run(a: CalibrateArgs) -> Result<i32> {
     if let Some(dir) = &a.report {
         return rebuild(dir, a.json);
     }
-    let mut parts = Vec::new();
-    for p in &a.parts {
-        match p.trim().parse::<Part>() {
-            Ok(p) if !parts.contains(&p) => parts.push(p),
-            Ok(_) => {}
-            Err(e) => usage!("--parts: {e}"),
-        }
-    }
-    parts.sort();
+    let parts: Vec<Part> = parse_parts(&a.parts)?;
     check_clock(a.clock, a.vm)?;
     if parts.contains(&Part::Agree) {
         check_clock(other(a.clock), a.vm)?;

@@ -10,7 +10,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use cctl_bench::perf::{self, Part, PartOutcome, PerfReport, Site};
 
-use crate::cmd::args::{check_clock, clock_parser, VmMode};
+use crate::cmd::args::{check_clock, clock_parser, parse_parts, VmMode};
 use crate::exit::{self, usage};
 use crate::out::{out, outln};
 
@@ -73,18 +73,10 @@ struct GuestResult {
 
 /// Runs `cctl bench perf`.
 pub fn run(a: PerfArgs) -> Result<i32> {
-    let mut parts = Vec::new();
-    for p in &a.parts {
-        match p.trim().parse::<Part>() {
-            Ok(p) if !parts.contains(&p) => parts.push(p),
-            Ok(_) => {}
-            Err(e) => usage!("--parts: {e}"),
-        }
-    }
+    let parts: Vec<Part> = parse_parts(&a.parts)?;
     if parts.is_empty() {
         usage!("--parts: give at least one of ack, live, collector, migrate, ceiling");
     }
-    parts.sort();
     check_clock(a.clock, a.vm)?;
     cctl_loader::kernel::require_privileges("measuring cctl's performance")?;
     let stop = Arc::new(AtomicBool::new(false));
