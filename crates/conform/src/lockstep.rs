@@ -168,22 +168,7 @@ fn sleep_until_us(t: u64) {
 }
 
 fn tcp_info(sock: &Socket) -> Result<libc::tcp_info> {
-    let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
-    let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
-    // SAFETY: info is a writable tcp_info of `len` bytes.
-    let r = unsafe {
-        libc::getsockopt(
-            sock.as_raw_fd(),
-            libc::IPPROTO_TCP,
-            libc::TCP_INFO,
-            (&mut info as *mut libc::tcp_info).cast(),
-            &mut len,
-        )
-    };
-    if r != 0 {
-        return Err(std::io::Error::last_os_error()).context("getsockopt(TCP_INFO)");
-    }
-    Ok(info)
+    cctl_netem::flows::tcp_info(sock).context("getsockopt(TCP_INFO)")
 }
 
 fn setsockopt_u32(sock: &Socket, level: i32, opt: i32, v: u32, what: &str) -> Result<()> {

@@ -581,17 +581,18 @@ fn receive_one(mut stream: TcpStream, t0: Instant, deadline: Instant) -> Receive
     }
 }
 
-/// The socket's [`SegmentCounts`] from `TCP_INFO`, which socket2 0.5 has no wrapper for.
-fn segment_counts(stream: &TcpStream) -> io::Result<SegmentCounts> {
-    use std::os::fd::AsRawFd;
+/// A TCP socket's `TCP_INFO` (`struct tcp_info`), which socket2 0.5 has no wrapper for.
+///
+/// Errors: getsockopt(2) fails (not a TCP socket, closed descriptor).
+pub fn tcp_info(sock: &impl std::os::fd::AsRawFd) -> io::Result<libc::tcp_info> {
     // SAFETY: tcp_info is plain old data; all-zero is a valid value.
     let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
     let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
-    // SAFETY: `stream` is an open socket for the duration of the call, and we pass a
-    // pointer to a live tcp_info with its exact size; the kernel writes at most `len` bytes.
+    // SAFETY: `sock` is an open socket for the duration of the call, and we pass a pointer
+    // to a live tcp_info with its exact size; the kernel writes at most `len` bytes.
     let rc = unsafe {
         libc::getsockopt(
-            stream.as_raw_fd(),
+            sock.as_raw_fd(),
             libc::IPPROTO_TCP,
             libc::TCP_INFO,
             (&mut info as *mut libc::tcp_info).cast(),
@@ -601,6 +602,12 @@ fn segment_counts(stream: &TcpStream) -> io::Result<SegmentCounts> {
     if rc != 0 {
         return Err(io::Error::last_os_error());
     }
+    Ok(info)
+}
+
+/// The socket's [`SegmentCounts`].
+fn segment_counts(stream: &TcpStream) -> io::Result<SegmentCounts> {
+    let info = tcp_info(stream)?;
     Ok(SegmentCounts {
         data_segs_out: info.tcpi_data_segs_out,
         segs_in: info.tcpi_segs_in,
