@@ -4,7 +4,7 @@ export PATH := $(HOME)/.cargo/bin:$(PATH)
 CARGO ?= cargo
 CCTL := target/release/cctl
 
-.PHONY: compare all deps vm-deps vm-deps-if-needed build check test demo demo-tbf bench-collector lint fmt install clean
+.PHONY: compare all deps vm-deps vm-deps-if-needed build check test test-steps demo demo-tbf bench-collector lint fmt install clean
 .PHONY: bench-migrate
 .PHONY: bench-top
 .PHONY: bench-exporter
@@ -53,8 +53,13 @@ check:
 # Everything (CI's command, .ci/run; root): the unit and CLI tests in parallel, then the
 # root and kernel tests serially. The fuzzers of the TOML parsers (the `cctl apply`
 # configuration, the scenarios) run 60 s each here, 2 s in `make check` (FUZZ_SECONDS=...).
+# scripts/test-times.py passes the output through and ends it with the total wall time and
+# the five slowest tests.
 FUZZ_SECONDS ?= 60
-test: deps vm-deps-if-needed
+test:
+	@python3 scripts/test-times.py -- $(MAKE) --no-print-directory test-steps
+
+test-steps: deps vm-deps-if-needed
 	CCTL_FUZZ_SECONDS=$(FUZZ_SECONDS) $(UNIT_TESTS)
 	$(ROOT_TESTS)
 

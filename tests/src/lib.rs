@@ -1,4 +1,5 @@
-//! Shared helpers of the integration tests: root check, clean slate, leftovers.
+//! Shared helpers of the integration tests: root check, clean slate, leftovers; running
+//! scenarios ([`bench`]), checks in netem guests ([`guest`]), terminals ([`tmux`]).
 
 use std::path::PathBuf;
 use std::sync::Mutex;
@@ -6,6 +7,7 @@ use std::sync::Mutex;
 use cctl_loader::registry::{self, LoadGuard, LoadOptions};
 
 pub mod bench;
+pub mod guest;
 pub mod tmux;
 
 /// Kernel tests touch global state (CC names, namespaces): they take this lock.
@@ -68,94 +70,4 @@ pub fn load_owned(algo: &str) -> LoadGuard {
 /// Names in /proc/sys/net/ipv4/tcp_available_congestion_control.
 pub fn available() -> Vec<String> {
     cctl_loader::kernel::available_ccs().expect("reading tcp_available_congestion_control")
-}
-
-/// Environment variable set inside the VM when a test re-runs itself there.
-pub const IN_VM: &str = "CCTL_TEST_IN_VM";
-
-/// Runs `body` where the kernel has sch_netem: here if it has, otherwise by re-running the
-/// test `test_name` of the current test binary inside a virtme-ng guest with Debian's
-/// netem-capable kernel (CI's hosts have no netem). `rwdir` is writable in the guest, for
-/// results; `timeout` bounds the whole guest run. Panics if the guest's test fails.
-pub fn in_netem_kernel(
-    test_name: &str,
-    rwdir: &std::path::Path,
-    timeout: std::time::Duration,
-    body: impl FnOnce(),
-) {
-    in_netem_kernel_with(test_name, &[], rwdir, timeout, body)
-}
-
-/// [`in_netem_kernel`] with extra `CCTL_TEST_*` variables for the guest's run (the host's
-/// own `CCTL_TEST_*` variables are passed too; `env` wins). Where the kernel has netem the
-/// variables are not set: `body` runs here with the caller's environment.
-///
-/// A guest that dies before the test finishes (its kernel or QEMU failed: no exit status
-/// comes back) is booted once more, after printing why with the guest kernel's last log
-/// lines; a test that fails in the guest is not retried.
-pub fn in_netem_kernel_with(
-    test_name: &str,
-    env: &[(&str, &str)],
-    rwdir: &std::path::Path,
-    timeout: std::time::Duration,
-    body: impl FnOnce(),
-) {
-    if cctl_netem::testbed::netem_available() {
-        body();
-        return;
-    }
-    assert!(
-        std::env::var_os(IN_VM).is_none(),
-        "inside the VM the kernel must have netem"
-    );
-    cctl_vm::check_vm_deps()
-        .unwrap_or_else(|e| panic!("netem is missing here and the VM cannot start: {e}"));
-    std::fs::create_dir_all(rwdir).unwrap();
-    let exe = std::env::current_exe().unwrap();
-    let safe = |v: &str| {
-        v.chars()
-            .all(|c| c.is_ascii_alphanumeric() || ",_-@:.".contains(c))
-    };
-    // Developers' filters (CCTL_TEST_ALGOS, ...) follow the test into the guest.
-    let mut vars: Vec<(String, String)> = std::env::vars()
-        .filter(|(k, v)| k.starts_with("CCTL_TEST_") && safe(v))
-        .filter(|(k, _)| !env.iter().any(|(e, _)| e == k))
-        .collect();
-    for (k, v) in env {
-        assert!(
-            k.starts_with("CCTL_TEST_") && safe(v),
-            "guest variable {k}={v}: names start with CCTL_TEST_, values are [A-Za-z0-9,_-@:.]"
-        );
-        vars.push((k.to_string(), v.to_string()));
-    }
-    let passed: String = vars.iter().map(|(k, v)| format!(" {k}={v}")).collect();
-    let script = format!(
-        "export {IN_VM}=1 RUST_BACKTRACE=1{passed}\nexec '{}' --exact {test_name} --nocapture --test-threads=1\n",
-        exe.display()
-    );
-    let mut spec = cctl_vm::VmSpec::detect().unwrap_or_else(|e| panic!("{e}"));
-    spec.rwdirs.push(rwdir.to_path_buf());
-    spec.timeout = timeout;
-    spec.echo = true;
-    let out = match cctl_vm::run_in_vm(&spec, &script) {
-        Err(e @ cctl_vm::VmError::NoExitStatus { .. }) => {
-            eprintln!(
-                "{test_name}: the guest died before the test finished; booting it once more. {e}"
-            );
-            cctl_vm::run_in_vm(&spec, &script)
-        }
-        other => other,
-    }
-    .unwrap_or_else(|e| panic!("running the guest: {e}"));
-    assert!(
-        out.success(),
-        "{test_name} failed in the VM (results in {}): status {:?}",
-        rwdir.display(),
-        out.status
-    );
-    assert!(
-        out.stdout.contains("test result: ok. 1 passed"),
-        "the guest did not run {test_name}:\n{}",
-        out.stdout
-    );
 }

@@ -1,5 +1,5 @@
 //! `cctl conform` end to end: every port against its Linux module (or its f64 model) on
-//! the shipped scripts' short-RTT variants, ACK by ACK, in the 6.12 guest (one boot); a
+//! the shipped scripts' short-RTT variants, ACK by ACK, in 6.12 guests side by side; a
 //! smoke run of reno and cubic on the host; and the bad-input paths, which must leave no
 //! namespace, TUN device or loaded algorithm behind. Replaces the flow-level port-vs-module
 //! test in CI (that comparison is now a benchmark: `make compare`).
@@ -95,7 +95,8 @@ fn check_report(root: &Path, cases: usize) {
 /// the ten with a module match it (exactly for reno, scalable, highspeed and bic; within
 /// the module's own spread, or a tolerance declared in the port's header, for the rest),
 /// and FAST, Compound and Africa match their f64 models. Every run is valid (no TUN drop,
-/// ACKs on time) and the module gives the same trajectory twice.
+/// ACKs on time) and the module gives the same trajectory twice. The cases run in
+/// [`cctl_tests::guest::guests`] guests side by side (`--jobs`), combined into one report.
 #[test]
 fn every_port_matches_its_module_or_model_ack_by_ack_in_the_guest() {
     let _k = KERNEL.lock().unwrap_or_else(|e| e.into_inner());
@@ -103,7 +104,13 @@ fn every_port_matches_its_module_or_model_ack_by_ack_in_the_guest() {
     let root = out_root("conform-guest");
     let _ = std::fs::remove_dir_all(&root);
     let before = leftovers();
-    let o = conform(&["all", "--short", "--vm", "always", "--json"], &root);
+    let jobs = cctl_tests::guest::guests().to_string();
+    let o = conform(
+        &[
+            "all", "--short", "--vm", "always", "--jobs", &jobs, "--json",
+        ],
+        &root,
+    );
     let got = lines(&o);
     let scripts = script_names();
     assert_eq!(
@@ -232,6 +239,11 @@ fn bad_input_is_refused_and_leaves_nothing_behind() {
         ),
         (vec!["reno", "--script", bad.as_str()], "rtt[0].factor"),
         (vec!["reno", "--runs", "0"], "--runs"),
+        (vec!["reno", "--jobs", "0"], "--jobs 0: allowed 1 to 64"),
+        (
+            vec!["reno", "--vm", "never", "--jobs", "2"],
+            "use --vm always, or --jobs 1",
+        ),
     ] {
         let o = conform(&args, &root);
         let err = String::from_utf8_lossy(&o.stderr);
@@ -242,38 +254,4 @@ fn bad_input_is_refused_and_leaves_nothing_behind() {
         }
     }
     assert_eq!(leftovers(), before, "namespaces or algorithms left behind");
-}
-
-/// Every algorithm in every profile passes the 6.12 guest kernel's verifier and registers
-/// (the conformance run loads only the profile it compares).
-#[test]
-fn every_algorithm_and_profile_loads_in_the_guest() {
-    let _k = KERNEL.lock().unwrap_or_else(|e| e.into_inner());
-    require_root();
-    cctl_tests::in_netem_kernel(
-        "every_algorithm_and_profile_loads_in_the_guest",
-        &out_root("conform-load"),
-        std::time::Duration::from_secs(600),
-        || {
-            for a in ALGORITHMS {
-                let mut profiles: Vec<Option<&str>> = vec![None];
-                profiles.extend(a.profiles.iter().map(|p| Some(p.name)));
-                for p in profiles {
-                    let rec = registry::load(
-                        a.key,
-                        &registry::LoadOptions {
-                            profile: p.map(str::to_string),
-                            owned: true,
-                            ..Default::default()
-                        },
-                    )
-                    .unwrap_or_else(|e| {
-                        panic!("{} {p:?} does not load on this kernel: {e:#}", a.key)
-                    });
-                    println!("loaded {} on {}", rec.name, rec.kernel);
-                    registry::LoadGuard::new(rec.name).unload().expect("unload");
-                }
-            }
-        },
-    );
 }

@@ -34,12 +34,17 @@ pub struct Args {
     /// Only the short-RTT variant of each script (what CI runs).
     #[arg(long)]
     short: bool,
-    /// Runs per case of clocked ports (the module's own spread), 1 to 10.
+    /// Module-vs-module runs per case of a clocked port (the module's own spread), at
+    /// most, 1 to 10: they stop once the port is within the spread.
     #[arg(long, default_value_t = conform::BASELINE_RUNS)]
     runs: usize,
     /// Where to run: auto (in the 6.12 VM when this kernel lacks a module), always, never.
     #[arg(long, value_enum, default_value_t = VmMode::Auto)]
     vm: VmMode,
+    /// Guests side by side, each running a share of the algorithms (in the VM only; a
+    /// guest on the virtual clock keeps one host CPU busy), 1 to 64.
+    #[arg(long, default_value_t = 1)]
+    jobs: usize,
     /// Results root: the run goes to <out>/<UTC timestamp>/.
     #[arg(long, default_value = "results/conform")]
     out: PathBuf,
@@ -110,17 +115,14 @@ pub fn run(a: Args) -> Result<i32> {
     if !(1..=10).contains(&a.runs) {
         usage!("--runs {}: allowed 1 to 10", a.runs);
     }
+    if !(1..=64).contains(&a.jobs) {
+        usage!("--jobs {}: allowed 1 to 64", a.jobs);
+    }
     cctl_loader::kernel::require_privileges("running conformance checks")?;
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, stop.clone()).context("installing signal handlers")?;
     }
-    let dir = match &a.dir {
-        Some(d) => d.clone(),
-        None => a.out.join(cctl_report::record::timestamp()),
-    };
-    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-    let dir = dir.canonicalize()?;
     let missing: Vec<&str> = subjects
         .iter()
         .filter_map(|s| s.algo.native)
@@ -139,8 +141,26 @@ pub fn run(a: Args) -> Result<i32> {
             missing.join(", ")
         );
     }
+    if a.jobs > 1 && !in_vm && a.dir.is_none() {
+        usage!(
+            "--jobs {}: the cases run side by side in guests, and this run is on the host \
+             ({}); use --vm always, or --jobs 1",
+            a.jobs,
+            if a.vm == VmMode::Never {
+                "--vm never".to_string()
+            } else {
+                format!("{} has every module", cctl_loader::kernel::release())
+            }
+        );
+    }
+    let dir = match &a.dir {
+        Some(d) => d.clone(),
+        None => a.out.join(cctl_report::record::timestamp()),
+    };
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let dir = dir.canonicalize()?;
     if in_vm {
-        run_in_vm(&a, &dir, stop.clone())?;
+        run_in_vm(&a, &subjects, &dir, stop.clone())?;
     } else {
         conform::check_tun()?;
         eprintln!(
@@ -207,15 +227,101 @@ fn print_results(dir: &Path, json: bool) -> Result<()> {
     Ok(())
 }
 
-/// Boots the 6.12 guest and runs the same command there, writing into `dir`.
-fn run_in_vm(a: &Args, dir: &Path, stop: Arc<AtomicBool>) -> Result<()> {
+/// Boots the 6.12 guest on the virtual clock and runs the same command there, writing
+/// into `dir`; with `--jobs N`, N guests side by side, each running a share of `subjects`
+/// ([`conform::split`]) into `dir/guests/<J>/` (its output in `guest.log` there), combined
+/// into `dir` at the end.
+fn run_in_vm(a: &Args, subjects: &[Subject], dir: &Path, stop: Arc<AtomicBool>) -> Result<()> {
     use cctl_vm as vm;
+    let shares = conform::split(subjects, a.jobs);
+    let labels: Vec<String> = subjects.iter().map(Subject::label).collect();
+    let mut runs: Vec<(vm::VmSpec, String)> = Vec::new();
+    let mut parts: Vec<PathBuf> = Vec::new();
+    for (j, share) in shares.iter().enumerate() {
+        let (algos, out) = if shares.len() == 1 {
+            (a.algos.join(","), dir.to_path_buf())
+        } else {
+            let part = dir.join("guests").join((j + 1).to_string());
+            std::fs::create_dir_all(&part)
+                .with_context(|| format!("creating {}", part.display()))?;
+            let algos: Vec<String> = share.iter().map(Subject::label).collect();
+            (algos.join(","), part)
+        };
+        let mut spec = vm::VmSpec::detect()?;
+        spec.rwdirs.push(out.clone());
+        spec.timeout = Duration::from_secs(4 * 3600);
+        // One guest's lines come as they are written; several guests' would interleave.
+        spec.echo = shares.len() == 1;
+        spec.cancel = Some(stop.clone());
+        spec.set_clock(vm::Clock::Virtual)?;
+        eprintln!(
+            "cctl conform: {}in {} ({:?}{}), {} CPU(s){}",
+            if shares.len() > 1 {
+                format!("guest {} of {}: {algos} ", j + 1, shares.len())
+            } else {
+                String::new()
+            },
+            spec.kernel.display(),
+            spec.accel,
+            if spec.accel == vm::Accel::Tcg {
+                ", virtual clock"
+            } else {
+                ""
+            },
+            spec.cpus,
+            if shares.len() > 1 {
+                format!(", output in {}", out.join("guest.log").display())
+            } else {
+                String::new()
+            }
+        );
+        runs.push((spec, guest_command(a, &algos, &out)?));
+        parts.push(out);
+    }
+    let results = vm::run_in_vms(&runs);
+    let mut failed = Vec::new();
+    for (j, (res, part)) in results.into_iter().zip(&parts).enumerate() {
+        let res = res?;
+        if shares.len() > 1 {
+            let log = part.join("guest.log");
+            std::fs::write(&log, format!("{}{}", res.stdout, res.stderr))
+                .with_context(|| format!("writing {}", log.display()))?;
+        }
+        if !part.join("lines.jsonl").exists() {
+            failed.push(format!(
+                "guest {} wrote no results (exit status {}){}",
+                j + 1,
+                res.status,
+                if shares.len() > 1 {
+                    format!(": see {}", part.join("guest.log").display())
+                } else {
+                    "; its output is above".to_string()
+                }
+            ));
+        }
+    }
+    if !failed.is_empty() {
+        anyhow::bail!("{}", failed.join("; "));
+    }
+    if shares.len() > 1 {
+        conform::report::combine(dir, &parts, &labels)?;
+        for part in &parts {
+            for f in ["conform.json", "conform.md", "lines.jsonl"] {
+                let _ = std::fs::remove_file(part.join(f));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The `cctl conform` command a guest runs: `algos` into `out`, with the caller's scripts,
+/// profile, `--short` and `--runs`.
+fn guest_command(a: &Args, algos: &str, out: &Path) -> Result<String> {
     let exe = std::env::current_exe()?;
     let mut cmd = format!(
-        "modprobe tun; '{}' conform {} --vm never --dir '{}' --runs {}",
+        "modprobe tun; '{}' conform {algos} --vm never --dir '{}' --runs {}",
         exe.display(),
-        a.algos.join(","),
-        dir.display(),
+        out.display(),
         a.runs
     );
     for s in &a.script {
@@ -235,29 +341,5 @@ fn run_in_vm(a: &Args, dir: &Path, stop: Arc<AtomicBool>) -> Result<()> {
         cmd.push_str(" --short");
     }
     cmd.push_str(" > /dev/null");
-    let mut spec = vm::VmSpec::detect()?;
-    spec.rwdirs.push(dir.to_path_buf());
-    spec.timeout = Duration::from_secs(4 * 3600);
-    spec.echo = true;
-    spec.cancel = Some(stop);
-    spec.set_clock(vm::Clock::Virtual)?;
-    eprintln!(
-        "cctl conform: in {} ({:?}{}), {} CPUs",
-        spec.kernel.display(),
-        spec.accel,
-        if spec.accel == vm::Accel::Tcg {
-            ", virtual clock"
-        } else {
-            ""
-        },
-        spec.cpus
-    );
-    let out = vm::run_in_vm(&spec, &cmd)?;
-    if !dir.join("lines.jsonl").exists() {
-        anyhow::bail!(
-            "the guest wrote no results (exit status {}); its output is above",
-            out.status
-        );
-    }
-    Ok(())
+    Ok(cmd)
 }

@@ -115,7 +115,8 @@ pub fn markdown(outcomes: &[Outcome], kernel: &str) -> String {
                 .map(|b| b.max_abs_cwnd_diff)
                 .max()
                 .unwrap_or(0);
-            format!("{first}, {max} ({} runs)", o.baseline.len())
+            let n = o.baseline.len();
+            format!("{first}, {max} ({n} run{})", if n == 1 { "" } else { "s" })
         };
         let late = o
             .runs
@@ -228,6 +229,91 @@ pub fn write_all(dir: &Path, outcomes: &[Outcome], kernel: &str) -> Result<()> {
     Ok(())
 }
 
+/// Combines `parts`, results directories [`write_all`] wrote for shares of the subjects
+/// (guests side by side), into `dir`: `conform.json` with every part's outcomes,
+/// `lines.jsonl` and the rows of `conform.md` in the order of `labels` (the subjects'
+/// [`Subject::label`](super::Subject::label)s, the order one guest runs them in), and the
+/// parts' CSVs moved into `dir`. Returns the number of outcomes.
+///
+/// Errors: a part without its files, a part whose three files disagree on the number of
+/// outcomes, an outcome of an algorithm not in `labels`, a file that cannot be written.
+pub fn combine(dir: &Path, parts: &[std::path::PathBuf], labels: &[String]) -> Result<usize> {
+    let read = |p: std::path::PathBuf| {
+        std::fs::read_to_string(&p).with_context(|| format!("reading {}", p.display()))
+    };
+    let mut kernel = serde_json::Value::Null;
+    let mut header: Vec<String> = Vec::new();
+    // (position of the algorithm in `labels`, outcome, --json line, table row)
+    let mut all: Vec<(usize, serde_json::Value, String, String)> = Vec::new();
+    for part in parts {
+        let json: serde_json::Value = serde_json::from_str(&read(part.join("conform.json"))?)
+            .with_context(|| format!("parsing {}", part.join("conform.json").display()))?;
+        let outcomes = json["outcomes"].as_array().cloned().unwrap_or_default();
+        let lines: Vec<String> = read(part.join("lines.jsonl"))?
+            .lines()
+            .map(str::to_string)
+            .collect();
+        let md = read(part.join("conform.md"))?;
+        let sep = md
+            .lines()
+            .position(|l| l.starts_with("|---"))
+            .with_context(|| format!("{}: no table", part.join("conform.md").display()))?;
+        if header.is_empty() {
+            header = md.lines().take(sep + 1).map(str::to_string).collect();
+            kernel = json["kernel"].clone();
+        }
+        let rows: Vec<String> = md.lines().skip(sep + 1).map(str::to_string).collect();
+        if lines.len() != outcomes.len() || rows.len() != outcomes.len() {
+            anyhow::bail!(
+                "{}: {} outcomes in conform.json, {} lines in lines.jsonl, {} rows in conform.md",
+                part.display(),
+                outcomes.len(),
+                lines.len(),
+                rows.len()
+            );
+        }
+        for ((o, l), r) in outcomes.into_iter().zip(lines).zip(rows) {
+            let algo = o["algo"].as_str().unwrap_or("?");
+            let at = labels.iter().position(|x| x == algo).with_context(|| {
+                format!(
+                    "{}: outcome of {algo}, not one of {labels:?}",
+                    part.display()
+                )
+            })?;
+            all.push((at, o, l, r));
+        }
+        for e in std::fs::read_dir(part).with_context(|| format!("listing {}", part.display()))? {
+            let p = e?.path();
+            if p.extension().is_some_and(|x| x == "csv") {
+                let to = dir.join(p.file_name().expect("a file name"));
+                std::fs::rename(&p, &to)
+                    .with_context(|| format!("moving {} to {}", p.display(), to.display()))?;
+            }
+        }
+    }
+    // Stable: a part's outcomes of one algorithm keep their order.
+    all.sort_by_key(|x| x.0);
+    let json = serde_json::json!({
+        "kernel": kernel,
+        "cctl_version": env!("CARGO_PKG_VERSION"),
+        "outcomes": all.iter().map(|x| x.1.clone()).collect::<Vec<_>>(),
+    });
+    let write = |name: &str, text: String| {
+        let p = dir.join(name);
+        std::fs::write(&p, text).with_context(|| format!("writing {}", p.display()))
+    };
+    write("conform.json", serde_json::to_string_pretty(&json)? + "\n")?;
+    let joined = |f: fn(&(usize, serde_json::Value, String, String)) -> &String| {
+        all.iter().map(|x| f(x).clone() + "\n").collect::<String>()
+    };
+    write("lines.jsonl", joined(|x| &x.2))?;
+    write(
+        "conform.md",
+        header.iter().map(|h| h.clone() + "\n").collect::<String>() + &joined(|x| &x.3),
+    )?;
+    Ok(all.len())
+}
+
 /// Draws each outcome's cwnd overlay (`<stem>.png`, `<stem>.svg`) from `conform.json` and
 /// the CSVs [`write_all`] wrote into `dir`. Kept apart so that a run in the TCG guest can
 /// leave the drawing (~1.5 s a chart there) to the host.
@@ -283,4 +369,84 @@ pub fn render_plots(dir: &Path) -> Result<()> {
         plot::render(&chart, &dir.join(&stem))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A part as [`write_all`] lays it out, with one outcome per algorithm in `algos`.
+    fn part(dir: &Path, algos: &[&str]) {
+        std::fs::create_dir_all(dir).unwrap();
+        let outcomes: Vec<serde_json::Value> = algos
+            .iter()
+            .map(|a| serde_json::json!({ "algo": a, "script": "s" }))
+            .collect();
+        let json = serde_json::json!({ "kernel": "6.12", "outcomes": outcomes });
+        std::fs::write(dir.join("conform.json"), json.to_string()).unwrap();
+        let lines: String = algos
+            .iter()
+            .map(|a| format!("{{\"algo\":\"{a}\"}}\n"))
+            .collect();
+        std::fs::write(dir.join("lines.jsonl"), lines).unwrap();
+        let rows: String = algos.iter().map(|a| format!("| {a} | row |\n")).collect();
+        std::fs::write(
+            dir.join("conform.md"),
+            format!("# t\n\n| h | h |\n|---|---|\n{rows}"),
+        )
+        .unwrap();
+        for a in algos {
+            std::fs::write(dir.join(format!("{a}_s_10ms.csv")), "step\n").unwrap();
+        }
+    }
+
+    #[test]
+    fn parts_combine_in_the_order_of_one_guest() {
+        let dir = std::env::temp_dir().join(format!("cctl-combine-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let (p1, p2) = (dir.join("guests/1"), dir.join("guests/2"));
+        part(&p1, &["cubic", "cubic", "vegas"]);
+        part(&p2, &["reno", "htcp"]);
+        let labels: Vec<String> = ["reno", "cubic", "htcp", "vegas"].map(String::from).into();
+        assert_eq!(
+            combine(&dir, &[p1.clone(), p2.clone()], &labels).unwrap(),
+            5
+        );
+        let order = |text: String| -> Vec<String> {
+            text.lines()
+                .filter_map(|l| l.split('"').nth(3).map(str::to_string))
+                .collect()
+        };
+        let want = ["reno", "cubic", "cubic", "htcp", "vegas"].map(String::from);
+        assert_eq!(
+            order(std::fs::read_to_string(dir.join("lines.jsonl")).unwrap()),
+            want
+        );
+        let md = std::fs::read_to_string(dir.join("conform.md")).unwrap();
+        assert!(
+            md.starts_with("# t\n\n| h | h |\n|---|---|\n| reno | row |\n| cubic |"),
+            "{md}"
+        );
+        let json: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("conform.json")).unwrap())
+                .unwrap();
+        assert_eq!(json["kernel"], "6.12");
+        assert_eq!(json["outcomes"][3]["algo"], "htcp");
+        for a in ["reno", "cubic", "htcp", "vegas"] {
+            assert!(
+                dir.join(format!("{a}_s_10ms.csv")).is_file(),
+                "{a}'s CSV moved"
+            );
+        }
+        assert!(!p1.join("vegas_s_10ms.csv").exists());
+
+        // An outcome of an algorithm nobody asked for, and files that disagree.
+        part(&p2, &["bic"]);
+        let e = combine(&dir, std::slice::from_ref(&p2), &labels).unwrap_err();
+        assert!(format!("{e:#}").contains("outcome of bic"), "{e:#}");
+        std::fs::write(p2.join("lines.jsonl"), "").unwrap();
+        let e = combine(&dir, &[p2], &labels).unwrap_err();
+        assert!(format!("{e:#}").contains("0 lines in lines.jsonl"), "{e:#}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

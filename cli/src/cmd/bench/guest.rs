@@ -20,13 +20,6 @@ use crate::out::{out, outln};
 /// writes `slots/<J>/`.
 pub const SLOTS_DIR: &str = "slots";
 
-/// vCPUs of a guest on the virtual clock. QEMU's icount runs every vCPU of a guest on one
-/// host thread, so more vCPUs add no speed; measured on one cubic flow (42 ms, 100 % BDP,
-/// 10 s): one vCPU gave the same goodput as two (93.94 vs 93.95 Mbit/s at 100 Mbit/s,
-/// 233.5 vs 233.3 at 250) in 19 % and 5 % less host time, at 24 % and 55 % of its own time
-/// busy.
-pub const VIRTUAL_VCPUS: u32 = 1;
-
 /// On the virtual clock a second of traffic takes up to 8 s of the host's (measured: 462 s
 /// for 60 s at 250 Mbit/s); on the real clock a TCG guest runs it in real time but the
 /// rest slowly. Host seconds allowed per second of traffic.
@@ -84,15 +77,13 @@ pub(super) fn run_in_vm(
         spec.rwdirs.push(out.clone());
         spec.pgid_file = Some(out.join(vm::PGID_FILE));
         // A vCPU per slot besides the base two (a TCG vCPU is a host thread: more than the
-        // host's CPUs cannot help), and 256 MiB per slot beyond the first. On the virtual
-        // clock (here one slot) all vCPUs share one host thread: one vCPU.
+        // host's CPUs cannot help), and 256 MiB per slot beyond the first.
         let host_cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
         spec.cpus = spec.cpus.max((a.jobs + 1).min(host_cpus.max(spec.cpus)));
         spec.memory_mb += 256 * (a.jobs - 1);
+        // On the virtual clock (here one slot) every vCPU runs on one host thread:
+        // set_clock gives the guest vm::VIRTUAL_VCPUS.
         spec.set_clock(clock)?;
-        if spec.clock == vm::Clock::Virtual {
-            spec.cpus = VIRTUAL_VCPUS;
-        }
         spec.timeout = timeout;
         spec.echo = true;
         spec.cancel = Some(cancel);
@@ -121,7 +112,7 @@ pub(super) fn run_in_vm(
     let slots: Vec<PathBuf> = (1..=a.jobs)
         .map(|j| out.join(SLOTS_DIR).join(j.to_string()))
         .collect();
-    let mut specs = Vec::new();
+    let mut runs: Vec<(vm::VmSpec, String)> = Vec::new();
     for (j, slot_dir) in (1..=a.jobs).zip(&slots) {
         std::fs::create_dir_all(slot_dir)
             .with_context(|| format!("creating {}", slot_dir.display()))?;
@@ -133,34 +124,14 @@ pub(super) fn run_in_vm(
         spec.rwdirs.push(slot_dir.clone());
         spec.pgid_file = Some(slot_dir.join(vm::PGID_FILE));
         spec.set_clock(clock)?;
-        spec.cpus = VIRTUAL_VCPUS;
         spec.timeout = timeout;
         // The guests' lines would interleave: each goes to its slot's log instead.
         spec.echo = false;
         spec.cancel = Some(cancel.clone());
         announce(&spec, Some((j, a.jobs)));
-        specs.push((j, cmd, spec));
+        runs.push((spec, cmd));
     }
-    let results: Vec<(u32, Result<vm::VmOutput, vm::VmError>)> = std::thread::scope(|s| {
-        let handles: Vec<_> = specs
-            .iter()
-            .map(|(j, cmd, spec)| (*j, s.spawn(move || vm::run_in_vm(spec, cmd))))
-            .collect();
-        handles
-            .into_iter()
-            .map(|(j, h)| {
-                (
-                    j,
-                    h.join().unwrap_or_else(|_| {
-                        Err(vm::VmError::Io {
-                            what: format!("running the guest of slot {j}"),
-                            source: std::io::Error::other("its thread panicked"),
-                        })
-                    }),
-                )
-            })
-            .collect()
-    });
+    let results = (1..=a.jobs).zip(vm::run_in_vms(&runs));
     let mut code = exit::OK;
     for ((j, res), slot_dir) in results.into_iter().zip(&slots) {
         let log = slot_dir.join("guest.log");

@@ -4,7 +4,7 @@
 //! the bottleneck queue at equilibrium and its window settles without oscillating;
 //! Compound's delay window grows while the queue estimate is below γ and is gone
 //! while it is far above; Africa is in fast mode exactly while Δ̂ < α and uses both
-//! modes. On hosts without sch_netem the test re-runs itself in the VM.
+//! modes.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -16,10 +16,29 @@ use cctl_bench::execute::run_scenario;
 use cctl_bench::run::RunOptions;
 use cctl_report::record::RunRecord;
 use cctl_scenario::{Profile, Scenario};
-use cctl_tests::{in_netem_kernel, require_root, KERNEL};
+use cctl_tests::guest::Part;
+
+/// The parts, in the order they run.
+pub const PARTS: &[Part] = &[
+    Part {
+        name: "delay-fast",
+        guest_s: 60,
+        run: fast_keeps_alpha_packets_queued_and_settles,
+    },
+    Part {
+        name: "delay-compound",
+        guest_s: 60,
+        run: compound_delay_window_follows_the_queue,
+    },
+    Part {
+        name: "delay-africa",
+        guest_s: 60,
+        run: africa_switches_modes_on_delta_hat,
+    },
+];
 
 fn results_root() -> PathBuf {
-    Path::new(env!("CARGO_TARGET_TMPDIR")).join("delay-model-results")
+    super::results_root().join("delay-models")
 }
 
 /// One flow of `algo` on the path for `secs`; the run record and the flow's samples
@@ -201,21 +220,5 @@ fn africa_switches_modes_on_delta_hat() {
         "Africa's mode disagrees with Δ̂ < α in {} of {} samples",
         s.len() - agree,
         s.len()
-    );
-}
-
-#[test]
-fn fast_compound_and_africa_show_their_flow_level_behaviour() {
-    let _k = KERNEL.lock().unwrap_or_else(|e| e.into_inner());
-    require_root();
-    in_netem_kernel(
-        "fast_compound_and_africa_show_their_flow_level_behaviour",
-        &results_root(),
-        Duration::from_secs(20 * 60),
-        || {
-            fast_keeps_alpha_packets_queued_and_settles();
-            compound_delay_window_follows_the_queue();
-            africa_switches_modes_on_delta_hat();
-        },
     );
 }

@@ -1,17 +1,43 @@
 //! Benchmark scenarios on a netem dumbbell, checked against what the papers describe.
-//! Where the running kernel has no sch_netem (these hosts), the test re-runs itself
-//! inside a virtme-ng VM with Debian's 6.12 kernel; elsewhere it runs directly.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use cctl_report::summary::Summary;
 use cctl_scenario::{self as scenario, Scenario};
 use cctl_tests::bench::{metric, run_ci};
-use cctl_tests::{in_netem_kernel, require_root, KERNEL};
+use cctl_tests::guest::Part;
+
+/// The parts, in the order they run.
+pub const PARTS: &[Part] = &[
+    Part {
+        name: "netem-single-flow",
+        guest_s: 130,
+        run: single_flow,
+    },
+    Part {
+        name: "netem-same-rtt",
+        guest_s: 85,
+        run: same_rtt,
+    },
+    Part {
+        name: "netem-rtt-unfair",
+        guest_s: 60,
+        run: rtt_unfair,
+    },
+    Part {
+        name: "netem-response",
+        guest_s: 400,
+        run: response,
+    },
+    Part {
+        name: "netem-convergence",
+        guest_s: 150,
+        run: convergence,
+    },
+];
 
 fn results_root() -> PathBuf {
-    Path::new(env!("CARGO_TARGET_TMPDIR")).join("netem-results")
+    super::results_root().join("netem")
 }
 
 fn run(sc: &Scenario, algos: &[&str]) -> Summary {
@@ -38,8 +64,7 @@ const TWO_FLOWS: &str =
     "[[flows]]\ncc = \"{algo}\"\n[[flows]]\ncc = \"{algo}\"\nrtt_ms = \"{rtt2_ms}\"\nstart_s = 3\n";
 
 /// The custom scenarios parse (checked on the host before a VM boots).
-#[test]
-fn the_test_scenarios_are_valid() {
+pub fn parse_checks() {
     custom(
         "single-flow",
         "rate_mbit = 20\nrtt_ms = 40\nbuffer_bdp = 1.0\nduration_s = 30",
@@ -60,9 +85,9 @@ fn the_test_scenarios_are_valid() {
     );
 }
 
-fn checks_in_a_netem_kernel() {
-    // A single flow with a 100 % BDP buffer keeps the link busy: BPF ports and the
-    // guest's native module on the same scenario.
+/// A single flow with a 100 % BDP buffer keeps the link busy: BPF ports and the guest's
+/// native module on the same scenario.
+fn single_flow() {
     let sc = custom(
         "single-flow",
         "rate_mbit = 20\nrtt_ms = 40\nbuffer_bdp = 1.0\nduration_s = 30",
@@ -77,9 +102,11 @@ fn checks_in_a_netem_kernel() {
             "{algo}: utilisation {u} < 0.9 with a 100 % BDP buffer"
         );
     }
+}
 
-    // Two H-TCP flows with the same RTT share the link. [P0] T0.1 computes the ratio over
-    // the whole run and over its last 50 %; the second half is past flow 2's start-up.
+/// Two H-TCP flows with the same RTT share the link. [P0] T0.1 computes the ratio over the
+/// whole run and over its last 50 %; the second half is past flow 2's start-up.
+fn same_rtt() {
     let sc = custom(
         "same-rtt",
         "rate_mbit = 20\nrtt_ms = 40\nbuffer_bdp = 1.0\nduration_s = 60\nvars = { rtt2_ms = 40 }",
@@ -92,8 +119,10 @@ fn checks_in_a_netem_kernel() {
         ratio >= 0.8,
         "H-TCP same-RTT throughput ratio {ratio} < 0.8 over the last 50 %"
     );
+}
 
-    // With different RTTs, Reno gives the short-RTT flow more throughput.
+/// With different RTTs, Reno gives the short-RTT flow more throughput.
+fn rtt_unfair() {
     let sc = custom(
         "rtt-unfair",
         "rate_mbit = 20\nrtt_ms = 80\nbuffer_bdp = 0.5\nduration_s = 40\nvars = { rtt2_ms = 20 }",
@@ -107,8 +136,10 @@ fn checks_in_a_netem_kernel() {
         u_short > u_long,
         "Reno: 20 ms flow {u_short} Mbit/s not above the 80 ms flow's {u_long}"
     );
+}
 
-    // The response function falls as the random loss rate rises.
+/// The response function falls as the random loss rate rises.
+fn response() {
     let sc = custom(
         "response",
         "rate_mbit = 50\nrtt_ms = 40\nbuffer_bdp = 1.0\nduration_s = 30",
@@ -139,8 +170,10 @@ fn checks_in_a_netem_kernel() {
             );
         }
     }
+}
 
-    // The 80 % convergence time of H-TCP is computed and finite (the shipped T0.7, ci).
+/// The 80 % convergence time of H-TCP is computed and finite (the shipped T0.7, ci).
+fn convergence() {
     let s = run(&builtin("convergence-time"), &["htcp"]);
     for r in &s.rows {
         let t = metric(&s, "htcp", r.point, "M5 A (s)");
@@ -150,16 +183,4 @@ fn checks_in_a_netem_kernel() {
             r.point
         );
     }
-}
-
-#[test]
-fn netem_scenarios_behave_as_the_papers_describe() {
-    let _k = KERNEL.lock().unwrap_or_else(|e| e.into_inner());
-    require_root();
-    in_netem_kernel(
-        "netem_scenarios_behave_as_the_papers_describe",
-        &results_root(),
-        Duration::from_secs(40 * 60),
-        checks_in_a_netem_kernel,
-    );
 }
