@@ -78,7 +78,8 @@ demo-tbf: deps
 
 # Every port against its Linux module (FAST, Compound, Africa: their f64 models) ACK by ACK on
 # every shipped script at both RTTs, in the 6.12 guest (`cctl conform all`); CI runs the short
-# RTTs only. Results in results/conform/<timestamp>/. CONFORM_ARGS="--script rto --json".
+# RTTs only. Results in results/conform/<timestamp>/. CONFORM_ARGS="--jobs 2" runs two
+# guests side by side (one per host CPU helps), CONFORM_ARGS="--script rto --json".
 conform: deps vm-deps-if-needed
 	$(CARGO) build --release -p cctl
 	$(CCTL) conform all $(CONFORM_ARGS)
