@@ -1179,9 +1179,11 @@ mod tests {
                 args.contains(&OsString::from("--qemu-opts=-icount shift=0,sleep=off")),
                 "{args:?}"
             );
+            // One vCPU: every vCPU of an icount guest runs on one host thread.
+            assert_eq!(s.cpus, VIRTUAL_VCPUS);
             assert_eq!(
                 s.clock_env(),
-                "clock=virtual accel=tcg vcpus=2 memory_mb=2048 icount_shift=0"
+                "clock=virtual accel=tcg vcpus=1 memory_mb=2048 icount_shift=0"
             );
         }
         assert_eq!("virtual".parse::<Clock>(), Ok(Clock::Virtual));
