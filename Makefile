@@ -52,7 +52,8 @@ check:
 
 # Everything (CI's command, .ci/run; root): the unit and CLI tests in parallel, then the
 # root and kernel tests serially. The fuzzers of the TOML parsers (the `cctl apply`
-# configuration, the scenarios) run 60 s each here, 2 s in `make check` (FUZZ_SECONDS=...).
+# configuration, the scenarios) run 60 s of CPU each here (on every CPU: 30 s on 2), 2 s in
+# `make check` (FUZZ_SECONDS=...).
 # scripts/test-times.py passes the output through and ends it with the total wall time and
 # the five slowest tests.
 FUZZ_SECONDS ?= 60

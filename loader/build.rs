@@ -61,6 +61,59 @@ fn vmlinux_h(include: &Path) -> PathBuf {
     dst
 }
 
+/// Compiles `bpf/<prog>.bpf.c` (and its CCTL_LIVE_CONST variant, when it has live
+/// tunables) into `out`, generates its skeleton, and returns its module in skels.rs.
+fn build_prog(prog: &str, bpf_dir: &Path, include: &Path, out: &Path) -> String {
+    let src = bpf_dir.join(format!("{prog}.bpf.c"));
+    let clang_args = |extra: &[&str]| -> Vec<std::ffi::OsString> {
+        let mut v: Vec<std::ffi::OsString> = vec![
+            "-I".into(),
+            include.into(),
+            "-I".into(),
+            bpf_dir.into(),
+            "-Wall".into(),
+            "-Wno-unused-function".into(),
+        ];
+        v.extend(extra.iter().map(|a| a.into()));
+        v
+    };
+    // A program with live tunables is also built with them as .rodata constants
+    // (CCTL_LIVE_CONST), the baseline `cctl bench perf`'s live part measures the
+    // live build's per-ACK cost against.
+    let has_live = std::fs::read_to_string(&src)
+        .expect("reading a BPF source")
+        .contains("CCTL_LIVE_PARAMS(");
+    let konst = if has_live {
+        SkeletonBuilder::new()
+            .source(&src)
+            .obj(out.join(format!("{prog}.const.bpf.o")))
+            .clang_args(clang_args(&["-DCCTL_LIVE_CONST"]))
+            .build()
+            .unwrap_or_else(|e| panic!("building {} (CCTL_LIVE_CONST): {e:#}", src.display()));
+        format!(
+            "    /// The same program with its live tunables as `.rodata` constants\n    \
+             /// (built with -DCCTL_LIVE_CONST), for `cctl bench perf --parts live`.\n    \
+             pub const OBJECT_CONST: Option<&[u8]> = Some(include_bytes!(concat!(env!(\"OUT_DIR\"), \"/{prog}.const.bpf.o\")));\n"
+        )
+    } else {
+        "    /// No live tunables: no constant build.\n    pub const OBJECT_CONST: Option<&[u8]> = None;\n".to_string()
+    };
+    let skel = out.join(format!("{prog}.skel.rs"));
+    SkeletonBuilder::new()
+        .source(&src)
+        .obj(out.join(format!("{prog}.bpf.o")))
+        .clang_args(clang_args(&[]))
+        .build_and_generate(&skel)
+        .unwrap_or_else(|e| panic!("building {}: {e:#}", src.display()));
+    format!(
+        "/// bpf/{prog}.bpf.c\npub mod {prog} {{\n    include!(concat!(env!(\"OUT_DIR\"), \"/{prog}.skel.rs\"));\n    \
+         /// The program's source text (its header: references, differences, tolerances).\n    \
+         pub const SOURCE: &str = include_str!({src:?});\n    \
+         /// The compiled object (ELF with BTF), as embedded in the binary.\n    \
+         pub const OBJECT: &[u8] = include_bytes!(concat!(env!(\"OUT_DIR\"), \"/{prog}.bpf.o\"));\n{konst}}}\n"
+    )
+}
+
 fn main() {
     let manifest = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").unwrap());
     let bpf_dir = manifest
@@ -74,57 +127,21 @@ fn main() {
     vmlinux_h(&include);
 
     let progs = stems(&bpf_dir, ".bpf.c");
-    let mut skels = String::new();
-    for prog in &progs {
-        let src = bpf_dir.join(format!("{prog}.bpf.c"));
-        let clang_args = |extra: &[&str]| -> Vec<std::ffi::OsString> {
-            let mut v: Vec<std::ffi::OsString> = vec![
-                "-I".into(),
-                include.clone().into(),
-                "-I".into(),
-                bpf_dir.clone().into(),
-                "-Wall".into(),
-                "-Wno-unused-function".into(),
-            ];
-            v.extend(extra.iter().map(|a| a.into()));
-            v
-        };
-        // A program with live tunables is also built with them as .rodata constants
-        // (CCTL_LIVE_CONST), the baseline `cctl bench perf`'s live part measures the
-        // live build's per-ACK cost against.
-        let has_live = std::fs::read_to_string(&src)
-            .expect("reading a BPF source")
-            .contains("CCTL_LIVE_PARAMS(");
-        let konst = if has_live {
-            SkeletonBuilder::new()
-                .source(&src)
-                .obj(out.join(format!("{prog}.const.bpf.o")))
-                .clang_args(clang_args(&["-DCCTL_LIVE_CONST"]))
-                .build()
-                .unwrap_or_else(|e| panic!("building {} (CCTL_LIVE_CONST): {e:#}", src.display()));
-            format!(
-                "    /// The same program with its live tunables as `.rodata` constants\n    \
-                 /// (built with -DCCTL_LIVE_CONST), for `cctl bench perf --parts live`.\n    \
-                 pub const OBJECT_CONST: Option<&[u8]> = Some(include_bytes!(concat!(env!(\"OUT_DIR\"), \"/{prog}.const.bpf.o\")));\n"
-            )
-        } else {
-            "    /// No live tunables: no constant build.\n    pub const OBJECT_CONST: Option<&[u8]> = None;\n".to_string()
-        };
-        skels += &format!(
-            "/// bpf/{prog}.bpf.c\npub mod {prog} {{\n    include!(concat!(env!(\"OUT_DIR\"), \"/{prog}.skel.rs\"));\n    \
-             /// The program's source text (its header: references, differences, tolerances).\n    \
-             pub const SOURCE: &str = include_str!({src:?});\n    \
-             /// The compiled object (ELF with BTF), as embedded in the binary.\n    \
-             pub const OBJECT: &[u8] = include_bytes!(concat!(env!(\"OUT_DIR\"), \"/{prog}.bpf.o\"));\n{konst}}}\n"
-        );
-        let skel = out.join(format!("{prog}.skel.rs"));
-        SkeletonBuilder::new()
-            .source(&src)
-            .obj(out.join(format!("{prog}.bpf.o")))
-            .clang_args(clang_args(&[]))
-            .build_and_generate(&skel)
-            .unwrap_or_else(|e| panic!("building {}: {e:#}", src.display()));
-    }
+    // One thread per program (clang and the skeleton for each take ~1 s; the rest of the
+    // workspace waits on this crate), joined in order so skels.rs is the same every time.
+    let skels: String = std::thread::scope(|sc| {
+        let handles: Vec<_> = progs
+            .iter()
+            .map(|prog| {
+                let (bpf_dir, include, out) = (&bpf_dir, &include, &out);
+                sc.spawn(move || build_prog(prog, bpf_dir, include, out))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("building a BPF program"))
+            .collect()
+    });
 
     std::fs::write(out.join("skels.rs"), skels).expect("writing skels.rs");
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """test-times.py - runs a test command (`make test`'s), passes its output through, and ends
-with one line: the total wall time and the five slowest tests with their times.
+with one line: the total wall time and the five slowest tests with their times; every
+test's time goes to target/test-times.tsv, slowest first.
 
 Usage: test-times.py -- COMMAND [ARG...]
 
@@ -16,6 +17,7 @@ import subprocess
 import sys
 import time
 
+TSV = "target/test-times.tsv"  # every test's time, slowest first
 RUNNING = re.compile(r"^\s*Running (?:unittests )?\S+ \((?:.*/)?([^/]+?)(?:-[0-9a-f]{16})?\)\s*$")
 TEST_START = re.compile(r"^test (\S+) \.\.\. ?(.*)$")
 RESULT = re.compile(r"(?:^|\s)(ok|FAILED)\s*$")
@@ -67,6 +69,14 @@ def main():
     except KeyboardInterrupt:
         status = proc.wait()
     total = time.monotonic() - start
+    try:
+        os.makedirs("target", exist_ok=True)
+        with open(TSV, "w") as f:
+            f.write("seconds\ttest\n")
+            for s, name in sorted(times, reverse=True):
+                f.write(f"{s:.1f}\t{name}\n")
+    except OSError as e:
+        print(f"test-times: {TSV}: {e}", file=sys.stderr)
     slowest = sorted(times, reverse=True)[:5]
     listed = ", ".join(f"{name} {human(s)}" for s, name in slowest)
     print(

@@ -139,8 +139,8 @@ fn every_port_matches_its_module_or_model_ack_by_ack_in_the_guest() {
         );
         if l["verdict"] != "match" {
             failed.push(format!(
-                "{algo} {}: {} (first divergence {})",
-                l["script"], l["verdict"], l["first_divergence"]
+                "{algo} {}: {} ({}; first divergence {})",
+                l["script"], l["verdict"], l["why"], l["first_divergence"]
             ));
         }
     }

@@ -264,9 +264,12 @@ fn a_stalled_consumer_makes_the_kernel_count_ring_buffer_drops() {
             })
         })
         .collect();
-    // Read nothing for 4 s: at tens of thousands of samples/s the 65,536-sample
-    // channel and then the 4 MiB ring buffer fill up.
-    std::thread::sleep(Duration::from_secs(4));
+    // Read nothing until samples are dropped (10 s at most): at tens of thousands of
+    // samples/s the 65,536-sample channel and then the 4 MiB ring buffer fill up.
+    let until = std::time::Instant::now() + Duration::from_secs(10);
+    while trace.counters().since(&at_start).dropped == 0 && std::time::Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(100));
+    }
     // The live counters moved while nobody read a sample, drops included.
     let stalled = trace.counters().since(&at_start);
     assert!(

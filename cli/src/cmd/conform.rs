@@ -35,7 +35,8 @@ pub struct Args {
     #[arg(long)]
     short: bool,
     /// Module-vs-module runs per case of a clocked port (the module's own spread), at
-    /// most, 1 to 10: they stop once the port is within the spread.
+    /// most, 1 to 10: none when the port was identical to its module, and they stop once
+    /// the port is within the spread.
     #[arg(long, default_value_t = conform::BASELINE_RUNS)]
     runs: usize,
     /// Where to run: auto (in the 6.12 VM when this kernel lacks a module), always, never.

@@ -32,6 +32,9 @@ pub struct JsonLine<'a> {
     pub first_divergence: Option<&'a super::verdict::Divergence>,
     /// `match`, `diverges` or `invalid`.
     pub verdict: &'a str,
+    /// Why it does not match or the run is invalid (or how a clocked port's re-run
+    /// matched), or null.
+    pub why: Option<&'a str>,
 }
 
 impl Outcome {
@@ -47,6 +50,7 @@ impl Outcome {
             max_abs_cwnd_diff: self.comparison.max_abs_cwnd_diff,
             first_divergence: self.comparison.first_divergence.as_ref(),
             verdict: &self.verdict,
+            why: self.why.as_deref(),
         }
     }
 

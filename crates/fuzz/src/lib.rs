@@ -1,8 +1,9 @@
 //! Fuzzing of TOML parsers with proptest (the `cctl apply` configuration of the loader, the
 //! scenarios of cctl-scenario): random documents built from the schema's keys,
 //! and valid files mutated (cut, spliced, tokens inserted, values swapped). A run lasts
-//! a time budget: `CCTL_FUZZ_SECONDS` (default 2; `make test` sets 60), with the seed
-//! from `CCTL_FUZZ_SEED` (default: from the clock, printed so a failure can be replayed).
+//! a budget of CPU time: `CCTL_FUZZ_SECONDS` (default 2; `make test` sets 60) spread over
+//! the host's CPUs, with the seed from `CCTL_FUZZ_SEED` (default: from the clock, printed
+//! so a failure can be replayed).
 
 use std::panic::AssertUnwindSafe;
 use std::time::{Duration, Instant};
@@ -233,11 +234,26 @@ pub fn documents(seeds: Vec<String>, words: &'static [&'static str]) -> BoxedStr
     prop_oneof![5 => mutated, 3 => generated, 2 => generated_mutated].boxed()
 }
 
-/// Feeds documents of `strategy` to `check` until the time [`budget`] is spent (at least
-/// one document). A panic in `check` (the parser's, or the caller's assertion about the
-/// error) fails the run with the document and the seed to replay it. Returns the number
-/// of documents checked.
-pub fn run(what: &str, strategy: BoxedStrategy<String>, check: impl Fn(&str)) -> u64 {
+/// Threads a fuzz run uses: the host's CPUs (at most 8), or 1 when `CCTL_FUZZ_SEED` is
+/// set (a replay is one thread's sequence).
+fn threads() -> u64 {
+    if std::env::var_os(SEED_ENV).is_some() {
+        return 1;
+    }
+    std::thread::available_parallelism().map_or(1, |n| n.get().min(8) as u64)
+}
+
+/// Feeds documents of `strategy()` to `check` until the time [`budget`] is spent, in CPU
+/// time: on N threads (the host's CPUs, at most 8) for budget/N wall-clock seconds each,
+/// each thread with its own seed and at least one document. A panic in `check` (the
+/// parser's, or the caller's assertion about the error) fails the run with the document and
+/// the seed to replay it (`CCTL_FUZZ_SEED` runs one thread on that seed for the whole
+/// budget). Returns the number of documents checked.
+pub fn run(
+    what: &str,
+    strategy: impl Fn() -> BoxedStrategy<String> + Sync,
+    check: impl Fn(&str) + Sync,
+) -> u64 {
     let seed: u64 = std::env::var(SEED_ENV)
         .ok()
         .and_then(|s| s.parse().ok())
@@ -247,33 +263,59 @@ pub fn run(what: &str, strategy: BoxedStrategy<String>, check: impl Fn(&str)) ->
                 .map(|d| d.as_nanos() as u64)
                 .unwrap_or(1)
         });
-    let mut bytes = [0u8; 32];
-    bytes[..8].copy_from_slice(&seed.to_le_bytes());
-    let rng = TestRng::from_seed(RngAlgorithm::ChaCha, &bytes);
-    let mut runner = TestRunner::new_with_rng(Config::default(), rng);
-    let budget = budget();
+    let threads = threads();
+    let budget = budget().div_f64(threads as f64);
     let start = Instant::now();
-    let mut n = 0u64;
-    while n == 0 || start.elapsed() < budget {
-        let doc = strategy
-            .new_tree(&mut runner)
-            .expect("the document strategies never reject")
-            .current();
-        let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| check(&doc)));
-        if let Err(cause) = outcome {
-            let msg = cause
-                .downcast_ref::<String>()
-                .cloned()
-                .or_else(|| cause.downcast_ref::<&str>().map(|s| s.to_string()))
-                .unwrap_or_default();
-            panic!(
-                "fuzzing {what}: document #{n} failed ({msg}); replay with {SEED_ENV}={seed}\n--- document ---\n{doc}\n---"
-            );
+    let one = |seed: u64| -> Result<u64, String> {
+        let mut bytes = [0u8; 32];
+        bytes[..8].copy_from_slice(&seed.to_le_bytes());
+        let rng = TestRng::from_seed(RngAlgorithm::ChaCha, &bytes);
+        let mut runner = TestRunner::new_with_rng(Config::default(), rng);
+        let strategy = strategy();
+        let mut n = 0u64;
+        while n == 0 || start.elapsed() < budget {
+            let doc = strategy
+                .new_tree(&mut runner)
+                .expect("the document strategies never reject")
+                .current();
+            if let Err(cause) = std::panic::catch_unwind(AssertUnwindSafe(|| check(&doc))) {
+                let msg = cause
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| cause.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_default();
+                return Err(format!(
+                    "fuzzing {what}: document #{n} failed ({msg}); replay with {SEED_ENV}={seed}\n--- document ---\n{doc}\n---"
+                ));
+            }
+            n += 1;
         }
-        n += 1;
+        Ok(n)
+    };
+    let results: Vec<Result<u64, String>> = std::thread::scope(|sc| {
+        let handles: Vec<_> = (0..threads)
+            .map(|k| {
+                let one = &one;
+                sc.spawn(move || one(seed.wrapping_add(k)))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err("a fuzz thread panicked".into()))
+            })
+            .collect()
+    });
+    let mut n = 0;
+    for r in results {
+        match r {
+            Ok(k) => n += k,
+            Err(e) => panic!("{e}"),
+        }
     }
     eprintln!(
-        "fuzzed {what}: {n} documents in {:.1} s ({SEED_ENV}={seed})",
+        "fuzzed {what}: {n} documents on {threads} thread(s) in {:.1} s ({SEED_ENV}={seed}, thread k: +k)",
         start.elapsed().as_secs_f64()
     );
     n

@@ -124,13 +124,13 @@ fn check(doc: &str) {
 
 #[test]
 fn random_and_mutated_scenarios_never_panic_and_every_error_names_its_field() {
-    let seeds = BUILTIN_FILES
+    let seeds: Vec<String> = BUILTIN_FILES
         .iter()
         .map(|(_, text)| text.to_string())
         .collect();
     let n = fuzz::run(
         "the scenario parser",
-        fuzz::documents(seeds, words()),
+        || fuzz::documents(seeds.clone(), words()),
         check,
     );
     assert!(n > 0);

@@ -1254,9 +1254,27 @@ mod tests {
         }
     }
 
-    /// Needs root and the VM deps (`make vm-deps`): boots the 6.12 guest once (~30 s under TCG).
+    /// Needs root and the VM deps (`make vm-deps`): two 6.12 guests side by side (~30 s
+    /// each under TCG; neither touches the host's state), one checking netem and the native
+    /// modules, one crashing its kernel. A failure in either fails the test.
     #[test]
-    #[ignore = "root and the VM: boots the 6.12 guest; `make test` runs it serially"]
+    #[ignore = "root and the VM: boots two 6.12 guests; `make test` runs it serially"]
+    fn two_guests_side_by_side_have_netem_and_report_a_crash() {
+        std::thread::scope(|sc| {
+            let a = sc.spawn(guest_kernel_has_netem_and_native_htcp);
+            let b = sc.spawn(a_guest_that_dies_is_reported_with_its_kernel_log);
+            let (a, b) = (a.join(), b.join());
+            assert!(
+                a.is_ok() && b.is_ok(),
+                "netem and native modules: {}; a crashed guest: {} (the panic is above)",
+                if a.is_ok() { "ok" } else { "FAILED" },
+                if b.is_ok() { "ok" } else { "FAILED" }
+            );
+        });
+    }
+
+    /// Boots the 6.12 guest: a netns, netem and the native H-TCP module work there, and a
+    /// script's exit status comes back.
     fn guest_kernel_has_netem_and_native_htcp() {
         let spec = guest_test_spec("loads modules and builds a netns in its guest");
         let script = "\
@@ -1304,10 +1322,8 @@ mod tests {
         );
     }
 
-    /// Needs root and the VM deps: a guest whose kernel dies mid-script is reported as such,
-    /// with the kernel's last words (~30 s under TCG).
-    #[test]
-    #[ignore = "root and the VM: boots the 6.12 guest; `make test` runs it serially"]
+    /// A guest whose kernel dies mid-script is reported as such, with the kernel's last
+    /// words.
     fn a_guest_that_dies_is_reported_with_its_kernel_log() {
         let spec = guest_test_spec("crashes its guest's kernel");
         let script = "\

@@ -101,7 +101,7 @@ fn the_seeds_are_valid() {
 fn random_and_mutated_documents_never_panic_and_every_error_names_its_field() {
     let n = fuzz::run(
         "the cctl apply configuration parser",
-        fuzz::documents(SEEDS.iter().map(|s| s.to_string()).collect(), WORDS),
+        || fuzz::documents(SEEDS.iter().map(|s| s.to_string()).collect(), WORDS),
         check,
     );
     assert!(n > 0);

@@ -27,12 +27,12 @@ pub const PARTS: &[Part] = &[
     },
     Part {
         name: "delay-compound",
-        guest_s: 60,
+        guest_s: 35,
         run: compound_delay_window_follows_the_queue,
     },
     Part {
         name: "delay-africa",
-        guest_s: 60,
+        guest_s: 35,
         run: africa_switches_modes_on_delta_hat,
     },
 ];
@@ -167,7 +167,7 @@ fn fast_keeps_alpha_packets_queued_and_settles() {
 }
 
 fn compound_delay_window_follows_the_queue() {
-    let (r, s) = one_flow("compound", 40);
+    let (r, s) = one_flow("compound", 20);
     let gamma = 30.0; // gamma_pkts default (spec §12)
     let grew = s
         .iter()
@@ -196,7 +196,7 @@ fn compound_delay_window_follows_the_queue() {
 }
 
 fn africa_switches_modes_on_delta_hat() {
-    let (r, s) = one_flow("africa", 40);
+    let (r, s) = one_flow("africa", 20);
     let alpha = 2.0; // alpha_cpkt default 200 (spec §11)
     let fast = s.iter().filter(|m| m["mode"] == 1.0).count();
     let slow = s.iter().filter(|m| m["mode"] == 0.0).count();

@@ -11,22 +11,22 @@ use cctl_tests::guest::Part;
 pub const PARTS: &[Part] = &[
     Part {
         name: "netem-single-flow",
-        guest_s: 130,
+        guest_s: 65,
         run: single_flow,
     },
     Part {
         name: "netem-same-rtt",
-        guest_s: 85,
+        guest_s: 45,
         run: same_rtt,
     },
     Part {
         name: "netem-rtt-unfair",
-        guest_s: 60,
+        guest_s: 30,
         run: rtt_unfair,
     },
     Part {
         name: "netem-response",
-        guest_s: 400,
+        guest_s: 210,
         run: response,
     },
     Part {
@@ -67,19 +67,19 @@ const TWO_FLOWS: &str =
 pub fn parse_checks() {
     custom(
         "single-flow",
-        "rate_mbit = 20\nrtt_ms = 40\nbuffer_bdp = 1.0\nduration_s = 30",
+        "rate_mbit = 20\nrtt_ms = 40\nbuffer_bdp = 1.0\nduration_s = 15",
         ONE_FLOW,
         "",
     );
     custom(
         "same-rtt",
-        "rate_mbit = 20\nrtt_ms = 40\nbuffer_bdp = 1.0\nduration_s = 60\nvars = { rtt2_ms = 40 }",
+        "rate_mbit = 20\nrtt_ms = 40\nbuffer_bdp = 1.0\nduration_s = 30\nvars = { rtt2_ms = 40 }",
         TWO_FLOWS,
         "",
     );
     custom(
         "response",
-        "rate_mbit = 50\nrtt_ms = 40\nbuffer_bdp = 1.0\nduration_s = 30",
+        "rate_mbit = 50\nrtt_ms = 40\nbuffer_bdp = 1.0\nduration_s = 15",
         ONE_FLOW,
         "sweep = { loss = [0.0001, 0.001, 0.01] }",
     );
@@ -90,13 +90,14 @@ pub fn parse_checks() {
 fn single_flow() {
     let sc = custom(
         "single-flow",
-        "rate_mbit = 20\nrtt_ms = 40\nbuffer_bdp = 1.0\nduration_s = 30",
+        "rate_mbit = 20\nrtt_ms = 40\nbuffer_bdp = 1.0\nduration_s = 15",
         ONE_FLOW,
         "",
     );
     let s = run(&sc, &["reno", "htcp", "native:htcp"]);
     for algo in ["reno", "htcp", "native:htcp"] {
         let u = metric(&s, algo, 0, "M8 utilisation (wire)").expect("utilisation");
+        println!("single flow: {algo} utilisation {u:.3} (>= 0.9)");
         assert!(
             u >= 0.9,
             "{algo}: utilisation {u} < 0.9 with a 100 % BDP buffer"
@@ -109,12 +110,13 @@ fn single_flow() {
 fn same_rtt() {
     let sc = custom(
         "same-rtt",
-        "rate_mbit = 20\nrtt_ms = 40\nbuffer_bdp = 1.0\nduration_s = 60\nvars = { rtt2_ms = 40 }",
+        "rate_mbit = 20\nrtt_ms = 40\nbuffer_bdp = 1.0\nduration_s = 30\nvars = { rtt2_ms = 40 }",
         TWO_FLOWS,
         "",
     );
     let s = run(&sc, &["htcp"]);
     let ratio = metric(&s, "htcp", 0, "M3 R_minmax last 50 %").expect("ratio");
+    println!("same RTT: H-TCP R_minmax over the last 50 % {ratio:.3} (>= 0.8)");
     assert!(
         ratio >= 0.8,
         "H-TCP same-RTT throughput ratio {ratio} < 0.8 over the last 50 %"
@@ -125,13 +127,14 @@ fn same_rtt() {
 fn rtt_unfair() {
     let sc = custom(
         "rtt-unfair",
-        "rate_mbit = 20\nrtt_ms = 80\nbuffer_bdp = 0.5\nduration_s = 40\nvars = { rtt2_ms = 20 }",
+        "rate_mbit = 20\nrtt_ms = 80\nbuffer_bdp = 0.5\nduration_s = 20\nvars = { rtt2_ms = 20 }",
         TWO_FLOWS,
         "",
     );
     let s = run(&sc, &["reno"]);
     let u_long = metric(&s, "reno", 0, "M1 flow1 (Mbit/s)").unwrap();
     let u_short = metric(&s, "reno", 0, "M1 flow2 (Mbit/s)").unwrap();
+    println!("RTT unfairness: Reno 20 ms flow {u_short:.2} Mbit/s, 80 ms flow {u_long:.2}");
     assert!(
         u_short > u_long,
         "Reno: 20 ms flow {u_short} Mbit/s not above the 80 ms flow's {u_long}"
@@ -142,7 +145,7 @@ fn rtt_unfair() {
 fn response() {
     let sc = custom(
         "response",
-        "rate_mbit = 50\nrtt_ms = 40\nbuffer_bdp = 1.0\nduration_s = 30",
+        "rate_mbit = 50\nrtt_ms = 40\nbuffer_bdp = 1.0\nduration_s = 15",
         ONE_FLOW,
         "sweep = { loss = [0.0001, 0.001, 0.01] }",
     );
@@ -160,6 +163,7 @@ fn response() {
             })
             .collect();
         pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+        println!("response: {algo} (loss, Mbit/s) {pts:?}");
         assert_eq!(pts.len(), 3, "{algo}: loss points {pts:?}");
         for w in pts.windows(2) {
             assert!(
@@ -177,6 +181,7 @@ fn convergence() {
     let s = run(&builtin("convergence-time"), &["htcp"]);
     for r in &s.rows {
         let t = metric(&s, "htcp", r.point, "M5 A (s)");
+        println!("convergence: H-TCP point {} 80 % time {t:?} s", r.point);
         assert!(
             t.is_some_and(f64::is_finite),
             "H-TCP did not converge (NC) at point {}",
