@@ -30,7 +30,8 @@ const GUEST_MEMORY_MB: u64 = 2560;
 pub struct Part {
     /// Its name, for `$CCTL_TEST_PARTS` and the log.
     pub name: &'static str,
-    /// Its usual time in a guest on the virtual clock, seconds: the shares are balanced by it.
+    /// Its usual cost in a guest on the virtual clock, seconds of the host's wall clock (as
+    /// `part NAME: passed in` prints it): the shares are balanced by it.
     pub guest_s: u32,
     /// What it runs (it panics when a check fails).
     pub run: fn(),
@@ -103,12 +104,36 @@ fn selected(parts: &[Part]) -> Vec<Part> {
         .collect()
 }
 
-fn run_here(parts: &[Part]) {
+/// The host's wall clock seen from a guest: the modification time of a file written in
+/// `dir`, a directory of the host's file system (9p: the host sets it). `None` if it
+/// cannot be written or read.
+fn host_clock(dir: &Path) -> Option<std::time::SystemTime> {
+    let f = dir.join(format!(".host-clock-{}", std::process::id()));
+    std::fs::write(&f, b"").ok()?;
+    let t = std::fs::metadata(&f).and_then(|m| m.modified()).ok();
+    let _ = std::fs::remove_file(&f);
+    t
+}
+
+/// Runs `parts` one after the other, printing each one's time: this kernel's clock (a
+/// guest's own time on the virtual clock, where idle time is skipped) and the host's wall
+/// clock through `rwdir` (what the part costs the host; [`Part::guest_s`] is balanced
+/// on it).
+fn run_here(parts: &[Part], rwdir: &Path) {
     for p in parts {
         let t = Instant::now();
+        let host = host_clock(rwdir);
         eprintln!("part {}: starting", p.name);
         (p.run)();
-        eprintln!("part {}: passed in {:.0?}", p.name, t.elapsed());
+        let wall = host
+            .zip(host_clock(rwdir))
+            .and_then(|(a, b)| b.duration_since(a).ok())
+            .map_or("?".to_string(), |d| format!("{:.0?}", d));
+        eprintln!(
+            "part {}: passed in {:.0?} of this kernel's time, {wall} of the host's",
+            p.name,
+            t.elapsed()
+        );
     }
 }
 
@@ -125,7 +150,8 @@ fn run_here(parts: &[Part]) {
 pub fn in_netem_kernel(test_name: &str, rwdir: &Path, timeout: Duration, parts: &[Part]) {
     let parts = selected(parts);
     if cctl_netem::testbed::netem_available() {
-        run_here(&parts);
+        std::fs::create_dir_all(rwdir).unwrap();
+        run_here(&parts, rwdir);
         return;
     }
     assert!(
