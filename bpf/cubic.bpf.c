@@ -22,7 +22,8 @@
  * Linux module scales it, and an exact integer cube root) so host tests can
  * check it against a floating-point model.
  *
- * Differences from the Linux module (net/ipv4/tcp_cubic.c):
+ * Differences from the Linux module (net/ipv4/tcp_cubic.c), all but the last two
+ * undone by linux_exact=1 (the `linux` profile; cubic_update_jiffies):
  *   - time in usec (tcp_mstamp) instead of jiffies: the epoch start and t
  *     are not rounded to 1/HZ (t is then rounded to 1/1024 s, as in Linux);
  *   - K from an exact ⌊cbrt⌋ (Linux: table lookup + one Newton step, ~0.2 %);
@@ -40,11 +41,9 @@
  *     thresholds live, spec §18.5);
  *     ack_counting=events adds one packet per ACK instead of the packets it
  *     acknowledged (spec §18.2). Defaults are the [P2]/[P3] configuration
- *     (β = 0.8, HyStart off); the `linux` profile has β = 0.7 and HyStart on.
- *   - conform tolerance: 1 segments: cnt recomputed on every ACK from a usec
- *     clock (Linux: once per jiffy, t in jiffies) and the exact W_tcp factor make
- *     the port add a segment one ACK before the module (cctl conform, 10 ms
- *     scripts: first differences of exactly one segment in cwnd, ssthresh equal).
+ *     (β = 0.8, HyStart off); the `linux` profile has β = 0.7, HyStart on and
+ *     linux_exact on. linux_exact keeps cwnd (for its once-per-jiffy test) in 16
+ *     bits, saturating, so it is exact up to 65,534 segments.
  */
 #include "cc_common.bpf.h"
 #include "cubic_math.h"
@@ -70,13 +69,15 @@ struct cctl_cubic_ca cctl_ca_layout = {};
  *   - hystart, hystart_detect: the HyStart state machine and the per-round state
  *     each detector keeps (ACK train, RTT samples) only while it is selected;
  *   - initial_ssthresh: used at init only;
- *   - ack_counting: the increase counter counts packets or ACK events. */
+ *   - ack_counting: the increase counter counts packets or ACK events;
+ *   - linux_exact: the epoch's clock (usec or jiffies) is fixed by it. */
 const volatile __u32 c_1024 = 410;               /* C, segments/s^3, 1/1024 (Linux 41*10) */
 const volatile __u32 tcp_friendliness = 1;       /* bool */
 const volatile __u32 hystart = 0;                /* bool (Linux 1) */
 const volatile __u32 hystart_detect = 3;         /* 1 = ACK train, 2 = delay, 3 = both */
 const volatile __u32 initial_ssthresh = 0;       /* segments (0 = the kernel's) */
 const volatile __u32 ack_counting = 0;           /* 0 = packets (ABC), 1 = ACK events */
+const volatile __u32 linux_exact = 0;            /* bool: tcp_cubic.c's jiffies and arithmetic */
 
 /* Live tunables (spec §18.5: the backoff and HyStart's thresholds; `cctl set`), read
  * once per callback from the slot in force. */
@@ -148,6 +149,17 @@ void BPF_PROG(cubic_cwnd_event, struct sock *sk, enum tcp_ca_event event)
 		return;
 	/* lsndtime is in jiffies */
 	idle_j = (__s32)((__u32)bpf_jiffies64() - tp->lsndtime);
+	if (linux_exact) {
+		/* the epoch start is in jiffies too; it may not pass now */
+		__u32 now_j = (__u32)bpf_jiffies64();
+
+		if (idle_j > 0) {
+			ca->epoch_start_us += (__u32)idle_j;
+			if ((__s32)(ca->epoch_start_us - now_j) > 0)
+				ca->epoch_start_us = now_j;
+		}
+		return;
+	}
 	if (idle_j <= 0 || !CONFIG_HZ)
 		return;
 	idle_us = (__u64)idle_j * USEC_PER_SEC / CONFIG_HZ;
@@ -170,7 +182,11 @@ void BPF_PROG(cubic_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 		return;
 
 	cubic_params_get(&p, cctl_live_get());
-	cubic_update(ca, &p, tp->snd_cwnd, acked, cubic_now_us(tp));
+	if (linux_exact)
+		cubic_update_jiffies(ca, &p, tp->snd_cwnd, acked, (__u32)bpf_jiffies64(),
+				     (__u32)CONFIG_HZ);
+	else
+		cubic_update(ca, &p, tp->snd_cwnd, acked, cubic_now_us(tp));
 	tcp_cong_avoid_ai(tp, ca->cnt, acked);
 }
 
@@ -235,9 +251,15 @@ void BPF_PROG(cubic_pkts_acked, struct sock *sk, const struct ack_sample *sample
 		return;
 	cc_meas_rtt(&ca->m, sample->rtt_us, cc_ca_state(sk), 0);
 
-	/* RTTs right after a reduction still carry the old queue */
-	if (ca->epoch_start_us && (__u32)(now_us - ca->epoch_start_us) < CUBIC_DELAY_FRESH_US)
+	/* RTTs right after a reduction still carry the old queue: 1 s */
+	if (linux_exact) {
+		if (ca->epoch_start_us &&
+		    (__s32)((__u32)bpf_jiffies64() - ca->epoch_start_us) < (__s32)CONFIG_HZ)
+			return;
+	} else if (ca->epoch_start_us &&
+		   (__u32)(now_us - ca->epoch_start_us) < CUBIC_DELAY_FRESH_US) {
 		return;
+	}
 
 	delay = sample->rtt_us ? sample->rtt_us : 1;
 	if (!ca->delay_min_us || delay < ca->delay_min_us)

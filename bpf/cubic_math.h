@@ -15,8 +15,10 @@
 #define CUBIC_MATH_H
 
 /*
- * CUBIC's private state (spec §7 "Per-flow state"). 100 bytes; must fit
+ * CUBIC's private state (spec §7 "Per-flow state"). 104 bytes; must fit
  * icsk_ca_priv, which cubic.bpf.c checks against the kernel's BTF at compile time.
+ * With linux_exact (cubic_update_jiffies) the epoch start is in jiffies, and
+ * last_cwnd/last_time gate cnt's recomputation as tcp_cubic.c does.
  */
 struct cctl_cubic_ca {
 	struct cctl_meas m;
@@ -25,16 +27,18 @@ struct cctl_cubic_ca {
 	__u32 origin;         /* W(K): plateau of the cubic, segments */
 	__u32 k_1024;         /* K: time from the epoch start to the plateau, 1/1024 s */
 	__u32 delay_min_us;   /* minimum RTT, usec (0 = none yet) */
-	__u32 epoch_start_us; /* low 32 bits of tcp_mstamp at the epoch start, usec (0 = none) */
+	__u32 epoch_start_us; /* low 32 bits of tcp_mstamp at the epoch start, usec (jiffies
+			       * with linux_exact; 0 = none) */
 	__u32 ack_cnt;        /* packets acked since W_tcp last grew */
 	__u32 w_tcp;          /* W_tcp: the Reno-equivalent window, segments */
 	__u32 round_start_us; /* HyStart: start of the current round, usec */
 	__u32 end_seq;        /* HyStart: snd_nxt when the round started */
 	__u32 last_ack_us;    /* HyStart: last ACK of the current ACK train, usec */
 	__u32 curr_rtt_us;    /* HyStart: minimum RTT of the current round, usec */
+	__u32 last_time;      /* linux_exact: jiffies when cnt was last recomputed */
 	__u8 sample_cnt;      /* HyStart: RTT samples taken this round */
 	__u8 found;           /* HyStart: slow start exit point found */
-	__u16 _pad;
+	__u16 last_cwnd;      /* linux_exact: cwnd then, segments (saturating at 65535) */
 };
 
 /* The tunables cubic_math.h needs, as cubic.bpf.c passes them. */
@@ -271,6 +275,8 @@ CCTL_MATH void cubic_reset(struct cctl_cubic_ca *ca)
 	ca->epoch_start_us = 0;
 	ca->ack_cnt = 0;
 	ca->w_tcp = 0;
+	ca->last_time = 0;
+	ca->last_cwnd = 0;
 	ca->found = 0;
 }
 
@@ -346,6 +352,170 @@ CCTL_MATH int cubic_hystart_update(struct cctl_cubic_ca *ca,
 		}
 	}
 	return 0;
+}
+
+/*
+ * linux_exact: tcp_cubic.c's own clock and arithmetic, for a port that gives the
+ * module's trajectory step for step (cctl conform). Where they differ from the
+ * rules above:
+ *   - the epoch and t are counted in jiffies (1/HZ s), RTT_min is rounded up to
+ *     whole jiffies before t is converted to 1/1024 s;
+ *   - cnt is recomputed at most once per jiffy, and not at all while cwnd is
+ *     unchanged for up to HZ/32 jiffies (the acked packets are still counted);
+ *   - K comes from a table guess of the cube root refined by one Newton step,
+ *     of (W_max - cwnd) times a pre-truncated 2^40/C;
+ *   - the cubic's offset is C·|t - K|^3 >> 40 in one product;
+ *   - W_tcp grows by 1 per (cwnd·s) >> 3 acked packets, s = ⌊⌊8(1024+β)/3⌋/(1024-β)⌋.
+ */
+
+/* tcp_cubic.c's first guess of cbrt(i) for i in [0, 63]: (entry + 10) >> 6 is
+ * the cube root of i · 2^18, hand-tuned there; the same 64 numbers give the same K. */
+static const __u8 cubic_linux_cbrt_guess[64] = {
+	0,   54,  54,  54,  118, 118, 118, 118, 123, 129, 134, 138, 143, 147, 151, 156,
+	157, 161, 164, 168, 170, 173, 176, 179, 181, 185, 187, 190, 192, 194, 197, 199,
+	200, 202, 204, 206, 209, 211, 213, 215, 217, 219, 221, 222, 224, 225, 227, 229,
+	231, 232, 234, 236, 237, 239, 240, 242, 244, 245, 246, 248, 250, 251, 252, 254,
+};
+
+/* Index of the highest set bit, from 1 (0 for 0). */
+CCTL_MATH __u32 cubic_fls64(__u64 x)
+{
+	__u32 n = 0;
+
+	if (x >> 32) {
+		n += 32;
+		x >>= 32;
+	}
+	if (x >> 16) {
+		n += 16;
+		x >>= 16;
+	}
+	if (x >> 8) {
+		n += 8;
+		x >>= 8;
+	}
+	if (x >> 4) {
+		n += 4;
+		x >>= 4;
+	}
+	if (x >> 2) {
+		n += 2;
+		x >>= 2;
+	}
+	if (x >> 1) {
+		n += 1;
+		x >>= 1;
+	}
+	return n + (__u32)x;
+}
+
+/* The module's cube root (about 0.2 % from ⌊cbrt(a)⌋): the table guess for the top
+ * 6 bits of a, scaled, then x = (2x + a / (x (x - 1))) · 341/1024. */
+CCTL_MATH __u32 cubic_linux_cbrt(__u64 a)
+{
+	__u32 b = cubic_fls64(a), x;
+	__u64 d;
+
+	if (b < 7)
+		return ((__u32)cubic_linux_cbrt_guess[a & 63] + 35) >> 6;
+	b = ((b * 84) >> 8) - 1;
+	x = ((__u32)cubic_linux_cbrt_guess[(a >> (b * 3)) & 63] + 10) << b;
+	x >>= 6;
+	d = (__u64)x * (__u64)(x - 1);
+	x = 2 * x + (__u32)(d ? a / d : 0);
+	return (x * 341) >> 10;
+}
+
+/* K in 1/1024 s as tcp_cubic.c has it: cbrt((W_max - cwnd) · ⌊2^40 / C⌋). */
+CCTL_MATH __u32 cubic_linux_k_1024(__u32 diff, __u32 c_1024)
+{
+	__u64 cube_factor = (1ull << 40) / (c_1024 ? c_1024 : 1);
+
+	return cubic_linux_cbrt(cube_factor * diff);
+}
+
+/* usec rounded up to whole jiffies (exact where HZ divides 10^6, as 100, 250,
+ * 1000 do). */
+CCTL_MATH __u64 cubic_us_to_jiffies(__u32 us, __u32 hz)
+{
+	return ((__u64)us * hz + 999999ull) / 1000000ull;
+}
+
+/* Acked packets per W_tcp segment as tcp_cubic.c: (cwnd · s) >> 3 with its
+ * pre-truncated s (1.875 w at β = 717/1024, where the exact factor is 1.890 w). */
+CCTL_MATH __u32 cubic_linux_reno_acks_per_segment(__u32 cwnd, __u32 beta_fp)
+{
+	__u32 b = beta_fp < 1024 ? beta_fp : 1023;
+	__u32 scale = (8 * (1024 + b) / 3) / (1024 - b);
+
+	return (cwnd * scale) >> 3;
+}
+
+/*
+ * cubic_update with linux_exact (see above): one ACK in congestion avoidance at
+ * jiffies now_j, HZ hz. ca->cnt keeps its value when it is not recomputed.
+ */
+CCTL_MATH void cubic_update_jiffies(struct cctl_cubic_ca *ca, const struct cubic_params *p,
+				       __u32 cwnd, __u32 acked, __u32 now_j, __u32 hz)
+{
+	__u16 cwnd16 = cwnd < 0xffff ? (__u16)cwnd : 0xffff;
+	__u32 cnt = ca->cnt;
+
+	ca->ack_cnt += acked;
+	if (ca->last_cwnd == cwnd16 && (__s32)(now_j - ca->last_time) <= (__s32)(hz / 32))
+		return;
+
+	if (!ca->epoch_start_us || now_j != ca->last_time) {
+		__u64 t, offs;
+		__u32 delta, target;
+
+		ca->last_cwnd = cwnd16;
+		ca->last_time = now_j;
+		if (!ca->epoch_start_us) {
+			ca->epoch_start_us = now_j;
+			ca->ack_cnt = acked;
+			ca->w_tcp = cwnd;
+			if (ca->w_max <= cwnd) {
+				ca->k_1024 = 0;
+				ca->origin = cwnd;
+			} else {
+				ca->k_1024 = cubic_linux_k_1024(ca->w_max - cwnd, p->c_1024);
+				ca->origin = ca->w_max;
+			}
+		}
+		t = (__u64)(__s64)(__s32)(now_j - ca->epoch_start_us);
+		t += cubic_us_to_jiffies(ca->delay_min_us, hz);
+		t = (t << CUBIC_TIME_SHIFT) / (hz ? hz : 1);
+		offs = t < ca->k_1024 ? ca->k_1024 - t : t - ca->k_1024;
+		delta = (__u32)(((__u64)p->c_1024 * offs * offs * offs) >> 40);
+		target = t < ca->k_1024 ? ca->origin - delta : ca->origin + delta;
+		if (target > cwnd)
+			cnt = cwnd / (target - cwnd);
+		else
+			cnt = CUBIC_FLAT_CNT_FACTOR * cwnd;
+		if (!ca->w_max && cnt > CUBIC_LOSS_FREE_MAX_CNT)
+			cnt = CUBIC_LOSS_FREE_MAX_CNT;
+	}
+
+	if (p->tcp_friendliness) {
+		__u32 d = cubic_linux_reno_acks_per_segment(cwnd, p->beta_fp);
+
+		if (!d)
+			d = 1;
+		if (ca->ack_cnt > d) {
+			__u32 n = (ca->ack_cnt - 1) / d;
+
+			ca->ack_cnt -= n * d;
+			ca->w_tcp += n;
+		}
+		if (ca->w_tcp > cwnd) {
+			__u32 max_cnt = cwnd / (ca->w_tcp - cwnd);
+
+			if (cnt > max_cnt)
+				cnt = max_cnt;
+		}
+	}
+	ca->cnt = cnt < CUBIC_MIN_CNT ? CUBIC_MIN_CNT : cnt;
 }
 
 #endif /* CUBIC_MATH_H */

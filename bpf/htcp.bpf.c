@@ -14,20 +14,22 @@
  * The arithmetic lives in htcp_math.h so host tests can check it against a
  * floating-point model of the equations.
  *
- * Differences from the Linux module (net/ipv4/tcp_htcp.c):
+ * Differences from the Linux module (net/ipv4/tcp_htcp.c), all undone by
+ * linux_exact=1 (the `linux` profile; htcp_linux_* in htcp_math.h), which takes
+ * Linux's constants (the other tunables must keep their defaults, which are them)
+ * but for use_rtt_scaling and use_bandwidth_switch:
  *   - time in usec (tcp_mstamp) instead of jiffies, so Δ, Tmin and Tmax are
  *     not rounded to 1/HZ;
  *   - f_α and α in 1/1024 steps instead of Linux's integer f_α and 1/128 α;
  *   - α is recomputed on every ACK in congestion avoidance (Linux: once per
  *     cwnd increment and at each congestion event);
- *   - congestion avoidance keeps the fractional remainder (tcp_cong_avoid_ai);
+ *   - congestion avoidance keeps the fractional remainder (tcp_cong_avoid_ai)
+ *     and counts the packets each ACK acknowledged (Linux: the packets the
+ *     previous call of pkts_acked saw in Open, 1 otherwise, tested before it
+ *     is added);
  *   - slow start hands leftover acked packets to congestion avoidance;
  *   - every constant is a load-time tunable; ack_counting=events adds one
  *     packet per ACK instead of the packets it acknowledged (spec §18.2).
- *   - conform tolerance: 1 segments: α from Δ in usec instead of jiffies, recomputed
- *     on every ACK, and the remainder kept across slow start's end make the port
- *     add a segment one ACK earlier than the module (cctl conform, 10 ms scripts:
- *     first differences of exactly one segment in cwnd, ssthresh equal).
  */
 #include "cc_common.bpf.h"
 #include "htcp_math.h"
@@ -48,6 +50,20 @@ struct cctl_htcp_ca cctl_ca_layout = {};
  * ACK events). */
 const volatile __u32 use_bandwidth_switch = 1;   /* bool */
 const volatile __u32 ack_counting = 0;           /* 0 = packets (ABC), 1 = ACK events */
+const volatile __u32 linux_exact = 0;            /* bool: tcp_htcp.c's jiffies and arithmetic */
+
+extern unsigned long CONFIG_HZ __kconfig;
+
+static __always_inline __u32 htcp_now_j(void)
+{
+	return (__u32)bpf_jiffies64();
+}
+
+/* Linux's minRTT: the smallest RTT sample rounded up to jiffies. */
+static __always_inline __u32 htcp_min_rtt_j(const struct cctl_htcp_ca *ca)
+{
+	return htcp_linux_jiffies(ca->m.tmin_us, (__u32)CONFIG_HZ);
+}
 
 /* Live tunables (spec §18.5: bounds, gains and thresholds; `cctl set`), read once
  * per callback from the slot in force. */
@@ -116,6 +132,13 @@ void BPF_PROG(htcp_init, struct sock *sk)
 
 	__builtin_memset(ca, 0, sizeof(*ca));
 	cc_meas_init(&ca->m, tp);
+	if (linux_exact) {
+		ca->alpha = HTCP_LINUX_ALPHA_ONE << HTCP_LINUX_TO_FP;
+		ca->beta = HTCP_LINUX_BETA_MIN << HTCP_LINUX_TO_FP;
+		ca->pkts_acked = 1;
+		ca->last_cong_j = htcp_now_j();
+		return;
+	}
 	ca->beta = PCT_TO_FP(cctl_live_get()->beta_min_pct);
 	ca->alpha = htcp_alpha_fp(CCTL_FP_ONE, ca->beta);
 	ca->lasttime_us = (__u32)tp->tcp_mstamp;
@@ -166,6 +189,22 @@ void BPF_PROG(htcp_pkts_acked, struct sock *sk, const struct ack_sample *sample)
 	struct tcp_sock *tp = cc_tcp_sk(sk);
 	__u8 state = cc_ca_state(sk);
 
+	if (linux_exact) {
+		__u32 hz = (__u32)CONFIG_HZ;
+
+		if (state == TCP_CA_Open)
+			ca->pkts_acked = sample->pkts_acked;
+		if (sample->rtt_us > 0) {
+			cc_meas_rtt(&ca->m, sample->rtt_us, state, 20000);
+			htcp_linux_rtt(ca, htcp_linux_jiffies(sample->rtt_us, hz), htcp_min_rtt_j(ca),
+				       state == TCP_CA_Open, hz);
+		}
+		if (use_bandwidth_switch)
+			htcp_linux_throughput(ca, sample->pkts_acked, htcp_now_j(), hz, tp->snd_cwnd,
+					      htcp_min_rtt_j(ca),
+					      state == TCP_CA_Open || state == TCP_CA_Disorder);
+		return;
+	}
 	if (sample->rtt_us > 0)
 		cc_meas_rtt(&ca->m, sample->rtt_us, state, cctl_live_get()->tmax_spike_ms * 1000);
 	if (use_bandwidth_switch)
@@ -179,6 +218,22 @@ void BPF_PROG(htcp_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 	struct tcp_sock *tp = cc_tcp_sk(sk);
 	struct htcp_params p;
 
+	if (linux_exact) {
+		__u32 cwnd = tp->snd_cwnd, cnt = tp->snd_cwnd_cnt;
+
+		if (!cc_cwnd_limited(sk))
+			return;
+		if (cc_in_slow_start(tp)) {
+			tcp_slow_start(tp, acked);
+			return;
+		}
+		htcp_linux_cong_avoid(ca, &cwnd, &cnt, tp->snd_cwnd_clamp, htcp_now_j(),
+				      (__u32)CONFIG_HZ, htcp_min_rtt_j(ca),
+				      cctl_live_get()->use_rtt_scaling);
+		tp->snd_cwnd = cwnd;
+		tp->snd_cwnd_cnt = cnt;
+		return;
+	}
 	acked = cc_slow_start_then(sk, acked, ack_counting);
 	if (!acked)
 		return;
@@ -198,6 +253,15 @@ __u32 BPF_PROG(htcp_ssthresh, struct sock *sk)
 	struct htcp_params p;
 	struct htcp_event e;
 
+	if (linux_exact) {
+		__u32 ssthresh = htcp_linux_ssthresh(ca, tp->snd_cwnd, htcp_now_j(),
+						     (__u32)CONFIG_HZ, htcp_min_rtt_j(ca),
+						     use_bandwidth_switch,
+						     cctl_live_get()->use_rtt_scaling);
+
+		cc_meas_backoff(&ca->m, ca->beta);
+		return ssthresh;
+	}
 	htcp_params_get(&p);
 	e.maxb = ca->maxb_pps;
 	e.old_maxb = ca->old_maxb_pps;
@@ -221,6 +285,29 @@ void BPF_PROG(htcp_set_state, struct sock *sk, __u8 new_state)
 	struct cctl_htcp_ca *ca = htcp_ca(sk);
 	struct tcp_sock *tp = cc_tcp_sk(sk);
 
+	if (linux_exact) {
+		switch (new_state) {
+		case TCP_CA_Open:
+			/* Δ counts from the end of recovery unless the reduction was undone */
+			if (ca->undo_cong_us) {
+				ca->last_cong_j = htcp_now_j();
+				ca->undo_cong_us = 0;
+				ca->m.cong_us = tp->tcp_mstamp;
+				ca->m.epoch_bytes0 = tp->bytes_acked;
+			}
+			break;
+		case TCP_CA_CWR:
+		case TCP_CA_Recovery:
+		case TCP_CA_Loss:
+			ca->undo_cong_us = ca->last_cong_j;
+			ca->undo_tmax_us = ca->maxrtt_j;
+			ca->undo_old_maxb_pps = ca->old_maxb_pps;
+			ca->last_cong_j = htcp_now_j();
+			cc_meas_cong_event(&ca->m, tp);
+			break;
+		}
+		return;
+	}
 	switch (new_state) {
 	case TCP_CA_Open:
 		/* Δ counts from the end of recovery unless the reduction was undone */
@@ -246,6 +333,15 @@ __u32 BPF_PROG(htcp_undo_cwnd, struct sock *sk)
 {
 	struct cctl_htcp_ca *ca = htcp_ca(sk);
 
+	if (linux_exact) {
+		if (ca->undo_cong_us) {
+			ca->last_cong_j = (__u32)ca->undo_cong_us;
+			ca->maxrtt_j = ca->undo_tmax_us;
+			ca->old_maxb_pps = ca->undo_old_maxb_pps;
+			ca->undo_cong_us = 0;
+		}
+		return tcp_reno_undo_cwnd(sk);
+	}
 	if (ca->undo_cong_us) {
 		ca->m.cong_us = ca->undo_cong_us;
 		ca->m.tmax_us = ca->undo_tmax_us;

@@ -10,8 +10,11 @@
 #define HTCP_MATH_H
 
 /*
- * H-TCP's private state (spec §5). 96 bytes; must fit icsk_ca_priv, which
- * htcp.bpf.c checks against the kernel's BTF at compile time.
+ * H-TCP's private state (spec §5). 104 bytes; must fit icsk_ca_priv, which
+ * htcp.bpf.c checks against the kernel's BTF at compile time. With linux_exact
+ * (htcp_linux_*) α and β keep their << 10 scale but hold Linux's << 7 values
+ * (times 8), throughput times and the undo copy of the congestion time are in
+ * jiffies, and maxrtt_j, last_cong_j, pkts_acked are used.
  */
 struct cctl_htcp_ca {
 	struct cctl_meas m;
@@ -27,7 +30,9 @@ struct cctl_htcp_ca {
 	__u32 old_maxb_pps;  /* B_max of the previous epoch, packets/s */
 	__u32 undo_tmax_us;  /* Tmax before the current reduction, usec */
 	__u32 undo_old_maxb_pps; /* old_maxb_pps before the current reduction */
-	__u32 _pad2;
+	__u32 pkts_acked;    /* linux_exact: packets the last ACK acknowledged in Open (1 otherwise) */
+	__u32 maxrtt_j;      /* linux_exact: maxRTT, jiffies */
+	__u32 last_cong_j;   /* linux_exact: jiffies at the last congestion event */
 };
 
 #define HTCP_DELTA_CAP_US 1000000000ull /* Δ - Δ_L is capped at 1000 s: f̄ <= 260001 */
@@ -180,6 +185,163 @@ CCTL_MATH __u32 htcp_ai_divisor(__u32 cwnd, __u32 alpha_fp)
 	if (w > 0xffffffffull)
 		w = 0xffffffffull;
 	return (__u32)w;
+}
+
+/*
+ * linux_exact: tcp_htcp.c's own clock and arithmetic, for a port that gives the
+ * module's trajectory step for step (cctl conform). Where they differ from the
+ * rules above:
+ *   - Δ, minRTT, maxRTT and the throughput interval are in jiffies (RTT samples
+ *     rounded up to whole jiffies), with Linux's constants (Δ_L = 1 s, β in
+ *     [64, 102]/128, minRTT > 10 ms for an adaptive β, a 20 ms maxRTT filter);
+ *   - α and β are Linux's << 7 values (kept << 10 in the state: HTCP_LINUX_TO_FP),
+ *     α = 2 f (128 - β) with Linux's integer f;
+ *   - the increase counter is tp->snd_cwnd_cnt, grown by the packets the ACK
+ *     acknowledged as pkts_acked saw them in Open (1 otherwise), tested against
+ *     cwnd before it grows; α is recomputed after each +1 segment and at each
+ *     reduction; slow start's leftover packets are dropped.
+ * hz: CONFIG_HZ; now_j: jiffies (low 32 bits).
+ */
+#define HTCP_LINUX_ALPHA_ONE 128u
+#define HTCP_LINUX_BETA_MIN 64u
+#define HTCP_LINUX_BETA_MAX 102u
+#define HTCP_LINUX_TO_FP 3 /* << 7 values are kept << 10 */
+
+/* usec rounded up to whole jiffies (exact where HZ divides 10^6). */
+CCTL_MATH __u32 htcp_linux_jiffies(__u32 us, __u32 hz)
+{
+	return (__u32)(((__u64)us * hz + 999999ull) / 1000000ull);
+}
+
+/* α from Δ = now_j - last_cong_j and β (tcp_htcp.c's alpha update). */
+CCTL_MATH void htcp_linux_alpha_update(struct cctl_htcp_ca *ca, __u32 now_j, __u32 hz,
+				       __u32 min_rtt_j, __u32 use_rtt_scaling)
+{
+	__u32 factor = 1, diff = now_j - ca->last_cong_j;
+
+	if (!hz)
+		hz = 1;
+	if (diff > hz) {
+		diff -= hz;
+		factor = 1 + (10 * diff + ((diff / 2) * (diff / 2) / hz)) / hz;
+	}
+	if (use_rtt_scaling && min_rtt_j) {
+		__u32 scale = (hz << 3) / (10 * min_rtt_j);
+
+		if (scale < (1u << 2))
+			scale = 1u << 2;
+		if (scale > (10u << 3))
+			scale = 10u << 3;
+		factor = (factor << 3) / scale;
+		if (!factor)
+			factor = 1;
+	}
+	factor = 2 * factor * (HTCP_LINUX_ALPHA_ONE - (ca->beta >> HTCP_LINUX_TO_FP));
+	if (!factor)
+		factor = HTCP_LINUX_ALPHA_ONE;
+	ca->alpha = factor << HTCP_LINUX_TO_FP;
+}
+
+/* maxRTT from an RTT sample of rtt_j jiffies, in Open only, after minRTT took it. */
+CCTL_MATH void htcp_linux_rtt(struct cctl_htcp_ca *ca, __u32 rtt_j, __u32 min_rtt_j, int open,
+			      __u32 hz)
+{
+	if (!open)
+		return;
+	if (ca->maxrtt_j < min_rtt_j)
+		ca->maxrtt_j = min_rtt_j;
+	if (ca->maxrtt_j < rtt_j && rtt_j <= ca->maxrtt_j + htcp_linux_jiffies(20000, hz))
+		ca->maxrtt_j = rtt_j;
+}
+
+/* Achieved throughput for the bandwidth switch: pkts acknowledged at now_j, in Open
+ * or Disorder (open_or_disorder; else the count restarts). */
+CCTL_MATH void htcp_linux_throughput(struct cctl_htcp_ca *ca, __u32 pkts, __u32 now_j,
+				     __u32 hz, __u32 cwnd, __u32 min_rtt_j, int open_or_disorder)
+{
+	__u32 slack;
+
+	if (!open_or_disorder) {
+		ca->packetcount = 0;
+		ca->lasttime_us = now_j;
+		return;
+	}
+	ca->packetcount += pkts;
+	slack = (ca->alpha >> HTCP_LINUX_TO_FP) >> 7;
+	if (!slack)
+		slack = 1;
+	if (ca->packetcount >= cwnd - slack && now_j - ca->lasttime_us >= min_rtt_j &&
+	    min_rtt_j > 0) {
+		__u32 cur = ca->packetcount * hz / (now_j - ca->lasttime_us);
+
+		if ((now_j - ca->last_cong_j) / min_rtt_j <= 3) {
+			/* the first samples after a backoff */
+			ca->maxb_pps = ca->bi_pps = cur;
+		} else {
+			ca->bi_pps = (3 * ca->bi_pps + cur) / 4;
+			if (ca->bi_pps > ca->maxb_pps)
+				ca->maxb_pps = ca->bi_pps;
+		}
+		ca->packetcount = 0;
+		ca->lasttime_us = now_j;
+	}
+}
+
+/* A reduction: β and α for the next epoch, maxRTT faded; returns ssthresh. */
+CCTL_MATH __u32 htcp_linux_ssthresh(struct cctl_htcp_ca *ca, __u32 cwnd, __u32 now_j, __u32 hz,
+				    __u32 min_rtt_j, __u32 use_bandwidth_switch,
+				    __u32 use_rtt_scaling)
+{
+	__u32 max_rtt_j = ca->maxrtt_j, s;
+	int adapt = 1;
+
+	if (use_bandwidth_switch) {
+		__u32 maxb = ca->maxb_pps, old = ca->old_maxb_pps;
+
+		ca->old_maxb_pps = maxb;
+		/* 5 B_max within [4, 6] old B_max, as the kernel's between() */
+		if (!(6 * old - 4 * old >= 5 * maxb - 4 * old)) {
+			ca->beta = HTCP_LINUX_BETA_MIN << HTCP_LINUX_TO_FP;
+			ca->modeswitch = 0;
+			adapt = 0;
+		}
+	}
+	if (adapt) {
+		if (ca->modeswitch && min_rtt_j > htcp_linux_jiffies(10000, hz) && max_rtt_j) {
+			__u32 b = (__u8)((min_rtt_j << 7) / max_rtt_j);
+
+			if (b < HTCP_LINUX_BETA_MIN)
+				b = HTCP_LINUX_BETA_MIN;
+			else if (b > HTCP_LINUX_BETA_MAX)
+				b = HTCP_LINUX_BETA_MAX;
+			ca->beta = b << HTCP_LINUX_TO_FP;
+		} else {
+			ca->beta = HTCP_LINUX_BETA_MIN << HTCP_LINUX_TO_FP;
+			ca->modeswitch = 1;
+		}
+	}
+	htcp_linux_alpha_update(ca, now_j, hz, min_rtt_j, use_rtt_scaling);
+	if (min_rtt_j > 0 && max_rtt_j > min_rtt_j)
+		ca->maxrtt_j = min_rtt_j + ((max_rtt_j - min_rtt_j) * 95) / 100;
+	s = (cwnd * (ca->beta >> HTCP_LINUX_TO_FP)) >> 7;
+	return s > 2 ? s : 2;
+}
+
+/* Congestion avoidance on one ACK: cwnd and cnt (tp->snd_cwnd, tp->snd_cwnd_cnt)
+ * updated in place, clamp = tp->snd_cwnd_clamp. */
+CCTL_MATH void htcp_linux_cong_avoid(struct cctl_htcp_ca *ca, __u32 *cwnd, __u32 *cnt,
+				     __u32 clamp, __u32 now_j, __u32 hz, __u32 min_rtt_j,
+				     __u32 use_rtt_scaling)
+{
+	if (((*cnt * (ca->alpha >> HTCP_LINUX_TO_FP)) >> 7) >= *cwnd) {
+		if (*cwnd < clamp)
+			*cwnd += 1;
+		*cnt = 0;
+		htcp_linux_alpha_update(ca, now_j, hz, min_rtt_j, use_rtt_scaling);
+	} else {
+		*cnt += ca->pkts_acked;
+	}
+	ca->pkts_acked = 1;
 }
 
 #endif /* HTCP_MATH_H */

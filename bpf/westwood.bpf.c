@@ -28,9 +28,11 @@
  *     ssthresh_at_loss=0 (the `linux` profile) does what Linux does;
  *   - the 50 ms floor and the filter gain are load-time tunables;
  *   - ack_counting=events grows the Reno window by one packet per ACK.
- *   - conform tolerance: 2 segments: RTT_min in usec against the module's
- *     jiffies (4 ms at HZ=250) gives a different BWE·RTT_min at the end of a
- *     recovery: ssthresh and cwnd 1-2 segments apart at 10 ms RTTs.
+ *   - linux_exact=1 (in the `linux` profile) takes tcp_westwood.c's clock and
+ *     arithmetic instead (westwood_linux_* in westwood_math.h): RTT samples,
+ *     RTT_min and the sample interval in jiffies, the estimate in bytes per
+ *     jiffy with 32-bit arithmetic; win_min_ms and filter_shift keep their
+ *     defaults (Linux's HZ/20 and 7/8) there.
  * As Linux: the first sample fills both filter stages, dupACKs are credited one
  * MSS each, and after a timeout RTT_min restarts from the next RTT sample.
  */
@@ -54,6 +56,9 @@ struct cctl_westwood_ca cctl_ca_layout = {};
  * counts packets or ACK events. */
 const volatile __u32 ssthresh_at_loss = 1;  /* 1: ssthresh() = BWE·RTT_min/MSS (spec); 0: Linux */
 const volatile __u32 ack_counting = 0;      /* 0 = packets (ABC), 1 = ACK events */
+const volatile __u32 linux_exact = 0;       /* bool: tcp_westwood.c's jiffies and arithmetic */
+
+extern unsigned long CONFIG_HZ __kconfig;
 
 /* Live tunables (spec §18.5: the sample interval's bound and the filter's gain;
  * `cctl set`), read once per callback from the slot in force. */
@@ -74,6 +79,8 @@ static __always_inline struct cctl_westwood_ca *westwood_ca(const struct sock *s
 static __always_inline __u32 westwood_limit(const struct cctl_westwood_ca *ca,
 					    const struct tcp_sock *tp)
 {
+	if (linux_exact)
+		return westwood_linux_limit(ca, tp->mss_cache, (__u32)CONFIG_HZ);
 	return westwood_bw_rttmin(ca->bw_Bps, ca->rtt_min_us, tp->mss_cache);
 }
 
@@ -85,6 +92,10 @@ void BPF_PROG(westwood_init, struct sock *sk)
 
 	__builtin_memset(ca, 0, sizeof(*ca));
 	cc_meas_init(&ca->m, tp);
+	if (linux_exact) {
+		westwood_linux_init(ca, (__u32)bpf_jiffies64(), tp->snd_una);
+		return;
+	}
 	ca->win_start_us = (__u32)tp->tcp_mstamp;
 	ca->snd_una = tp->snd_una;
 	ca->first_ack = 1;
@@ -97,7 +108,8 @@ void BPF_PROG(westwood_pkts_acked, struct sock *sk, const struct ack_sample *sam
 	struct cctl_westwood_ca *ca = westwood_ca(sk);
 
 	if (sample->rtt_us > 0) {
-		ca->rtt_us = sample->rtt_us;
+		ca->rtt_us = linux_exact ? westwood_linux_rtt_us(sample->rtt_us, (__u32)CONFIG_HZ)
+					 : (__u32)sample->rtt_us;
 		cc_meas_rtt(&ca->m, sample->rtt_us, cc_ca_state(sk), 0);
 	}
 }
@@ -111,6 +123,11 @@ void BPF_PROG(westwood_in_ack_event, struct sock *sk, __u32 flags)
 	struct westwood_ack_info a;
 	struct westwood_params p;
 
+	if (linux_exact) {
+		westwood_linux_ack(ca, (__u32)bpf_jiffies64(), tp->snd_una, tp->mss_cache,
+				   flags & CA_ACK_SLOWPATH, (__u32)CONFIG_HZ);
+		return;
+	}
 	a.now_us = (__u32)tp->tcp_mstamp;
 	a.snd_una = tp->snd_una;
 	a.mss = tp->mss_cache;

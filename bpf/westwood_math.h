@@ -158,4 +158,93 @@ CCTL_MATH __u32 westwood_bw_rttmin(__u64 bw_Bps, __u32 rtt_min_us, __u32 mss)
 	return pkts > 2 ? (__u32)pkts : 2;
 }
 
+/*
+ * linux_exact: tcp_westwood.c's clock and arithmetic, for a port that gives the
+ * module's trajectory step for step (cctl conform): RTT samples rounded up to
+ * whole jiffies, the sample interval and RTT_min in jiffies (RTT_min starts at
+ * 20 s), the estimate in bytes per jiffy with 32-bit division, the interval
+ * closed past max(RTT, HZ/20) jiffies. The state keeps its units (usec, bytes/s)
+ * as exact multiples of a jiffy's: exact where HZ divides 10^6 (100, 250, 1000).
+ */
+#define WESTWOOD_LINUX_INIT_RTT_S 20u
+
+/* usec in one jiffy (hz dividing 10^6). */
+CCTL_MATH __u32 westwood_usec_per_jiffy(__u32 hz)
+{
+	return hz ? (__u32)(WESTWOOD_USEC_PER_SEC / hz) : 1;
+}
+
+/* An RTT sample rounded up to whole jiffies, as usec. */
+CCTL_MATH __u32 westwood_linux_rtt_us(__u32 rtt_us, __u32 hz)
+{
+	__u32 upj = westwood_usec_per_jiffy(hz);
+
+	return (__u32)((((__u64)rtt_us + upj - 1) / upj) * upj);
+}
+
+/* init: RTT and RTT_min at 20 s, the interval starting at now_j. */
+CCTL_MATH void westwood_linux_init(struct cctl_westwood_ca *ca, __u32 now_j, __u32 snd_una)
+{
+	ca->rtt_us = WESTWOOD_LINUX_INIT_RTT_S * (__u32)WESTWOOD_USEC_PER_SEC;
+	ca->rtt_min_us = ca->rtt_us;
+	ca->reset_rtt_min = 1;
+	ca->win_start_us = now_j;
+	ca->snd_una = snd_una;
+	ca->first_ack = 1;
+}
+
+/* Per ACK at jiffies now_j (the interval's start is kept in jiffies). */
+CCTL_MATH void westwood_linux_ack(struct cctl_westwood_ca *ca, __u32 now_j, __u32 snd_una,
+				  __u32 mss, __u32 slowpath, __u32 hz)
+{
+	__u32 upj = westwood_usec_per_jiffy(hz);
+	__u32 rtt_j = ca->rtt_us / upj, min_j = ca->rtt_min_us / upj;
+	__s32 delta = (__s32)(now_j - ca->win_start_us);
+	__u32 win = rtt_j > hz / 20 ? rtt_j : hz / 20;
+
+	if (ca->first_ack) {
+		ca->snd_una = snd_una;
+		ca->first_ack = 0;
+	}
+	if (rtt_j && (__u32)delta > win) {
+		__u32 sample = ca->bk / (__u32)delta;
+		__u32 ns = (__u32)(ca->bw_ns_Bps / (hz ? hz : 1));
+		__u32 est = (__u32)(ca->bw_Bps / (hz ? hz : 1));
+
+		if (!ns && !est) {
+			ns = sample;
+			est = sample;
+		} else {
+			ns = (7 * ns + sample) >> 3;
+			est = (7 * est + ns) >> 3;
+		}
+		ca->bw_ns_Bps = (__u64)ns * hz;
+		ca->bw_Bps = (__u64)est * hz;
+		ca->bk = 0;
+		ca->win_start_us = now_j;
+	}
+	if (slowpath)
+		ca->bk += westwood_acked_count(snd_una - ca->snd_una, mss, &ca->accounted);
+	else
+		ca->bk += snd_una - ca->snd_una;
+	ca->snd_una = snd_una;
+	if (ca->reset_rtt_min) {
+		min_j = rtt_j;
+		ca->reset_rtt_min = 0;
+	} else if (rtt_j < min_j) {
+		min_j = rtt_j;
+	}
+	ca->rtt_min_us = min_j * upj;
+}
+
+/* The loss rule in 32 bits: max(BWE · RTT_min / MSS, 2), BWE in bytes per jiffy. */
+CCTL_MATH __u32 westwood_linux_limit(const struct cctl_westwood_ca *ca, __u32 mss, __u32 hz)
+{
+	__u32 upj = westwood_usec_per_jiffy(hz);
+	__u32 est = (__u32)(ca->bw_Bps / (hz ? hz : 1));
+	__u32 pkts = est * (ca->rtt_min_us / upj) / (mss ? mss : 1);
+
+	return pkts > 2 ? pkts : 2;
+}
+
 #endif /* WESTWOOD_MATH_H */

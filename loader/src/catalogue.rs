@@ -173,6 +173,44 @@ pub fn no_check(_: &Params) -> std::result::Result<(), String> {
     Ok(())
 }
 
+/// The `linux_exact` switch of a port (cubic, htcp, westwood): with it on, the port runs
+/// its Linux module's clock and arithmetic with the module's own constants, so every
+/// tunable but `linux_exact` and those in `free` must keep its default (the defaults are
+/// the module's values).
+///
+/// Errors: the first tunable of `key` that differs from its default, naming it and what
+/// may change.
+pub fn linux_exact_keeps_defaults(
+    key: &str,
+    v: &Params,
+    free: &[&str],
+) -> std::result::Result<(), String> {
+    if v.get("linux_exact").copied() != Some(1) {
+        return Ok(());
+    }
+    let algo = find(key).map_err(|e| e.to_string())?;
+    for spec in algo.params {
+        if spec.key == "linux_exact" || free.contains(&spec.key) {
+            continue;
+        }
+        let got = v.get(spec.key).copied().unwrap_or(spec.default);
+        if got != spec.default {
+            return Err(format!(
+                "linux_exact=1 runs the Linux module's constants: {} must keep its default {} \
+                 (got {got}); {}",
+                spec.key,
+                spec.default,
+                if free.is_empty() {
+                    "no other tunable may change".to_string()
+                } else {
+                    format!("only {} may change", free.join(", "))
+                }
+            ));
+        }
+    }
+    Ok(())
+}
+
 pub use crate::algo::ALGORITHMS;
 
 /// Looks an algorithm up by key (`htcp`) or default kernel name (`bpf_htcp`).

@@ -55,9 +55,11 @@ fn lines(o: &Output) -> Vec<serde_json::Value> {
         .collect()
 }
 
+/// The scripts `--short` runs without `--script`: the small-window ones.
 fn script_names() -> BTreeSet<String> {
     cctl_conform::script::builtin()
         .into_iter()
+        .filter(|s| !s.is_large())
         .map(|s| s.name)
         .collect()
 }
@@ -158,6 +160,58 @@ fn every_port_matches_its_module_or_model_ack_by_ack_in_the_guest() {
     );
 }
 
+/// Large windows in the guest: highspeed@linux, scalable@linux and cubic@linux on
+/// `large-backoff` (slow start to about 2,100 segments at 250 ms, the backoff, 8 RTTs of
+/// avoidance), where HighSpeed's table far above W_L, Scalable's MIMD and CUBIC's K from a
+/// large W_max act. Each reaches a window of at least 1,500 segments and matches its module
+/// over the whole run. The full large-window set is `make conform`.
+#[test]
+fn large_windows_match_their_modules_in_the_guest() {
+    let _k = KERNEL.lock().unwrap_or_else(|e| e.into_inner());
+    require_root();
+    let root = out_root("conform-large");
+    let _ = std::fs::remove_dir_all(&root);
+    let before = leftovers();
+    let o = conform(
+        &[
+            "highspeed,scalable,cubic",
+            "--script",
+            "large-backoff",
+            "--vm",
+            "always",
+            "--json",
+        ],
+        &root,
+    );
+    let got = lines(&o);
+    assert_eq!(got.len(), 3, "one line per algorithm");
+    let mut failed = Vec::new();
+    for l in &got {
+        let algo = l["algo"].as_str().unwrap();
+        let max_cwnd = l["max_cwnd"].as_u64().unwrap();
+        assert!(
+            max_cwnd >= 1500,
+            "{algo}: the window reached {max_cwnd} segments, not a large window"
+        );
+        if l["verdict"] != "match" {
+            failed.push(format!("{algo}: {} ({})", l["verdict"], l["why"]));
+        }
+        for k in ["mean_abs_cwnd_diff", "mean_cwnd_ratio", "same_ca_state_pct"] {
+            assert!(
+                l[k].is_number(),
+                "{algo}: {k} missing in the --json line: {l}"
+            );
+        }
+    }
+    check_report(&root, got.len());
+    assert_eq!(leftovers(), before, "namespaces or algorithms left behind");
+    assert!(
+        failed.is_empty(),
+        "cases that do not match:\n{}",
+        failed.join("\n")
+    );
+}
+
 /// The host smoke run: reno and cubic (built into the host kernel) against their modules
 /// on every script's short variant, in real time. Every run is valid and reports; the
 /// verdicts that count are the guest's, on its virtual clock: here the two senders' ACKs
@@ -230,6 +284,13 @@ fn bad_input_is_refused_and_leaves_nothing_behind() {
     )
     .unwrap();
     let bad = bad_script.display().to_string();
+    let unreachable = root.join("unreachable.toml");
+    std::fs::write(
+        &unreachable,
+        "name = \"big\"\ndoc = \"\"\nrtt_ms = [324]\nduration_rtts = 10\nscale_windows = false\nmin_cwnd = 4000\nrwnd_segments = 3000\n",
+    )
+    .unwrap();
+    let unreachable = unreachable.display().to_string();
     for (args, needle) in [
         (vec!["nosuch"], "unknown algorithm"),
         (vec!["cubic@fast"], "has no profile"),
@@ -238,6 +299,10 @@ fn bad_input_is_refused_and_leaves_nothing_behind() {
             "unknown conformance script",
         ),
         (vec!["reno", "--script", bad.as_str()], "rtt[0].factor"),
+        (
+            vec!["reno", "--script", unreachable.as_str()],
+            "`min_cwnd`: 4000 segments: more than the receiver can buffer",
+        ),
         (vec!["reno", "--runs", "0"], "--runs"),
         (vec!["reno", "--jobs", "0"], "--jobs 0: allowed 1 to 64"),
         (

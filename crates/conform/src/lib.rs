@@ -508,6 +508,8 @@ fn run_case(
     let mut reruns = Vec::new();
     let (verdict, why) = if !invalid.is_empty() {
         ("invalid".to_string(), Some(invalid.join("; ")))
+    } else if let Some(w) = short_of_min_cwnd(sc, rtt_ms, &first.sides[1]) {
+        ("invalid".to_string(), Some(w))
     } else if first.sides.iter().any(|x| x.steps.len() < 10) {
         (
             "invalid".to_string(),
@@ -611,6 +613,20 @@ fn run_valid(
     }
 }
 
+/// Why a run is invalid for `sc`'s stated minimum window at `rtt_ms`: the reference
+/// sender `side` never reached it ([`Script::min_cwnd_at`]); `None` when it did or the
+/// script states none.
+fn short_of_min_cwnd(sc: &Script, rtt_ms: f64, side: &lockstep::SideRun) -> Option<String> {
+    let want = sc.min_cwnd_at(rtt_ms);
+    let got = side.steps.iter().map(|x| x.cwnd).max().unwrap_or(0);
+    (want > 0 && got < want).then(|| {
+        format!(
+            "the reference's cwnd reached {got} segments, short of the script's min_cwnd of \
+             {want}: the run did not test the large-window rules"
+        )
+    })
+}
+
 /// The module against itself in each of `runs` (module-vs-module lockstep runs).
 fn baselines(runs: &[RunResult]) -> Vec<Comparison> {
     runs.iter()
@@ -618,16 +634,11 @@ fn baselines(runs: &[RunResult]) -> Vec<Comparison> {
         .collect()
 }
 
-/// A clocked port's rule from the module's module-vs-module `runs`: its earliest first
-/// divergence and largest |Δcwnd| over them, and the port's declared `tolerance`.
+/// A clocked port's rule from the module's module-vs-module `runs` (its spread over them,
+/// [`verdict::Spread`]) and the port's declared `tolerance`.
 fn baseline_rule(runs: &[RunResult], tolerance: Option<verdict::Tolerance>) -> Rule {
-    let b = baselines(runs);
     Rule::Baseline {
-        module_first_divergence: b
-            .iter()
-            .filter_map(|c| c.first_divergence.as_ref().map(|d| d.step))
-            .min(),
-        module_max_abs_cwnd_diff: b.iter().map(|c| c.max_abs_cwnd_diff).max().unwrap_or(0),
+        spread: verdict::Spread::of(&baselines(runs)),
         tolerance,
     }
 }
@@ -664,6 +675,7 @@ fn run_model_case(
         .iter()
         .map(|p| (p.key, port.params.get(p.key).copied().unwrap_or(p.default)))
         .collect();
+    let short = short_of_min_cwnd(sc, rtt_ms, &r.sides[0]);
     let (comparison, verdict, why, bounds) =
         match replay::check(s.algo.key, &params, &samples, r.t0_us * 1000) {
             Ok(m) => {
@@ -683,16 +695,18 @@ fn run_model_case(
                         steps: m.steps,
                         identical_pct: m.identical_pct,
                         max_abs_cwnd_diff: m.max_abs_cwnd_diff.ceil() as u32,
+                        max_cwnd: r.sides[0].steps.iter().map(|x| x.cwnd).max().unwrap_or(0),
+                        drift: None,
                         first_divergence: first,
                     },
-                    if r.validity.invalid.is_some() {
+                    if r.validity.invalid.is_some() || short.is_some() {
                         "invalid"
                     } else if ok {
                         "match"
                     } else {
                         "diverges"
                     },
-                    r.validity.invalid.clone().or_else(|| {
+                    r.validity.invalid.clone().or(short.clone()).or_else(|| {
                         m.first_divergence
                             .as_ref()
                             .map(|d| format!("step {}: {}", d.step, d.detail))

@@ -85,6 +85,10 @@ pub struct Receiver {
     unacked: u32,
     delack_deadline: Option<u64>,
     last_due: u64,
+    /// The bottleneck in front of the receiver: usec to carry one byte (0 = none).
+    usec_per_byte: f64,
+    /// When the bottleneck has carried every segment read so far, usec.
+    link_free_us: f64,
     /// Answers not yet due, in order.
     pub pending: VecDeque<PendingAck>,
     /// What it did.
@@ -135,6 +139,12 @@ impl Receiver {
             unacked: 0,
             delack_deadline: None,
             last_due: 0,
+            usec_per_byte: if script.rate_mbit > 0.0 {
+                8.0 / script.rate_mbit
+            } else {
+                0.0
+            },
+            link_free_us: 0.0,
             pending: VecDeque::new(),
             stats: ReceiverStats::default(),
         }
@@ -173,6 +183,19 @@ impl Receiver {
         due
     }
 
+    /// When a data segment read at `now_us` reaches the receiver through the script's
+    /// bottleneck (`rate_mbit`): after the segments before it have been carried, each taking
+    /// its IP length (payload + 52 bytes of IP and TCP headers with timestamps) at the
+    /// rate; the queue is unbounded. `now_us` itself without a bottleneck.
+    fn arrival(&mut self, s: &Segment, now_us: u64) -> u64 {
+        if self.usec_per_byte <= 0.0 {
+            return now_us;
+        }
+        let start = self.link_free_us.max(now_us as f64);
+        self.link_free_us = start + f64::from(s.len + 52) * self.usec_per_byte;
+        self.link_free_us.round() as u64
+    }
+
     /// Takes one segment of the sender, read at `now_us`.
     pub fn on_segment(&mut self, s: &Segment, now_us: u64) {
         if s.rst {
@@ -187,6 +210,7 @@ impl Receiver {
             return; // pure ACKs (the handshake's third segment, window updates)
         }
         self.stats.segments += 1;
+        let now_us = self.arrival(s, now_us);
         let start = u64::from(s.seq.wrapping_sub(irs.wrapping_add(1)));
         // Relative sequence numbers stay below 2^32 here: runs carry far less than 4 GB.
         let end = start + u64::from(s.len);
@@ -430,6 +454,24 @@ mod tests {
         assert_eq!(a.len(), 2);
         assert_eq!((a[0].due_us, a[1].due_us), (30_000, 30_005));
         assert_eq!(a[1].reply.ack, ISN.wrapping_add(1).wrapping_add(2000));
+    }
+
+    #[test]
+    fn a_bottleneck_spaces_a_burst_by_its_rate() {
+        // 8 Mbit/s: 1 usec per byte; a 1000-byte segment with its 52 header bytes, 1052 us.
+        let mut r = connected("rate_mbit = 8\n");
+        for n in 0..3 {
+            r.on_segment(&data(n), 20_000);
+        }
+        let due: Vec<u64> = r.pending.drain(..).map(|a| a.due_us).collect();
+        assert_eq!(
+            due,
+            vec![31_052, 32_104, 33_156],
+            "queued behind each other"
+        );
+        // An idle link carries the next segment at once.
+        r.on_segment(&data(3), 50_000);
+        assert_eq!(r.pending.pop_front().unwrap().due_us, 61_052);
     }
 
     #[test]

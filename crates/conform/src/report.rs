@@ -28,8 +28,17 @@ pub struct JsonLine<'a> {
     pub identical_pct: f64,
     /// Largest |Δcwnd|, segments.
     pub max_abs_cwnd_diff: u32,
+    /// Largest cwnd either sender reached, segments.
+    pub max_cwnd: u32,
+    /// The whole run: mean |Δcwnd|, mean and largest |Δssthresh|, mean cwnd ratio
+    /// port/reference, share of steps in the same CA state (absent for model checks).
+    #[serde(flatten)]
+    pub drift: Option<&'a super::verdict::Drift>,
     /// First divergence, or null.
     pub first_divergence: Option<&'a super::verdict::Divergence>,
+    /// The module against itself over the case's baseline runs (the worst of each figure),
+    /// or null when none ran (the port was identical to its module, or a model check).
+    pub module_spread: Option<super::verdict::Spread>,
     /// `match`, `diverges` or `invalid`.
     pub verdict: &'a str,
     /// Why it does not match or the run is invalid (or how a clocked port's re-run
@@ -48,10 +57,18 @@ impl Outcome {
             steps: self.comparison.steps,
             identical_pct: self.comparison.identical_pct,
             max_abs_cwnd_diff: self.comparison.max_abs_cwnd_diff,
+            max_cwnd: self.comparison.max_cwnd,
+            drift: self.comparison.drift.as_ref(),
             first_divergence: self.comparison.first_divergence.as_ref(),
+            module_spread: self.spread(),
             verdict: &self.verdict,
             why: self.why.as_deref(),
         }
+    }
+
+    /// The module against itself over the baseline runs, if any ran.
+    pub fn spread(&self) -> Option<super::verdict::Spread> {
+        (!self.baseline.is_empty()).then(|| super::verdict::Spread::of(&self.baseline))
     }
 
     fn stem(&self) -> String {
@@ -84,9 +101,12 @@ pub fn markdown(outcomes: &[Outcome], kernel: &str) -> String {
     );
     let _ = writeln!(
         md,
-        "| algorithm | ref | script | RTT ms | steps | identical % | max abs Δcwnd | first divergence (step: port / ref cwnd,ssthresh,state) | module vs itself: first div., max abs Δcwnd | ACK lateness p99/max us | verdict |"
+        "| algorithm | ref | script | RTT ms | max cwnd | steps | identical % | first divergence (step: port / ref cwnd,ssthresh,state) | abs Δcwnd mean/max | abs Δssthresh mean/max | cwnd ratio | same CA state % | module vs itself: first div.; abs Δcwnd mean/max; abs Δssthresh mean/max; ratio; same CA % | ACK lateness p99/max us | verdict |"
     );
-    let _ = writeln!(md, "|---|---|---|---:|---:|---:|---:|---|---|---|---|");
+    let _ = writeln!(
+        md,
+        "|---|---|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---|---|---|"
+    );
     for o in outcomes {
         let c = &o.comparison;
         let fd = match &c.first_divergence {
@@ -104,23 +124,38 @@ pub fn markdown(outcomes: &[Outcome], kernel: &str) -> String {
                 t
             }
         };
-        let base = if o.baseline.is_empty() {
-            "-".into()
-        } else {
-            let first = o
-                .baseline
-                .iter()
-                .filter_map(|b| b.first_divergence.as_ref().map(|d| d.step))
-                .min()
-                .map_or("none".to_string(), |s| s.to_string());
-            let max = o
-                .baseline
-                .iter()
-                .map(|b| b.max_abs_cwnd_diff)
-                .max()
-                .unwrap_or(0);
-            let n = o.baseline.len();
-            format!("{first}, {max} ({n} run{})", if n == 1 { "" } else { "s" })
+        let base = match o.spread() {
+            None => "-".to_string(),
+            Some(b) => format!(
+                "{}; {:.2}/{}; {:.2}/{}; 1 ± {:.4}; {:.2} ({} run{})",
+                b.first_divergence
+                    .map_or("none".to_string(), |s| s.to_string()),
+                b.mean_abs_cwnd_diff,
+                b.max_abs_cwnd_diff,
+                b.mean_abs_ssthresh_diff,
+                b.max_abs_ssthresh_diff,
+                b.cwnd_ratio_dev,
+                b.same_ca_state_pct,
+                b.runs,
+                if b.runs == 1 { "" } else { "s" }
+            ),
+        };
+        let (dcwnd, dss, ratio, same_ca) = match &c.drift {
+            Some(d) => (
+                format!("{:.2}/{}", d.mean_abs_cwnd_diff, c.max_abs_cwnd_diff),
+                format!(
+                    "{:.2}/{}",
+                    d.mean_abs_ssthresh_diff, d.max_abs_ssthresh_diff
+                ),
+                format!("{:.4}", d.mean_cwnd_ratio),
+                format!("{:.2}", d.same_ca_state_pct),
+            ),
+            None => (
+                format!("-/{}", c.max_abs_cwnd_diff),
+                "-".to_string(),
+                "-".to_string(),
+                "-".to_string(),
+            ),
         };
         let late = o
             .runs
@@ -142,7 +177,7 @@ pub fn markdown(outcomes: &[Outcome], kernel: &str) -> String {
         }
         let _ = writeln!(
             md,
-            "| {} | {} | {} | {} | {} | {:.2} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {:.2} | {} | {} | {} | {} | {} | {} | {} | {} |",
             o.algo,
             match o.reference {
                 Reference::Module => o.module_cc.as_deref().unwrap_or("module"),
@@ -150,10 +185,14 @@ pub fn markdown(outcomes: &[Outcome], kernel: &str) -> String {
             },
             o.script,
             o.rtt_ms,
+            c.max_cwnd,
             c.steps,
             c.identical_pct,
-            c.max_abs_cwnd_diff,
             fd,
+            dcwnd,
+            dss,
+            ratio,
+            same_ca,
             base,
             late,
             v

@@ -6,10 +6,13 @@
 //! same at 10 ms and at 100 ms; segments are counted from 0 in sequence space
 //! (segment n covers bytes [n·MSS, (n+1)·MSS) of the stream), first transmissions only.
 //!
-//! Segment numbers and the receive window are written for the longest RTT of the script
-//! and scaled by `rtt / longest rtt` for the shorter ones ([`Script::window_scale`]): the
-//! windows then scale with the RTT, so every variant runs at the same packet rate — the
-//! rate the machine can drive (QEMU TCG carries about 1,000 ACK steps per second).
+//! Segment numbers, the receive window and `min_cwnd` are written for the longest RTT of
+//! the script and scaled by `rtt / longest rtt` for the shorter ones
+//! ([`Script::window_scale`]): the windows then scale with the RTT, so every variant runs
+//! at the same packet rate — the rate the machine can drive (QEMU TCG carries about 1,000
+//! ACK steps per second in real time). A large-window script sets `scale_windows = false`:
+//! its windows are the same at every RTT, and it states the window its runs must reach
+//! (`min_cwnd`), which is checked when it is parsed and when it has run.
 
 use std::path::{Path, PathBuf};
 
@@ -193,10 +196,32 @@ pub struct Script {
     /// Phases in which the sending application writes nothing.
     #[serde(default)]
     pub app_limited: Vec<Phase>,
+    /// Rate of a bottleneck in front of the receiver, Mbit/s (0 = none: every segment
+    /// arrives the moment it is sent): segments queue behind it without limit and arrive
+    /// spaced by their length at this rate, so ACKs come back spaced as on a real path
+    /// (and a window above the BDP builds a queue) instead of in the bursts the sender
+    /// emits. The large-window scripts set it to what the guest's driver can answer.
+    #[serde(default)]
+    pub rate_mbit: f64,
+    /// Whether segment numbers, the receive window and `min_cwnd` scale with the RTT (see
+    /// the module docs); `false` keeps them as written at every RTT.
+    #[serde(default = "yes")]
+    pub scale_windows: bool,
+    /// Window every run must reach, segments (0 = none): a run whose reference sender's
+    /// cwnd stays below it is invalid, not a match.
+    #[serde(default)]
+    pub min_cwnd: u32,
     /// Where it was read from (`<builtin>/x.toml` for shipped ones).
     #[serde(skip)]
     pub path: PathBuf,
 }
+
+/// Smallest `min_cwnd` of a large-window script, segments ([`Script::is_large`]).
+pub const LARGE_WINDOW: u32 = 1000;
+
+/// MSS the receive-window limit is counted in, bytes (1448: an Ethernet MTU with TCP
+/// timestamps).
+pub const ASSUMED_MSS: u32 = 1448;
 
 fn every() -> AckPolicy {
     AckPolicy::Every
@@ -284,6 +309,51 @@ impl Script {
                 ),
             );
         }
+        if !(self.rate_mbit >= 0.0 && self.rate_mbit <= 10_000.0) {
+            return bad(
+                "rate_mbit",
+                format!(
+                    "{}: allowed 0 (no bottleneck) to 10000 Mbit/s",
+                    self.rate_mbit
+                ),
+            );
+        }
+        if self.min_cwnd > 0 {
+            let rwnd = self.rwnd_limit_segments();
+            if self.min_cwnd > rwnd {
+                return bad(
+                    "min_cwnd",
+                    format!(
+                        "{} segments: more than the receiver can buffer ({rwnd} segments{}); \
+                         the sender cannot use a window above it: lower min_cwnd or raise \
+                         rwnd_segments (up to 100000)",
+                        self.min_cwnd,
+                        if self.rwnd_segments == 0 {
+                            ", 65535 << 7 bytes, its default"
+                        } else {
+                            ", rwnd_segments"
+                        }
+                    ),
+                );
+            }
+            if let Some(g) = self.longest_loss_free() {
+                if 2 * g < u64::from(self.min_cwnd) {
+                    return bad(
+                        "loss.every",
+                        format!(
+                            "{}: the longest stretch without a loss is {g} segments, and a \
+                             window grows by at most one segment per segment acknowledged \
+                             (slow start), so it reaches about 2 × {g} before a loss is \
+                             detected, below min_cwnd = {}; make the losses rarer \
+                             (every >= {}) or lower min_cwnd",
+                            self.loss.every,
+                            self.min_cwnd,
+                            self.min_cwnd.div_ceil(2) + 1
+                        ),
+                    );
+                }
+            }
+        }
         if !self.ce.is_empty() && !self.ecn {
             return bad("ce", "CE marks need `ecn = true`".into());
         }
@@ -333,11 +403,11 @@ impl Script {
         Ok(())
     }
 
-    /// Factor on segment numbers and the receive window at base RTT `rtt_ms`:
-    /// `rtt_ms / longest rtt_ms` (see the module docs).
+    /// Factor on segment numbers, the receive window and `min_cwnd` at base RTT `rtt_ms`:
+    /// `rtt_ms / longest rtt_ms`, or 1 with `scale_windows = false` (see the module docs).
     pub fn window_scale(&self, rtt_ms: f64) -> f64 {
         let longest = self.rtt_ms.iter().copied().fold(0.0, f64::max);
-        if longest <= 0.0 {
+        if longest <= 0.0 || !self.scale_windows {
             1.0
         } else {
             rtt_ms / longest
@@ -358,6 +428,57 @@ impl Script {
             f = c.factor;
         }
         f
+    }
+
+    /// Whether it is a large-window script (it states a `min_cwnd` of at least
+    /// [`LARGE_WINDOW`] segments): `cctl conform --short` leaves those out unless named.
+    pub fn is_large(&self) -> bool {
+        self.min_cwnd >= LARGE_WINDOW
+    }
+
+    /// The window a run at base RTT `rtt_ms` must reach, segments (0 = none).
+    pub fn min_cwnd_at(&self, rtt_ms: f64) -> u32 {
+        (f64::from(self.min_cwnd) * self.window_scale(rtt_ms)).round() as u32
+    }
+
+    /// The receive window the receiver offers, segments (`rwnd_segments`, or 65,535 << 7
+    /// bytes in segments of [`ASSUMED_MSS`] bytes when it is 0).
+    pub fn rwnd_limit_segments(&self) -> u32 {
+        if self.rwnd_segments == 0 {
+            ((65_535u64 << 7) / u64::from(ASSUMED_MSS)) as u32
+        } else {
+            self.rwnd_segments
+        }
+    }
+
+    /// The longest stretch of consecutive segment numbers without a scripted loss, when
+    /// losses recur forever (`loss.every` without `until_segment`); `None` when the losses
+    /// end, so the stretch after the last one is unbounded.
+    pub fn longest_loss_free(&self) -> Option<u64> {
+        let l = &self.loss;
+        if l.every == 0 || l.until_segment != 0 {
+            return None;
+        }
+        let mut lost: Vec<u64> = l
+            .segments
+            .iter()
+            .copied()
+            .filter(|&n| n < l.from_segment + l.every)
+            .collect();
+        lost.push(l.from_segment + l.every - 1);
+        lost.sort_unstable();
+        lost.dedup();
+        let mut longest = l.every - 1;
+        let mut prev: Option<u64> = None;
+        for n in lost {
+            let gap = match prev {
+                None => n,
+                Some(p) => n - p - 1,
+            };
+            longest = longest.max(gap);
+            prev = Some(n);
+        }
+        Some(longest)
     }
 
     /// Whether `t_rtts` falls in one of `phases`.
@@ -385,6 +506,13 @@ pub const BUILTIN_FILES: &[(&str, &str)] = builtin_scripts!(
     "delayed_acks.toml",
     "app_limited.toml",
     "ecn.toml",
+    "large_backoff.toml",
+    "large_avoidance.toml",
+    "large_periodic_loss.toml",
+    "large_burst_loss.toml",
+    "large_rto.toml",
+    "large_app_limited.toml",
+    "large_rtt_steps.toml",
 );
 
 /// The shipped scripts, in file order.
@@ -435,7 +563,19 @@ mod tests {
         let all = builtin();
         assert_eq!(all.len(), BUILTIN_FILES.len());
         for s in &all {
-            assert!(s.rtt_ms.len() == 2, "{}: a short and a long RTT", s.name);
+            if s.is_large() {
+                assert!(
+                    s.min_cwnd >= 1500
+                        && !s.scale_windows
+                        && s.rate_mbit > 0.0
+                        && s.rtt_ms.iter().all(|&r| r >= 100.0),
+                    "{}: a large-window script reaches 1,500 segments or more at RTTs of \
+                     100 ms or more, behind a bottleneck",
+                    s.name
+                );
+            } else {
+                assert!(s.rtt_ms.len() == 2, "{}: a short and a long RTT", s.name);
+            }
         }
     }
 
@@ -487,6 +627,61 @@ mod tests {
         assert_eq!(s.rtt_factor(15.0), 2.0);
         assert!((s.rtt_factor(25.0) - 1.25).abs() < 1e-9);
         assert_eq!(s.rtt_factor(40.0), 0.5);
+    }
+
+    #[test]
+    fn a_large_window_the_script_cannot_reach_is_refused_at_parse_time() {
+        let head =
+            "name = \"x\"\ndoc = \"\"\nrtt_ms = [324]\nduration_rtts = 10\nscale_windows = false\n";
+        let e = Script::parse(
+            &format!("{head}min_cwnd = 3000\nrwnd_segments = 2000\n"),
+            Path::new("w.toml"),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("w.toml") && e.contains("`min_cwnd`") && e.contains("2000 segments"),
+            "{e}"
+        );
+        // The default receive window is 65,535 << 7 bytes: 5,793 segments of 1,448 bytes.
+        let e = Script::parse(&format!("{head}min_cwnd = 6000\n"), Path::new("w.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("5793 segments") && e.contains("its default"),
+            "{e}"
+        );
+        let e = Script::parse(
+            &format!("{head}min_cwnd = 2000\n[loss]\nsegments = [500]\nevery = 800\nfrom_segment = 600\n"),
+            Path::new("l.toml"),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("`loss.every`") && e.contains("898 segments") && e.contains("every >= 1001"),
+            "{e}"
+        );
+        // Losses that end leave an unbounded stretch after them.
+        let s = Script::parse(
+            &format!("{head}min_cwnd = 2000\n[loss]\nevery = 800\nuntil_segment = 5000\n"),
+            Path::new("ok.toml"),
+        )
+        .unwrap();
+        assert_eq!(
+            (
+                s.longest_loss_free(),
+                s.min_cwnd_at(324.0),
+                s.window_scale(10.0)
+            ),
+            (None, 2000, 1.0)
+        );
+        // A long loss-free prefix reaches it before the periodic losses start.
+        let s = Script::parse(
+            &format!("{head}min_cwnd = 2000\n[loss]\nevery = 800\nfrom_segment = 1500\n"),
+            Path::new("ok.toml"),
+        )
+        .unwrap();
+        assert_eq!(s.longest_loss_free(), Some(2299));
     }
 
     #[test]

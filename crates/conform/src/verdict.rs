@@ -1,7 +1,12 @@
 //! Step-by-step comparison of two senders' trajectories and the verdict rules of a
-//! conformance check.
+//! conformance check: the first divergence, and the trajectory over the whole run (mean
+//! and largest |Δcwnd| and |Δssthresh|, the mean cwnd ratio, the share of steps in the same
+//! CA state), each judged against the module's own spread over the same script.
 
 use super::lockstep::{SideRun, StepState};
+
+/// ssthresh at or above this is Linux's "infinite" (`TCP_INFINITE_SSTHRESH`, 2^31−1).
+const INFINITE_SSTHRESH: u32 = 0x7fff_ffff;
 
 /// Where two trajectories first differ.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -18,7 +23,9 @@ pub struct Divergence {
     pub vars: Option<String>,
 }
 
-/// Two trajectories compared step by step.
+/// Two trajectories compared step by step. The whole-run figures cover every compared
+/// step: before the first divergence they are zero (ratio 1), so they measure how far the
+/// trajectories drift apart after it.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Comparison {
     /// Steps compared: ACKs written to both senders, count.
@@ -27,9 +34,33 @@ pub struct Comparison {
     pub identical_pct: f64,
     /// Largest |cwnd_a − cwnd_b| over those steps, segments.
     pub max_abs_cwnd_diff: u32,
+    /// Largest cwnd either sender reached, segments.
+    #[serde(default)]
+    pub max_cwnd: u32,
+    /// The trajectories over the whole run; `None` for a model check (its model is
+    /// re-synchronised with the port at every ACK, so nothing drifts).
+    #[serde(flatten)]
+    pub drift: Option<Drift>,
     /// First step with a different cwnd, ssthresh or CA state, or where only one sender
     /// got an ACK; `None` = none.
     pub first_divergence: Option<Divergence>,
+}
+
+/// How far two trajectories are apart over the whole run (every compared step).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Drift {
+    /// Mean |cwnd_a − cwnd_b|, segments.
+    pub mean_abs_cwnd_diff: f64,
+    /// Largest |ssthresh_a − ssthresh_b| over the steps where both are finite, segments.
+    pub max_abs_ssthresh_diff: u32,
+    /// Mean |ssthresh_a − ssthresh_b| over the steps where both are finite, segments.
+    pub mean_abs_ssthresh_diff: f64,
+    /// Mean cwnd of `a` over mean cwnd of `b` (port / module); 1 with no steps.
+    pub mean_cwnd_ratio: f64,
+    /// Mean cwnd of `b` (the module), segments.
+    pub ref_mean_cwnd: f64,
+    /// Share of steps with `a` and `b` in the same CA state, %.
+    pub same_ca_state_pct: f64,
 }
 
 /// Compares `a` with `b` step by step (see [`Comparison`]).
@@ -46,15 +77,30 @@ pub fn compare_across_runs(a: &SideRun, b: &SideRun) -> Comparison {
 /// [`compare`], with more than `tail_slack` extra steps on one side counted as a divergence.
 fn compare_with(a: &SideRun, b: &SideRun, tail_slack: usize) -> Comparison {
     let n = a.steps.len().min(b.steps.len());
-    let mut same = 0usize;
-    let mut max_diff = 0u32;
+    let (mut same, mut same_state) = (0usize, 0usize);
+    let (mut max_diff, mut sum_diff) = (0u32, 0u64);
+    let (mut max_ss, mut sum_ss, mut ss_steps) = (0u32, 0u64, 0usize);
+    let (mut sum_a, mut sum_b) = (0u64, 0u64);
     let mut first = None;
     for k in 0..n {
         let (x, y) = (&a.steps[k], &b.steps[k]);
         if x.cwnd == y.cwnd && x.ssthresh == y.ssthresh {
             same += 1;
         }
-        max_diff = max_diff.max(x.cwnd.abs_diff(y.cwnd));
+        if x.ca_state == y.ca_state {
+            same_state += 1;
+        }
+        let d = x.cwnd.abs_diff(y.cwnd);
+        max_diff = max_diff.max(d);
+        sum_diff += u64::from(d);
+        if x.ssthresh < INFINITE_SSTHRESH && y.ssthresh < INFINITE_SSTHRESH {
+            let d = x.ssthresh.abs_diff(y.ssthresh);
+            max_ss = max_ss.max(d);
+            sum_ss += u64::from(d);
+            ss_steps += 1;
+        }
+        sum_a += u64::from(x.cwnd);
+        sum_b += u64::from(y.cwnd);
         if first.is_none() && (x.cwnd, x.ssthresh, x.ca_state) != (y.cwnd, y.ssthresh, y.ca_state) {
             first = Some(Divergence {
                 step: k,
@@ -77,14 +123,37 @@ fn compare_with(a: &SideRun, b: &SideRun, tail_slack: usize) -> Comparison {
             vars: None,
         });
     }
-    Comparison {
-        steps: n,
-        identical_pct: if n == 0 {
+    let pct = |k: usize| {
+        if n == 0 {
             0.0
         } else {
-            100.0 * same as f64 / n as f64
-        },
+            100.0 * k as f64 / n as f64
+        }
+    };
+    let mean = |s: u64, k: usize| if k == 0 { 0.0 } else { s as f64 / k as f64 };
+    Comparison {
+        steps: n,
+        identical_pct: pct(same),
         max_abs_cwnd_diff: max_diff,
+        drift: Some(Drift {
+            mean_abs_cwnd_diff: mean(sum_diff, n),
+            max_abs_ssthresh_diff: max_ss,
+            mean_abs_ssthresh_diff: mean(sum_ss, ss_steps),
+            mean_cwnd_ratio: if sum_b == 0 {
+                1.0
+            } else {
+                sum_a as f64 / sum_b as f64
+            },
+            ref_mean_cwnd: mean(sum_b, n),
+            same_ca_state_pct: if n == 0 { 100.0 } else { pct(same_state) },
+        }),
+        max_cwnd: a
+            .steps
+            .iter()
+            .chain(&b.steps)
+            .map(|s| s.cwnd)
+            .max()
+            .unwrap_or(0),
         first_divergence: first,
     }
 }
@@ -93,11 +162,12 @@ fn compare_with(a: &SideRun, b: &SideRun, tail_slack: usize) -> Comparison {
 /// "differences from the Linux module" header as a line
 /// `conform tolerance: <N> segments: <reason>`: the port may first diverge earlier than
 /// the module from itself, if at that step cwnd and ssthresh differ by at most N segments
-/// and the CA state is the same. What follows a first divergence is for reading, not for
-/// the verdict: the two senders then get different ACK streams.
+/// and the CA state is the same; and its mean and largest |Δcwnd| and |Δssthresh| may
+/// exceed the module's own by N segments (its mean cwnd ratio by N / the module's mean
+/// cwnd).
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Tolerance {
-    /// |Δcwnd| and |Δssthresh| allowed at the first divergence, segments.
+    /// Segments allowed beyond the module's own spread (see above).
     pub cwnd_segments: u32,
     /// Why, as written in the header.
     pub reason: String,
@@ -117,71 +187,181 @@ pub fn header_tolerance(source: &str) -> Option<Tolerance> {
     })
 }
 
+/// The module's own spread over a script: the worst of each whole-run figure over its
+/// module-against-itself runs ([`Comparison`]s of two module sockets).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Spread {
+    /// Module-against-itself runs it is taken over.
+    pub runs: usize,
+    /// Earliest first divergence, step (`None`: the module never diverged from itself).
+    pub first_divergence: Option<usize>,
+    /// Largest |Δcwnd|, segments.
+    pub max_abs_cwnd_diff: u32,
+    /// Largest mean |Δcwnd|, segments.
+    pub mean_abs_cwnd_diff: f64,
+    /// Largest |Δssthresh|, segments.
+    pub max_abs_ssthresh_diff: u32,
+    /// Largest mean |Δssthresh|, segments.
+    pub mean_abs_ssthresh_diff: f64,
+    /// Largest |mean cwnd ratio − 1|.
+    pub cwnd_ratio_dev: f64,
+    /// Smallest share of steps in the same CA state, %.
+    pub same_ca_state_pct: f64,
+}
+
+impl Spread {
+    /// The spread of `runs` (module against itself); that of an identical module when
+    /// there are none.
+    pub fn of(runs: &[Comparison]) -> Spread {
+        let drifts: Vec<&Drift> = runs.iter().filter_map(|c| c.drift.as_ref()).collect();
+        let fmax = |f: fn(&Drift) -> f64| drifts.iter().map(|d| f(d)).fold(0.0, f64::max);
+        Spread {
+            runs: runs.len(),
+            first_divergence: runs
+                .iter()
+                .filter_map(|c| c.first_divergence.as_ref().map(|d| d.step))
+                .min(),
+            max_abs_cwnd_diff: runs.iter().map(|c| c.max_abs_cwnd_diff).max().unwrap_or(0),
+            mean_abs_cwnd_diff: fmax(|c| c.mean_abs_cwnd_diff),
+            max_abs_ssthresh_diff: drifts
+                .iter()
+                .map(|d| d.max_abs_ssthresh_diff)
+                .max()
+                .unwrap_or(0),
+            mean_abs_ssthresh_diff: fmax(|c| c.mean_abs_ssthresh_diff),
+            cwnd_ratio_dev: fmax(|c| (c.mean_cwnd_ratio - 1.0).abs()),
+            same_ca_state_pct: drifts
+                .iter()
+                .map(|d| d.same_ca_state_pct)
+                .fold(100.0, f64::min),
+        }
+    }
+}
+
 /// How a port is judged.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case", tag = "rule")]
 pub enum Rule {
     /// Rules that do not read the clock: identical at every step.
     Exact,
-    /// Clock- or RTT-driven rules: no earlier first divergence and no larger |Δcwnd| than
-    /// the module against itself (plus a declared tolerance).
+    /// Clock- or RTT-driven rules: no earlier first divergence than the module against
+    /// itself, and every whole-run figure within the module's own spread (plus a declared
+    /// tolerance).
     Baseline {
-        /// Earliest first divergence of the module against itself over the baseline runs
-        /// (`None`: the module never diverged from itself).
-        module_first_divergence: Option<usize>,
-        /// Largest |Δcwnd| of the module against itself, segments.
-        module_max_abs_cwnd_diff: u32,
+        /// The module against itself over the baseline runs.
+        spread: Spread,
         /// The declared tolerance, if any.
         tolerance: Option<Tolerance>,
     },
 }
 
+/// Slack on comparisons of means and ratios: rounding, not behaviour.
+const EPS: f64 = 1e-9;
+
 /// Whether `port` (a comparison against the module) matches under `rule`; with the
-/// reason when it does not.
+/// reason when it does not (every figure beyond the module's spread, named).
 pub fn judge(port: &Comparison, rule: &Rule) -> (bool, Option<String>) {
     match rule {
         Rule::Exact => match &port.first_divergence {
             None => (true, None),
             Some(d) => (
                 false,
-                Some(format!("diverges at step {} (an exact rule)", d.step)),
+                Some(format!(
+                    "diverges at step {} (an exact rule){}",
+                    d.step,
+                    port.drift.as_ref().map_or(String::new(), |x| format!(
+                        "; over the run mean |Δcwnd| {:.2}, mean cwnd ratio {:.4}",
+                        x.mean_abs_cwnd_diff, x.mean_cwnd_ratio
+                    ))
+                )),
             ),
         },
-        Rule::Baseline {
-            module_first_divergence,
-            module_max_abs_cwnd_diff,
-            tolerance,
-        } => {
+        Rule::Baseline { spread, tolerance } => {
+            let tol = tolerance.as_ref().map_or(0, |t| t.cwnd_segments);
+            let mut beyond: Vec<String> = Vec::new();
             let port_first = port.first_divergence.as_ref().map(|d| d.step);
-            let early = match (port_first, module_first_divergence) {
+            let early = match (port_first, spread.first_divergence) {
                 (None, _) => false,
                 (Some(_), None) => true,
-                (Some(p), Some(m)) => p < *m,
+                (Some(p), Some(m)) => p < m,
             };
-            let bigger = port.max_abs_cwnd_diff > *module_max_abs_cwnd_diff;
-            if !early && !bigger {
-                return (true, None);
+            let excused = tolerance.is_some()
+                && port
+                    .first_divergence
+                    .as_ref()
+                    .is_some_and(|d| match (d.a, d.b) {
+                        (Some(a), Some(b)) => {
+                            a.ca_state == b.ca_state
+                                && a.ssthresh.abs_diff(b.ssthresh) <= tol
+                                && a.cwnd.abs_diff(b.cwnd) <= tol
+                        }
+                        _ => false,
+                    });
+            if early && !excused {
+                beyond.push(format!(
+                    "first divergence at step {} against the module's own {}",
+                    port_first.map_or("none".into(), |s| s.to_string()),
+                    spread
+                        .first_divergence
+                        .map_or("none".into(), |s| s.to_string())
+                ));
             }
-            if let (Some(t), Some(d)) = (tolerance, &port.first_divergence) {
-                if let (Some(a), Some(b)) = (d.a, d.b) {
-                    if a.ca_state == b.ca_state
-                        && a.ssthresh.abs_diff(b.ssthresh) <= t.cwnd_segments
-                        && a.cwnd.abs_diff(b.cwnd) <= t.cwnd_segments
-                    {
-                        return (true, None);
-                    }
+            let tolf = f64::from(tol);
+            if port.max_abs_cwnd_diff > spread.max_abs_cwnd_diff + tol {
+                beyond.push(format!(
+                    "max |Δcwnd| {} against {}",
+                    port.max_abs_cwnd_diff, spread.max_abs_cwnd_diff
+                ));
+            }
+            if let Some(x) = &port.drift {
+                if x.mean_abs_cwnd_diff > spread.mean_abs_cwnd_diff + tolf + EPS {
+                    beyond.push(format!(
+                        "mean |Δcwnd| {:.3} against {:.3}",
+                        x.mean_abs_cwnd_diff, spread.mean_abs_cwnd_diff
+                    ));
                 }
+                if x.max_abs_ssthresh_diff > spread.max_abs_ssthresh_diff + tol {
+                    beyond.push(format!(
+                        "max |Δssthresh| {} against {}",
+                        x.max_abs_ssthresh_diff, spread.max_abs_ssthresh_diff
+                    ));
+                }
+                if x.mean_abs_ssthresh_diff > spread.mean_abs_ssthresh_diff + tolf + EPS {
+                    beyond.push(format!(
+                        "mean |Δssthresh| {:.3} against {:.3}",
+                        x.mean_abs_ssthresh_diff, spread.mean_abs_ssthresh_diff
+                    ));
+                }
+                let ratio_slack = if x.ref_mean_cwnd > 0.0 {
+                    tolf / x.ref_mean_cwnd
+                } else {
+                    0.0
+                };
+                if (x.mean_cwnd_ratio - 1.0).abs() > spread.cwnd_ratio_dev + ratio_slack + EPS {
+                    beyond.push(format!(
+                        "mean cwnd ratio {:.4} against the module's 1 ± {:.4}",
+                        x.mean_cwnd_ratio, spread.cwnd_ratio_dev
+                    ));
+                }
+                if x.same_ca_state_pct + EPS < spread.same_ca_state_pct {
+                    beyond.push(format!(
+                        "same CA state in {:.2} % of steps against {:.2} %",
+                        x.same_ca_state_pct, spread.same_ca_state_pct
+                    ));
+                }
+            }
+            if beyond.is_empty() {
+                return (true, None);
             }
             (
                 false,
                 Some(format!(
-                    "first divergence at step {} against the module's own {}, max |Δcwnd| {} against {}{}",
-                    port_first.map_or("none".into(), |s| s.to_string()),
-                    module_first_divergence.map_or("none".into(), |s| s.to_string()),
-                    port.max_abs_cwnd_diff,
-                    module_max_abs_cwnd_diff,
+                    "beyond the module's own spread ({} run{}): {}{}",
+                    spread.runs,
+                    if spread.runs == 1 { "" } else { "s" },
+                    beyond.join(", "),
                     tolerance.as_ref().map_or(String::new(), |t| format!(
-                        "; beyond the declared tolerance of {} segment(s) at the first divergence",
+                        " (with the declared tolerance of {} segment(s))",
                         t.cwnd_segments
                     ))
                 )),
@@ -239,27 +419,88 @@ mod tests {
         assert_eq!(c.first_divergence.unwrap().step, 2);
     }
 
+    fn baseline(module_runs: &[(&[u32], &[u32])], tolerance: Option<Tolerance>) -> Rule {
+        let runs: Vec<Comparison> = module_runs
+            .iter()
+            .map(|(a, b)| compare(&side(a), &side(b)))
+            .collect();
+        Rule::Baseline {
+            spread: Spread::of(&runs),
+            tolerance,
+        }
+    }
+
     #[test]
     fn baseline_rule_compares_with_the_modules_own_spread() {
         let c = compare(&side(&[10, 11, 12, 13]), &side(&[10, 11, 14, 13]));
-        let rule = |first, diff| Rule::Baseline {
-            module_first_divergence: first,
-            module_max_abs_cwnd_diff: diff,
-            tolerance: None,
+        let d = c.drift.clone().unwrap();
+        assert_eq!((d.mean_abs_cwnd_diff, c.max_cwnd), (0.5, 14));
+        assert!((d.mean_cwnd_ratio - 46.0 / 48.0).abs() < 1e-12);
+        // The module drifts as far, from step 1.
+        assert!(
+            judge(
+                &c,
+                &baseline(&[(&[10, 12, 14, 13], &[10, 11, 12, 13])], None)
+            )
+            .0
+        );
+        let (ok, why) = judge(
+            &c,
+            &baseline(&[(&[10, 11, 12, 14], &[10, 11, 12, 13])], None),
+        );
+        assert!(!ok);
+        let why = why.unwrap();
+        assert!(
+            why.contains("first divergence at step 2 against the module's own 3")
+                && why.contains("max |Δcwnd| 2 against 1"),
+            "{why}"
+        );
+        let (ok, why) = judge(
+            &c,
+            &baseline(&[(&[10, 11, 12, 13], &[10, 11, 12, 13])], None),
+        );
+        assert!(!ok && why.unwrap().contains("against the module's own none"));
+    }
+
+    #[test]
+    fn a_drift_after_the_first_divergence_is_judged_over_the_whole_run() {
+        // The module against itself differs by one segment at step 1, then agrees; the
+        // port first differs as late, then stays 3 segments above for the rest of the run.
+        let module: (&[u32], &[u32]) = (
+            &[10, 11, 12, 13, 14, 15, 16, 17],
+            &[10, 12, 12, 13, 14, 15, 16, 17],
+        );
+        let port = compare(
+            &side(&[10, 12, 15, 16, 17, 18, 19, 20]),
+            &side(&[10, 11, 12, 13, 14, 15, 16, 17]),
+        );
+        let (ok, why) = judge(&port, &baseline(&[module], None));
+        let why = why.unwrap_or_default();
+        assert!(!ok, "a drift of 3 segments is not the module's spread of 1");
+        assert!(
+            why.contains("mean |Δcwnd|") && why.contains("mean cwnd ratio"),
+            "{why}"
+        );
+        // A declared tolerance of 3 segments admits it.
+        let t = Tolerance {
+            cwnd_segments: 3,
+            reason: "test".into(),
         };
-        assert!(judge(&c, &rule(Some(1), 3)).0);
-        assert!(
-            !judge(&c, &rule(Some(3), 3)).0,
-            "earlier than the module's own"
-        );
-        assert!(
-            !judge(&c, &rule(Some(1), 1)).0,
-            "larger than the module's own"
-        );
-        assert!(
-            !judge(&c, &rule(None, 5)).0,
-            "the module never diverged from itself"
-        );
+        assert!(judge(&port, &baseline(&[module], Some(t))).0);
+    }
+
+    #[test]
+    fn ssthresh_and_ca_state_are_compared_where_both_are_defined() {
+        let mut a = side(&[10, 10, 10]);
+        let mut b = side(&[10, 10, 10]);
+        a.steps[0].ssthresh = INFINITE_SSTHRESH;
+        b.steps[0].ssthresh = 50;
+        b.steps[1].ssthresh = 96;
+        b.steps[2].ca_state = 3;
+        let c = compare(&a, &b).drift.unwrap();
+        assert_eq!(c.max_abs_ssthresh_diff, 4);
+        assert!((c.mean_abs_ssthresh_diff - 2.0).abs() < 1e-12);
+        assert!((c.same_ca_state_pct - 200.0 / 3.0).abs() < 1e-9);
     }
 
     #[test]

@@ -114,13 +114,21 @@ crate::algo::declare_algorithm! {
             "initial slow-start threshold without HyStart (0 = the kernel's; 100 in 2.6-era kernels)",
         ),
         ACK_COUNTING,
+        p(
+            "linux_exact",
+            0,
+            0,
+            1,
+            "bool",
+            "tcp_cubic.c's jiffies clock, once-per-jiffy cnt, table cube root and truncated W_tcp factor",
+        ),
     ],
     profiles: [
         Profile {
             name: "linux",
             tag: "l",
-            doc: "net/ipv4/tcp_cubic.c: β = 717/1024, HyStart on (ACK train + delay)",
-            values: &[("beta_1024", 717), ("hystart", 1)],
+            doc: "net/ipv4/tcp_cubic.c: β = 717/1024, HyStart on (ACK train + delay), its clock and arithmetic",
+            values: &[("beta_1024", 717), ("hystart", 1), ("linux_exact", 1)],
         },
     ],
     check: check,
@@ -128,7 +136,7 @@ crate::algo::declare_algorithm! {
         k ("s: K, time from the epoch start to the plateau W_max") = f64::from(c.k_1024) / 1024.0,
         w_max ("segments: W_max, the window before the last reduction (0 = none)") = c.w_max,
         origin ("segments: the plateau W(K) of the current epoch") = c.origin,
-        epoch_start_us ("us: low 32 bits of tcp_mstamp at the epoch start (0 = no epoch)") = c.epoch_start_us,
+        epoch_start_us ("us: low 32 bits of tcp_mstamp at the epoch start, jiffies with linux_exact (0 = no epoch)") = c.epoch_start_us,
         w_tcp ("segments: W_tcp, the Reno-equivalent window") = c.w_tcp,
         cnt ("packets: acked packets per +1 segment") = c.cnt,
     }
@@ -147,6 +155,12 @@ pub fn check(v: &Params) -> std::result::Result<(), String> {
         return Err(
             "hystart=1 (bool) needs hystart_detect in [1, 3] (1 = ACK train, 2 = delay, \
              3 = both); to turn HyStart off set hystart=0"
+                .into(),
+        );
+    }
+    if v["linux_exact"] == 1 && v["ack_counting"] != 0 {
+        return Err(
+            "linux_exact=1 counts packets as tcp_cubic.c does: ack_counting must be 0 (packets)"
                 .into(),
         );
     }

@@ -765,6 +765,85 @@ mod tests {
         assert!(hy.update(&mut ca, 100, rtt_min, 37_000, 1001, 9000, false));
     }
 
+    fn linux_p() -> crate::math::cubic_params {
+        crate::math::cubic_params {
+            beta_fp: 717,
+            c_1024: 410,
+            fast_convergence: 1,
+            tcp_friendliness: 1,
+        }
+    }
+
+    fn update_jiffies(ca: &mut cctl_cubic_ca, cwnd: u32, acked: u32, now_j: u32) {
+        // SAFETY: a live, exclusively borrowed `ca` and params.
+        unsafe { crate::math::cubic_update_jiffies(ca, &linux_p(), cwnd, acked, now_j, 250) }
+    }
+
+    #[test]
+    fn linux_cube_root_is_within_a_percent_and_k_follows_it() {
+        // K's arguments: (W_max - w_0) · ⌊2^40/410⌋ >= 2.68e9 (Linux: "avg err ~0.195 %").
+        let mut worst = 0.0f64;
+        for a in ((1u64 << 31)..(1 << 31) + (1 << 30))
+            .step_by(99_991)
+            .chain((31..63).map(|b| (1u64 << b) + 12_345))
+        {
+            // SAFETY: a pure function.
+            let x = unsafe { crate::math::cubic_linux_cbrt(a) } as f64;
+            let exact = (a as f64).cbrt();
+            worst = worst.max((x - exact).abs() / exact);
+        }
+        assert!(worst < 0.005, "largest relative error {worst}");
+        // K for a drop of 300 segments at C = 0.4: cbrt(300/0.4) = 9.086 s.
+        // SAFETY: a pure function.
+        let k = unsafe { crate::math::cubic_linux_k_1024(300, 410) } as f64 / 1024.0;
+        assert!((k - 9.086).abs() < 0.03, "K = {k} s");
+        // Small arguments come from the table alone.
+        // SAFETY: pure functions.
+        let small: Vec<u32> = (0..8).map(|a| unsafe { crate::math::cubic_linux_cbrt(a) }).collect();
+        assert_eq!(small, vec![0, 1, 1, 1, 2, 2, 2, 2]);
+    }
+
+    #[test]
+    fn linux_exact_recomputes_cnt_at_most_once_per_jiffy() {
+        let mut ca = cctl_cubic_ca {
+            w_max: 100,
+            delay_min_us: 40_000,
+            ..Default::default()
+        };
+        update_jiffies(&mut ca, 70, 1, 1000);
+        assert_eq!((ca.epoch_start_us, ca.last_time, ca.last_cwnd), (1000, 1000, 70));
+        let cnt = ca.cnt;
+        assert!(cnt > 2, "{cnt}");
+        // The same jiffy, a new cwnd: no recomputation, the packets are counted.
+        ca.cnt = 12_345;
+        update_jiffies(&mut ca, 71, 1, 1000);
+        assert_eq!((ca.cnt, ca.ack_cnt, ca.last_cwnd), (12_345, 2, 70));
+        // The same cwnd for up to HZ/32 = 7 jiffies: nothing recomputed either.
+        update_jiffies(&mut ca, 70, 1, 1007);
+        assert_eq!((ca.cnt, ca.ack_cnt), (12_345, 3));
+        // The next jiffy with a new cwnd recomputes it.
+        update_jiffies(&mut ca, 71, 1, 1008);
+        assert_ne!(ca.cnt, 12_345);
+        assert_eq!(ca.last_time, 1008);
+    }
+
+    #[test]
+    fn linux_exact_grows_w_tcp_by_the_truncated_factor() {
+        // β = 717: ⌊⌊8·1741/3⌋/307⌋ = 15, so 15·w/8 = 1.875 w packets per segment.
+        // SAFETY: a pure function.
+        assert_eq!(unsafe { crate::math::cubic_linux_reno_acks_per_segment(80, 717) }, 150);
+        let mut ca = cctl_cubic_ca {
+            w_max: 0,
+            ..Default::default()
+        };
+        update_jiffies(&mut ca, 80, 1, 5000);
+        assert_eq!((ca.w_tcp, ca.ack_cnt), (80, 1));
+        for j in 1..=150 {
+            update_jiffies(&mut ca, 80, 1, 5000 + j * 8);
+        }
+        assert_eq!((ca.w_tcp, ca.ack_cnt), (81, 1), "+1 after 150 packets, 1 left over");
+    }
+
     #[test]
     fn rust_layout_has_the_c_size() {
         // SAFETY: no arguments, returns a constant.

@@ -1,6 +1,6 @@
 //! H-TCP (spec §5; Leith & Shorten 2004; [P0] §IV-C, Table II): bpf/htcp.bpf.c.
 
-use crate::catalogue::{p, Params, ACK_COUNTING};
+use crate::catalogue::{p, Params, Profile, ACK_COUNTING};
 
 pub mod model;
 
@@ -98,8 +98,23 @@ crate::algo::declare_algorithm! {
             "accept a new Tmax only if within this of the old one (0 = no filter)",
         ).live(),
         ACK_COUNTING,
+        p(
+            "linux_exact",
+            0,
+            0,
+            1,
+            "bool",
+            "tcp_htcp.c's jiffies clock, integer α and β (1/128), and its per-ACK packet counting",
+        ),
     ],
-    profiles: [],
+    profiles: [
+        Profile {
+            name: "linux",
+            tag: "l",
+            doc: "net/ipv4/tcp_htcp.c: its clock, arithmetic and packet counting (linux_exact)",
+            values: &[("linux_exact", 1)],
+        },
+    ],
     check: check,
     vars(h: cctl_htcp_ca) {
         alpha ("segments per RTT: α, the additive increase") = f64::from(h.alpha) / 1024.0,
@@ -123,6 +138,11 @@ pub fn check(v: &Params) -> std::result::Result<(), String> {
             v["rtt_scale_min_pct"], v["rtt_scale_max_pct"]
         ));
     }
+    crate::catalogue::linux_exact_keeps_defaults(
+        "htcp",
+        v,
+        &["use_rtt_scaling", "use_bandwidth_switch"],
+    )?;
     let fixed = v["fixed_beta_pct"];
     if fixed != 0 && !(10..100).contains(&fixed) {
         return Err(format!(

@@ -859,4 +859,42 @@ mod tests {
             (102, 2048, 1, 1)
         );
     }
+    /// linux_exact: α = 2 f (128 - β) with tcp_htcp.c's integer f at HZ = 250: Δ = 3 s is
+    /// 750 jiffies, 500 past Δ_L, f = 1 + (5000 + 250² / 250) / 250 = 1 + 21 = 22; with
+    /// minRTT = 25 jiffies (100 ms) the RTT scaling is 1.
+    #[test]
+    fn linux_alpha_is_the_modules_integer_formula() {
+        let mut ca = crate::math::cctl_htcp_ca {
+            beta: 64 << 3,
+            last_cong_j: 10_000,
+            ..Default::default()
+        };
+        // SAFETY: a live, exclusively borrowed state.
+        unsafe { crate::math::htcp_linux_alpha_update(&mut ca, 10_750, 250, 25, 1) };
+        assert_eq!(ca.alpha >> 3, 2 * 22 * 64);
+        // Below Δ_L f = 1; at minRTT = 50 jiffies (200 ms) S = 2 doubles it.
+        // SAFETY: as above.
+        unsafe { crate::math::htcp_linux_alpha_update(&mut ca, 10_100, 250, 50, 1) };
+        assert_eq!(ca.alpha >> 3, 2 * 2 * 64);
+    }
+
+    /// linux_exact: the counter grows by the packets pkts_acked saw, tested before it
+    /// grows; cwnd + 1 once (cnt · α) >> 7 >= cwnd, and the next ACK counts 1 packet.
+    #[test]
+    fn linux_cong_avoid_counts_pkts_acked_before_it_tests() {
+        let mut ca = crate::math::cctl_htcp_ca {
+            alpha: 128 << 3,
+            beta: 64 << 3,
+            pkts_acked: 2,
+            last_cong_j: 0,
+            ..Default::default()
+        };
+        let (mut cwnd, mut cnt) = (10u32, 9u32);
+        // SAFETY: live, exclusively borrowed values.
+        unsafe { crate::math::htcp_linux_cong_avoid(&mut ca, &mut cwnd, &mut cnt, 1000, 100, 250, 25, 1) };
+        assert_eq!((cwnd, cnt, ca.pkts_acked), (10, 11, 1), "9 < 10: counted, not grown");
+        // SAFETY: as above.
+        unsafe { crate::math::htcp_linux_cong_avoid(&mut ca, &mut cwnd, &mut cnt, 1000, 100, 250, 25, 1) };
+        assert_eq!((cwnd, cnt), (11, 0), "11 >= 10: +1 segment, the counter restarts");
+    }
 }

@@ -39,17 +39,32 @@ crate::algo::declare_algorithm! {
         )
         .sym("1"),
         ACK_COUNTING,
+        p(
+            "linux_exact",
+            0,
+            0,
+            1,
+            "bool",
+            "tcp_westwood.c's jiffies clock and 32-bit bytes-per-jiffy estimate",
+        ),
     ],
     profiles: [
         Profile {
             name: "linux",
             tag: "l",
             doc: "tcp_westwood: ssthresh = cwnd/2 at the loss, cwnd = ssthresh = BWE·RTT_min/MSS at the end of recovery",
-            values: &[("ssthresh_at_loss", 0)],
+            values: &[("ssthresh_at_loss", 0), ("linux_exact", 1)],
         },
     ],
+    check: check,
     vars(c: cctl_westwood_ca) {
         bw_est_Bps ("bytes/s: BWE, the filtered bandwidth estimate") = c.bw_Bps as f64,
         rtt_min_us ("usec: RTT_min used by the loss rule") = c.rtt_min_us,
     }
+}
+
+/// Forbidden combinations: linux_exact=1 with win_min_ms or filter_shift off their
+/// defaults (Linux's HZ/20 and 7/8 are fixed there).
+pub fn check(v: &crate::catalogue::Params) -> std::result::Result<(), String> {
+    crate::catalogue::linux_exact_keeps_defaults("westwood", v, &["ssthresh_at_loss"])
 }

@@ -362,4 +362,26 @@ mod tests {
         assert_eq!(std::mem::size_of::<cctl_westwood_ca>(), c);
         assert!(c <= 104);
     }
+    /// linux_exact at HZ = 250: RTT samples round up to 4-ms jiffies, the interval closes
+    /// past max(RTT, 12 jiffies), and the estimate is bytes per jiffy in 32 bits.
+    #[test]
+    fn linux_estimate_is_in_bytes_per_jiffy() {
+        // SAFETY: pure functions and a live, exclusively borrowed state.
+        unsafe {
+            assert_eq!(crate::math::westwood_linux_rtt_us(10_001, 250), 12_000);
+            let mut ca = cctl_westwood_ca::default();
+            crate::math::westwood_linux_init(&mut ca, 1000, 0);
+            assert_eq!((ca.rtt_us, ca.rtt_min_us), (20_000_000, 20_000_000));
+            ca.rtt_us = 40_000; // 10 jiffies: intervals of 12
+            crate::math::westwood_linux_ack(&mut ca, 1005, 14_480, 1448, 0, 250);
+            assert_eq!((ca.bk, ca.rtt_min_us), (0, 40_000), "the first ACK sets snd_una");
+            crate::math::westwood_linux_ack(&mut ca, 1010, 28_960, 1448, 0, 250);
+            assert_eq!(ca.bk, 14_480, "10 jiffies: the interval is still open");
+            crate::math::westwood_linux_ack(&mut ca, 1014, 43_440, 1448, 0, 250);
+            // 14,480 bytes over 14 jiffies: 1,034 bytes per jiffy, 258,500 bytes/s.
+            assert_eq!((ca.bw_Bps, ca.bk), (1034 * 250, 14_480));
+            // BWE · RTT_min / MSS = 1034 · 10 / 1448 = 7 segments.
+            assert_eq!(crate::math::westwood_linux_limit(&ca, 1448, 250), 7);
+        }
+    }
 }
