@@ -45,6 +45,9 @@ pub const PAIR_WINDOW_US: u64 = 1000;
 /// Before an ACK's due time the driver polls the TUN device until this much is left,
 /// then sleeps to the due time with `clock_nanosleep(TIMER_ABSTIME)`, usec.
 const SPIN_MARGIN_US: u64 = 300;
+/// A step is moved past a jiffies tick when it would end within this of it, usec (on top
+/// of twice the mean step's length): the tick's interrupt comes that late at most.
+const TICK_GUARD_US: u64 = 40;
 
 /// One sender's state after one ACK (one step).
 #[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -106,6 +109,14 @@ pub struct Validity {
     /// Mean time the driver spent per step (writes, `TCP_INFO`, refills, TUN reads), usec:
     /// what bounds the ACK rate this machine can drive.
     pub busy_us_per_step: f64,
+    /// Steps moved past a jiffies tick so that every sender of the step saw the same
+    /// jiffies ([`Ticks`]); 0 when the tick could not be located.
+    #[serde(default)]
+    pub tick_waits: u64,
+    /// Steps during which a tick still came (the coarse clock moved between the first
+    /// and the last write): its senders may have seen different jiffies.
+    #[serde(default)]
+    pub tick_straddles: u64,
     /// Why the run is invalid; `None` = valid.
     pub invalid: Option<String>,
 }
@@ -164,6 +175,64 @@ fn sleep_until_us(t: u64) {
             &ts,
             std::ptr::null_mut(),
         );
+    }
+}
+
+fn coarse_us() -> u64 {
+    let t = nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC_COARSE)
+        .expect("CLOCK_MONOTONIC_COARSE");
+    t.tv_sec() as u64 * 1_000_000 + t.tv_nsec() as u64 / 1000
+}
+
+/// The kernel's jiffies ticks as the driver sees them. Rules that read jiffies (CUBIC's,
+/// H-TCP's and Westwood's clocks in Linux) give two senders of a step different answers
+/// when a tick falls between their ACKs, and the port takes longer per ACK than its module,
+/// so that would happen more often in a port-against-module run than in a module-against-
+/// itself one. The ticks lie on a fixed grid (`CLOCK_MONOTONIC_COARSE`'s resolution apart,
+/// the tick period); the driver finds its phase at the start of a run by watching the
+/// coarse clock move while it spins, then writes no step across a tick: a step that would
+/// end within twice the mean step's length (plus [`TICK_GUARD_US`]) of the next tick waits
+/// until just after it.
+struct Ticks {
+    /// The tick period, usec.
+    period_us: u64,
+    /// A tick's time modulo the period, usec.
+    phase_us: u64,
+}
+
+impl Ticks {
+    /// Spins up to three tick periods watching the coarse clock; `None` when its
+    /// resolution is not a tick (high-resolution coarse clocks) or no move was seen
+    /// between two close polls (a descheduled driver).
+    fn locate() -> Option<Ticks> {
+        let res = nix::time::clock_getres(nix::time::ClockId::CLOCK_MONOTONIC_COARSE).ok()?;
+        let period_us = res.tv_sec() as u64 * 1_000_000 + res.tv_nsec() as u64 / 1000;
+        if !(1000..=10_000).contains(&period_us) {
+            return None;
+        }
+        let start = now_us();
+        let (mut last_coarse, mut last_poll) = (coarse_us(), now_us());
+        while now_us() < start + 3 * period_us {
+            let (c, t) = (coarse_us(), now_us());
+            // Moved between two polls at most 20 us apart, while this thread ran (so not
+            // a catch-up after idle, which happens on the way out of it): a tick, at
+            // their midpoint.
+            if c != last_coarse && t - last_poll <= 20 {
+                return Some(Ticks {
+                    period_us,
+                    phase_us: ((t + last_poll) / 2) % period_us,
+                });
+            }
+            last_coarse = c;
+            last_poll = t;
+        }
+        None
+    }
+
+    /// The first tick after `now_us`.
+    fn next_after(&self, now_us: u64) -> u64 {
+        let since = (now_us + self.period_us - self.phase_us) % self.period_us;
+        now_us - since + self.period_us
     }
 }
 
@@ -318,6 +387,11 @@ pub fn run_here(
     let chunk = vec![0x5au8; 65_536];
     let mut lates: Vec<u64> = Vec::new();
     let mut skew_max = 0u64;
+    // One sender alone (a model check) has no other to disagree with.
+    let ticks = if ccs.len() > 1 { Ticks::locate() } else { None };
+    let (mut tick_waits, mut tick_straddles) = (0u64, 0u64);
+    // Mean length of a step's writes, usec (first write to the last one's return).
+    let mut step_us = 100.0f64;
     let mut busy_us = 0u64;
     let mut steps = 0u64;
     loop {
@@ -363,6 +437,15 @@ pub fn run_here(
             .filter_map(|s| s.rx.pending.front().map(|a| a.due_us))
             .min();
         if let Some(due) = first_due.filter(|&d| d <= now) {
+            if let Some(tk) = &ticks {
+                let t = now_us();
+                let tick = tk.next_after(t);
+                if t + 2 * step_us as u64 + TICK_GUARD_US >= tick {
+                    sleep_until_us(tick + TICK_GUARD_US);
+                    tick_waits += 1;
+                }
+            }
+            let coarse_before = coarse_us();
             let mut written = Vec::new();
             let mut first_write = 0;
             for (i, s) in senders.iter_mut().enumerate() {
@@ -389,6 +472,12 @@ pub fn run_here(
                 }
             }
             let last = now_us();
+            if coarse_us() != coarse_before && written.len() > 1 {
+                tick_straddles += 1;
+            }
+            if !written.is_empty() {
+                step_us = 0.95 * step_us + 0.05 * (last - first_write) as f64;
+            }
             if written.len() > 1 {
                 skew_max = skew_max.max(written.last().unwrap().1 - first_write);
             }
@@ -502,6 +591,8 @@ pub fn run_here(
             } else {
                 busy_us as f64 / steps as f64
             },
+            tick_waits,
+            tick_straddles,
             invalid,
         },
         seconds: started.elapsed().as_secs_f64(),
