@@ -48,6 +48,8 @@ const SPIN_MARGIN_US: u64 = 300;
 /// A step is moved past a jiffies tick when it would end within this of it, usec (on top
 /// of twice the mean step's length): the tick's interrupt comes that late at most.
 const TICK_GUARD_US: u64 = 40;
+/// Steps between two attempts to find the tick grid when the first failed.
+const TICK_RELOCATE_STEPS: u64 = 2000;
 
 /// One sender's state after one ACK (one step).
 #[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -349,6 +351,7 @@ pub fn run_here(
     }
     let t0 = now_us();
     let mut senders = Vec::new();
+    let clock = super::receiver::ScriptClock::default();
     for (i, (sock, cc)) in socks.into_iter().zip(ccs).enumerate() {
         let to = SocketAddrV4::new(RECEIVER_ADDR, RECEIVER_PORT0 + i as u16);
         match sock.connect(&to.into()) {
@@ -362,7 +365,8 @@ pub fn run_here(
             (RECEIVER_ADDR, to.port()),
             (SENDER_ADDR, SENDER_PORT0 + i as u16),
             t0,
-        );
+        )
+        .sharing(clock.clone());
         let c = cookie(&sock);
         senders.push(Sender {
             sock,
@@ -387,8 +391,11 @@ pub fn run_here(
     let chunk = vec![0x5au8; 65_536];
     let mut lates: Vec<u64> = Vec::new();
     let mut skew_max = 0u64;
-    // One sender alone (a model check) has no other to disagree with.
-    let ticks = if ccs.len() > 1 { Ticks::locate() } else { None };
+    // One sender alone (a model check) has no other to disagree with. A grid not found
+    // at the start (the kernel busy tearing down the previous run's sockets) is looked
+    // for again every TICK_RELOCATE_STEPS steps.
+    let mut ticks = if ccs.len() > 1 { Ticks::locate() } else { None };
+    let mut relocate_at = TICK_RELOCATE_STEPS;
     let (mut tick_waits, mut tick_straddles) = (0u64, 0u64);
     // Mean length of a step's writes, usec (first write to the last one's return).
     let mut step_us = 100.0f64;
@@ -437,6 +444,10 @@ pub fn run_here(
             .filter_map(|s| s.rx.pending.front().map(|a| a.due_us))
             .min();
         if let Some(due) = first_due.filter(|&d| d <= now) {
+            if ticks.is_none() && ccs.len() > 1 && steps >= relocate_at {
+                ticks = Ticks::locate();
+                relocate_at = steps + TICK_RELOCATE_STEPS;
+            }
             if let Some(tk) = &ticks {
                 let t = now_us();
                 let tick = tk.next_after(t);

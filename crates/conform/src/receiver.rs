@@ -5,14 +5,31 @@
 //! segments and queues [`PendingAck`]s, the driver writes them when due.
 //!
 //! The path model: all of the RTT is on the ACK path (a segment reaches the receiver the
-//! moment the sender's kernel emits it), so what each ACK says is fixed when the segment
-//! arrives, and the two senders of a lockstep run see the same path.
+//! moment the sender's kernel emits it, or behind the script's bottleneck), so what each
+//! ACK says is fixed when the segment arrives, and the two senders of a lockstep run see
+//! the same path. The script's time-driven rules (stalls, RTT changes) are decided once per
+//! arriving segment for all the senders of a run ([`ScriptClock`]): the second sender's
+//! copy of a segment arrives some tens of microseconds after the first's, and a stall or
+//! an RTT step beginning in between must not treat them differently.
 
+use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::net::Ipv4Addr;
+use std::rc::Rc;
 
 use super::script::{AckPolicy, Script};
 use super::wire::{Reply, Segment};
+
+/// Arrivals of two senders' copies of a segment at most this far apart share the first
+/// one's script decisions, usec (the driver pairs ACKs within the same window).
+pub const SHARED_DECISION_US: u64 = 1000;
+
+/// The script's time-driven decisions per arriving data segment, shared by the receivers
+/// of one lockstep run: entry `j` is (arrival time usec, lost to a stall, RTT factor) of
+/// the `j`-th data segment the first receiver to see it got. A later receiver's `j`-th
+/// segment takes them when it arrives within [`SHARED_DECISION_US`] of that; otherwise
+/// (the senders no longer send alike) it decides on its own time.
+pub type ScriptClock = Rc<RefCell<Vec<(u64, bool, f64)>>>;
 
 /// Window shift the receiver advertises when the sender offers window scaling.
 pub const RCV_WSCALE: u8 = 7;
@@ -89,6 +106,12 @@ pub struct Receiver {
     usec_per_byte: f64,
     /// When the bottleneck has carried every segment read so far, usec.
     link_free_us: f64,
+    /// Decisions shared with the other receivers of the run, if any.
+    clock: Option<ScriptClock>,
+    /// Data segments arrived so far (the index into `clock`).
+    arrivals: usize,
+    /// The RTT factor decided for the segment being answered (`None`: from the time).
+    factor_now: Option<f64>,
     /// Answers not yet due, in order.
     pub pending: VecDeque<PendingAck>,
     /// What it did.
@@ -145,6 +168,9 @@ impl Receiver {
                 0.0
             },
             link_free_us: 0.0,
+            clock: None,
+            arrivals: 0,
+            factor_now: None,
             pending: VecDeque::new(),
             stats: ReceiverStats::default(),
         }
@@ -153,6 +179,38 @@ impl Receiver {
         } else {
             ((f64::from(script.rwnd_segments) * scale).round() as u32).max(4)
         })
+    }
+
+    /// The same receiver, deciding the script's time-driven rules together with the
+    /// other receivers that share `clock` (see [`ScriptClock`]).
+    pub fn sharing(mut self, clock: ScriptClock) -> Self {
+        self.clock = Some(clock);
+        self
+    }
+
+    /// Whether the data segment arriving at `now_us` is lost to a stall, and the RTT
+    /// factor its answer takes: shared with the other receivers of the run.
+    fn decide(&mut self, now_us: u64) -> (bool, f64) {
+        let t = self.t_rtts(now_us);
+        let mine = (Script::in_phase(&self.stalls, t), self.sched.rtt_factor(t));
+        let j = self.arrivals;
+        self.arrivals += 1;
+        let Some(clock) = &self.clock else {
+            return mine;
+        };
+        let mut log = clock.borrow_mut();
+        match log.get(j) {
+            Some(&(at, stalled, factor)) if at.abs_diff(now_us) <= SHARED_DECISION_US => {
+                (stalled, factor)
+            }
+            Some(_) => mine,
+            None => {
+                if log.len() == j {
+                    log.push((now_us, mine.0, mine.1));
+                }
+                mine
+            }
+        }
     }
 
     fn with_rwnd(mut self, segs: u32) -> Self {
@@ -177,7 +235,10 @@ impl Receiver {
 
     /// When an answer decided at `now_us` reaches the sender (never before an earlier one).
     fn due(&mut self, now_us: u64) -> u64 {
-        let rtt = self.base_rtt_us * self.sched.rtt_factor(self.t_rtts(now_us));
+        let factor = self
+            .factor_now
+            .unwrap_or_else(|| self.sched.rtt_factor(self.t_rtts(now_us)));
+        let rtt = self.base_rtt_us * factor;
         let due = (now_us + rtt.round() as u64).max(self.last_due);
         self.last_due = due;
         due
@@ -217,11 +278,26 @@ impl Receiver {
         let first_tx = start >= self.high_seen;
         self.high_seen = self.high_seen.max(end);
         let index = start / u64::from(self.mss.max(1));
-        let stalled = Script::in_phase(&self.stalls, self.t_rtts(now_us));
+        let (stalled, factor) = self.decide(now_us);
         if stalled || (first_tx && self.loss.contains(index)) {
             self.stats.lost += 1;
             return;
         }
+        self.factor_now = Some(factor);
+        self.answer(s, now_us, start, end, first_tx, index);
+        self.factor_now = None;
+    }
+
+    /// The answer to a delivered data segment (see [`Receiver::on_segment`]).
+    fn answer(
+        &mut self,
+        s: &Segment,
+        now_us: u64,
+        start: u64,
+        end: u64,
+        first_tx: bool,
+        index: u64,
+    ) {
         if s.cwr {
             self.ece = false;
         }
@@ -472,6 +548,30 @@ mod tests {
         // An idle link carries the next segment at once.
         r.on_segment(&data(3), 50_000);
         assert_eq!(r.pending.pop_front().unwrap().due_us, 61_052);
+    }
+
+    #[test]
+    fn two_receivers_share_a_stall_decided_at_the_first_arrival() {
+        // A stall from 2 base RTTs (20 ms): the first receiver's segment arrives just
+        // before it, the second's copy 50 us later, inside it; both are delivered.
+        let clock = ScriptClock::default();
+        let extra = "[[stall]]\nat_rtts = 2\nfor_rtts = 1\n";
+        let mut a = connected(extra).sharing(clock.clone());
+        let mut b = connected(extra).sharing(clock.clone());
+        a.on_segment(&data(0), 19_980);
+        b.on_segment(&data(0), 20_030);
+        assert_eq!((a.stats.lost, b.stats.lost), (0, 0));
+        assert_eq!(b.pending.back().unwrap().due_us, 30_030);
+        // Far apart (the senders no longer send alike): each decides on its own time.
+        a.on_segment(&data(1), 21_000);
+        b.on_segment(&data(1), 25_000);
+        assert_eq!((a.stats.lost, b.stats.lost), (1, 1));
+        let mut c = connected(extra).sharing(clock);
+        c.on_segment(&data(0), 22_000);
+        assert_eq!(
+            c.stats.lost, 1,
+            "3 ms after the first arrival: its own decision"
+        );
     }
 
     #[test]
