@@ -319,6 +319,8 @@ fn bad_input_is_refused_and_leaves_nothing_behind() {
             "`min_cwnd`: 4000 segments: more than the receiver can buffer",
         ),
         (vec!["reno", "--runs", "0"], "--runs"),
+        (vec!["reno", "--param", "linux_exact=1"], "linux_exact"),
+        (vec!["cubic", "--param", "linux_exact=7"], "linux_exact"),
         (vec!["reno", "--jobs", "0"], "--jobs 0: allowed 1 to 64"),
         (
             vec!["reno", "--vm", "never", "--jobs", "2"],

@@ -31,6 +31,10 @@ pub struct Args {
     /// Profile of the ports (default: `linux` where the port has one).
     #[arg(long)]
     profile: Option<String>,
+    /// Set a tunable of every port compared, key=value, over its profile's values;
+    /// repeatable (e.g. `--param linux_exact=0`: the paper's clock against the module).
+    #[arg(long = "param", value_name = "KEY=VALUE")]
+    params: Vec<String>,
     /// Only the short-RTT variant of each script (what CI runs); without --script, the
     /// large-window scripts (`large-*`, windows of thousands of segments) are left out.
     #[arg(long)]
@@ -77,7 +81,7 @@ fn subjects(a: &Args) -> Result<Vec<Subject>> {
             (Some(p), false) => format!("{k}@{p}"),
             _ => k,
         };
-        match Subject::parse(&arg) {
+        match Subject::parse(&arg).and_then(|s| s.with_params(&a.params)) {
             Ok(s) => out.push(s),
             Err(e) => usage!("{e}"),
         }
@@ -257,7 +261,7 @@ fn run_in_vm(a: &Args, subjects: &[Subject], dir: &Path, stop: Arc<AtomicBool>) 
             let part = dir.join("guests").join((j + 1).to_string());
             std::fs::create_dir_all(&part)
                 .with_context(|| format!("creating {}", part.display()))?;
-            let algos: Vec<String> = share.iter().map(Subject::label).collect();
+            let algos: Vec<String> = share.iter().map(Subject::spec).collect();
             (algos.join(","), part)
         };
         let mut spec = vm::VmSpec::detect()?;
@@ -349,6 +353,9 @@ fn guest_command(a: &Args, algos: &str, out: &Path) -> Result<String> {
     }
     if let Some(p) = &a.profile {
         cmd.push_str(&format!(" --profile {p}"));
+    }
+    for p in &a.params {
+        cmd.push_str(&format!(" --param '{p}'"));
     }
     if a.short {
         cmd.push_str(" --short");

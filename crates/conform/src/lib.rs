@@ -85,6 +85,8 @@ pub struct Subject {
     pub profile: Option<&'static str>,
     /// Module or model.
     pub reference: Reference,
+    /// `key=value` tunables loaded over the profile's values (none: the profile as it is).
+    pub params: Vec<String>,
 }
 
 impl Subject {
@@ -134,14 +136,39 @@ impl Subject {
             algo,
             profile,
             reference,
+            params: Vec::new(),
         })
     }
 
-    /// `key` or `key@profile`.
-    pub fn label(&self) -> String {
+    /// The same subject with `params` (`key=value`) loaded over its profile's values.
+    ///
+    /// Errors: an unknown tunable, a value out of its range, or a forbidden combination,
+    /// as the loader words them.
+    pub fn with_params(mut self, params: &[String]) -> Result<Subject> {
+        if !params.is_empty() {
+            self.algo
+                .resolve_params_with(self.profile, params)
+                .map_err(|e| anyhow!("{}: {e}", self.algo.key))?;
+        }
+        self.params = params.to_vec();
+        Ok(self)
+    }
+
+    /// `key` or `key@profile`: what [`Subject::parse`] takes back.
+    pub fn spec(&self) -> String {
         match self.profile {
             Some(p) => format!("{}@{p}", self.algo.key),
             None => self.algo.key.to_string(),
+        }
+    }
+
+    /// [`Subject::spec`], and `[k=v,...]` when tunables are set.
+    pub fn label(&self) -> String {
+        let base = self.spec();
+        if self.params.is_empty() {
+            base
+        } else {
+            format!("{base}[{}]", self.params.join(","))
         }
     }
 }
@@ -371,6 +398,7 @@ pub fn run(
                         s.algo.key,
                         &LoadOptions {
                             profile: s.profile.map(str::to_string),
+                            params: s.params.clone(),
                             owned: true,
                             ..Default::default()
                         },
@@ -838,6 +866,17 @@ mod tests {
             "{e}"
         );
         assert!(Subject::parse("nosuch").is_err());
+        let s = Subject::parse("cubic")
+            .unwrap()
+            .with_params(&["linux_exact=0".into()])
+            .unwrap();
+        assert_eq!(s.label(), "cubic@linux[linux_exact=0]");
+        let e = Subject::parse("reno")
+            .unwrap()
+            .with_params(&["linux_exact=0".into()])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("reno") && e.contains("linux_exact"), "{e}");
     }
 
     #[test]

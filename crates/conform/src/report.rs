@@ -72,13 +72,24 @@ impl Outcome {
     }
 
     fn stem(&self) -> String {
-        format!(
-            "{}_{}_{}ms",
-            self.algo.replace('@', "-"),
-            self.script,
-            self.rtt_ms
-        )
+        stem(&self.algo, &self.script, self.rtt_ms)
     }
+}
+
+/// A case's file stem: `<algo>_<script>_<rtt>ms`, the label's `@`, brackets and the
+/// like made `-`.
+fn stem(algo: &str, script: &str, rtt_ms: f64) -> String {
+    let algo: String = algo
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '_' | '=' | '.') {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    format!("{}_{script}_{rtt_ms}ms", algo.trim_end_matches('-'))
 }
 
 fn ca(s: u8) -> &'static str {
@@ -372,7 +383,7 @@ pub fn render_plots(dir: &Path) -> Result<()> {
         let text = |k: &str| o[k].as_str().unwrap_or("?").to_string();
         let (algo, script) = (text("algo"), text("script"));
         let rtt_ms = o["rtt_ms"].as_f64().unwrap_or(0.0);
-        let stem = format!("{}_{}_{}ms", algo.replace('@', "-"), script, rtt_ms);
+        let stem = stem(&algo, &script, rtt_ms);
         let csv = dir.join(format!("{stem}.csv"));
         let rows =
             std::fs::read_to_string(&csv).with_context(|| format!("reading {}", csv.display()))?;
