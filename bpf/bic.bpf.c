@@ -28,7 +28,10 @@
  *     `linux` profile) makes δ whole as Linux does;
  *   - cnt is recomputed on every ACK (Linux: at most every HZ/32 unless cwnd
  *     changed; cnt depends only on cwnd, w_1 and the ACK ratio, so only the
- *     ACK-ratio drift between updates differs);
+ *     ACK-ratio drift between updates differs); linux_exact (on in the `linux`
+ *     profile) keeps Linux's jiffies gate and computes cnt in Linux's integer
+ *     arithmetic (bic_linux_cnt: the fixed-point B/σ = 204/1024 made cnt 278
+ *     where Linux has 277 at w = 104, one segment one ACK late);
  *   - Linux divides cnt by its packets-per-ACK estimate while also counting
  *     acked packets, which makes it grow about twice as fast under delayed
  *     ACKs; here that rescaling is the tunable delayed_ack_rescale (on in the
@@ -62,6 +65,9 @@ const volatile __u32 initial_ssthresh = 0;      /* segments (0 = the kernel's) *
 const volatile __u32 delayed_ack_rescale = 0;   /* bool: divide cnt by packets per ACK (Linux) */
 const volatile __u32 ack_counting = 0;          /* 0 = packets (ABC), 1 = ACK events */
 const volatile __u32 whole_delta = 0;           /* bool: δ = ⌊(w_1 - w)/B⌋ (Linux's dist) */
+const volatile __u32 linux_exact = 0;           /* bool: cnt at most every HZ/32 (jiffies) */
+
+extern unsigned long CONFIG_HZ __kconfig;
 
 /* Live tunables (spec §18.5: bounds, the search's divisors, the backoff and the
  * Reno threshold; `cctl set`), read once per callback from the slot in force; cnt is
@@ -101,6 +107,8 @@ static __always_inline void bic_reset(struct cctl_bic_ca *ca)
 	ca->cnt = 0;
 	ca->inc_fp = 0;
 	ca->delayed_ack = BIC_DELAYED_ACK_INIT;
+	ca->last_cwnd = 0;
+	ca->last_time = 0;
 }
 
 SEC("struct_ops/bic_init")
@@ -131,14 +139,27 @@ static __always_inline void bic_update(struct cctl_bic_ca *ca, __u32 cwnd)
 {
 	struct bic_params p;
 
-	bic_params_get(&p, cctl_live_get());
-	ca->inc_fp = bic_effective_inc_fp(cwnd, ca->w_max, &p);
-	/* Linux leaves Reno mode (w <= Low_Window) unscaled */
-	ca->cnt = bic_cnt(cwnd, ca->inc_fp, delayed_ack_rescale && cwnd > p.low_window,
-			  ca->delayed_ack);
 	/* the window reached so far is the new lower end of the search */
 	if (cwnd > ca->w_min)
 		ca->w_min = cwnd;
+	if (linux_exact) {
+		/* tcp_bic.c: cnt keeps its value while cwnd is unchanged for up to HZ/32 */
+		__u32 now_j = (__u32)bpf_jiffies64();
+
+		if (ca->last_cwnd == cwnd &&
+		    (__s32)(now_j - ca->last_time) <= (__s32)(CONFIG_HZ / 32))
+			return;
+		ca->last_cwnd = cwnd;
+		ca->last_time = now_j;
+	}
+	bic_params_get(&p, cctl_live_get());
+	ca->inc_fp = bic_effective_inc_fp(cwnd, ca->w_max, &p);
+	/* Linux leaves Reno mode (w <= Low_Window) unscaled */
+	if (linux_exact)
+		ca->cnt = bic_linux_cnt(cwnd, ca->w_max, &p, delayed_ack_rescale, ca->delayed_ack);
+	else
+		ca->cnt = bic_cnt(cwnd, ca->inc_fp, delayed_ack_rescale && cwnd > p.low_window,
+				  ca->delayed_ack);
 }
 
 SEC("struct_ops/bic_cong_avoid")

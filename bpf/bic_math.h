@@ -21,6 +21,8 @@ struct cctl_bic_ca {
 	__u32 cnt;          /* acked packets (or ACKs) per +1 segment: tcp_cong_avoid_ai's divisor */
 	__u32 inc_fp;       /* f_α: increase per RTT, segments << CCTL_FP_SHIFT */
 	__u32 delayed_ack;  /* EWMA (gain 1/16) of packets per ACK, << BIC_ACK_RATIO_SHIFT */
+	__u32 last_cwnd;    /* linux_exact: cwnd when cnt was last recomputed, segments */
+	__u32 last_time;    /* linux_exact: jiffies then */
 };
 
 /* The tunables bic_inc_fp and bic_effective_inc_fp need, as bic.bpf.c passes them. */
@@ -155,6 +157,44 @@ CCTL_MATH __u32 bic_delayed_ack(__u32 delayed_ack, __u32 pkts_acked)
 	__u32 d = delayed_ack - (delayed_ack >> BIC_ACK_RATIO_SHIFT) + pkts_acked;
 
 	return d ? d : 1;
+}
+
+/*
+ * linux_exact: tcp_bic.c's cnt in its own integer arithmetic (cnt = w / dist,
+ * w·σ/B near the target, w·(B-1)/(w - w_1) when probing, w / S_max far off, w at
+ * or below Low_Window; capped at boost_max_cnt before the first loss; then
+ * divided by the packets-per-ACK estimate when rescale). The fixed-point rule
+ * above differs by its rounding of B/σ (204/1024 for 4/20): one segment one ACK
+ * later from windows of ~100 (cctl conform, 100-ms scripts).
+ */
+CCTL_MATH __u32 bic_linux_cnt(__u32 w, __u32 w_1, const struct bic_params *p, __u32 rescale,
+			      __u32 delayed_ack)
+{
+	__u32 b = p->b < 2 ? 2 : p->b, smax = p->smax ? p->smax : 1, cnt;
+
+	if (w <= p->low_window)
+		return w ? w : 1;
+	if (w < w_1) {
+		__u32 dist = (w_1 - w) / b;
+
+		if (dist > smax)
+			cnt = w / smax;
+		else if (dist <= 1)
+			cnt = (w * p->smooth) / b;
+		else
+			cnt = w / dist;
+	} else if (w < w_1 + b) {
+		cnt = (w * p->smooth) / b;
+	} else if (w < w_1 + smax * (b - 1)) {
+		cnt = (w * (b - 1)) / (w - w_1);
+	} else {
+		cnt = w / smax;
+	}
+	if (!w_1 && p->boost_max_cnt && cnt > p->boost_max_cnt)
+		cnt = p->boost_max_cnt;
+	if (rescale && delayed_ack)
+		cnt = (cnt << BIC_ACK_RATIO_SHIFT) / delayed_ack;
+	return cnt ? cnt : 1;
 }
 
 #endif /* BIC_MATH_H */

@@ -101,6 +101,14 @@ crate::algo::declare_algorithm! {
             "δ = ⌊(w_1 - w)/B⌋ in whole segments, as Linux's dist (slow creep for 2B segments \
              below the target instead of B)",
         ),
+        p(
+            "linux_exact",
+            0,
+            0,
+            1,
+            "bool",
+            "tcp_bic.c's gate: cnt recomputed at most every HZ/32 while cwnd is unchanged (jiffies)",
+        ),
     ],
     profiles: [
         Profile {
@@ -112,6 +120,7 @@ crate::algo::declare_algorithm! {
                 ("max_increment", 16),
                 ("delayed_ack_rescale", 1),
                 ("whole_delta", 1),
+                ("linux_exact", 1),
             ],
         },
     ],

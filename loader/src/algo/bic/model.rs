@@ -489,4 +489,27 @@ mod tests {
         );
         assert!(c <= 104, "must fit icsk_ca_priv");
     }
+    /// linux_exact: tcp_bic.c's integer cnt. At w = 104 near w_1 = 111 (dist = 1): w·σ/B =
+    /// 104·20/4 = 520, over a packets-per-ACK estimate of 30/16: 277 (the fixed-point rule
+    /// gives 278). Far below: w / S_max; probing above: w·(B-1)/(w - w_1); Reno at or
+    /// below Low_Window, unscaled.
+    #[test]
+    fn linux_cnt_is_tcp_bics_integer_arithmetic() {
+        let p = crate::math::bic_params {
+            b: 4,
+            smax: 16,
+            smooth: 20,
+            whole_delta: 1,
+            low_window: 14,
+            boost_max_cnt: 20,
+        };
+        // SAFETY: pure functions of their arguments.
+        let cnt = |w, w_1, rescale, d| unsafe { crate::math::bic_linux_cnt(w, w_1, &p, rescale, d) };
+        assert_eq!(cnt(104, 111, 0, 32), 520);
+        assert_eq!(cnt(104, 111, 1, 30), 277);
+        assert_eq!(cnt(100, 300, 0, 32), 100 / 16);
+        assert_eq!(cnt(120, 100, 0, 32), 120 * 3 / 20);
+        assert_eq!(cnt(12, 100, 1, 30), 12);
+        assert_eq!(cnt(200, 0, 0, 32), 12, "before a loss: w / S_max = 12 <= 20");
+    }
 }
