@@ -47,8 +47,8 @@ pub struct Args {
     /// Where to run: auto (in the 6.12 VM when this kernel lacks a module), always, never.
     #[arg(long, value_enum, default_value_t = VmMode::Auto)]
     vm: VmMode,
-    /// Guests side by side, each running a share of the algorithms (in the VM only; a
-    /// guest on the virtual clock keeps one host CPU busy), 1 to 64.
+    /// Guests side by side (in the VM only; a guest on the virtual clock keeps one host
+    /// CPU busy), 1 to 64: each takes the next algorithm from a queue, heaviest first.
     #[arg(long, default_value_t = 1)]
     jobs: usize,
     /// Results root: the run goes to <out>/<UTC timestamp>/.
@@ -245,39 +245,25 @@ fn print_results(dir: &Path, json: bool) -> Result<()> {
 }
 
 /// Boots the 6.12 guest on the virtual clock and runs the same command there, writing
-/// into `dir`; with `--jobs N`, N guests side by side, each running a share of `subjects`
-/// ([`conform::split`]) into `dir/guests/<J>/` (its output in `guest.log` there), combined
-/// into `dir` at the end.
+/// into `dir`. With `--jobs N` (N > 1), N guests side by side take the algorithms from a
+/// queue ([`conform::queue_order`]), one guest per algorithm writing into
+/// `dir/guests/<NN>-<label>/` (its output in `guest.log` there): a guest that finishes
+/// early takes the next one, and an interrupted or failed guest loses only its own
+/// algorithm. The finished parts are combined into `dir`.
 fn run_in_vm(a: &Args, subjects: &[Subject], dir: &Path, stop: Arc<AtomicBool>) -> Result<()> {
     use cctl_vm as vm;
-    let shares = conform::split(subjects, a.jobs);
-    let labels: Vec<String> = subjects.iter().map(Subject::label).collect();
-    let mut runs: Vec<(vm::VmSpec, String)> = Vec::new();
-    let mut parts: Vec<PathBuf> = Vec::new();
-    for (j, share) in shares.iter().enumerate() {
-        let (algos, out) = if shares.len() == 1 {
-            (a.algos.join(","), dir.to_path_buf())
-        } else {
-            let part = dir.join("guests").join((j + 1).to_string());
-            std::fs::create_dir_all(&part)
-                .with_context(|| format!("creating {}", part.display()))?;
-            let algos: Vec<String> = share.iter().map(Subject::spec).collect();
-            (algos.join(","), part)
-        };
+    let spec_for = |out: &Path, echo: bool| -> Result<vm::VmSpec> {
         let mut spec = vm::VmSpec::detect()?;
-        spec.rwdirs.push(out.clone());
+        spec.rwdirs.push(out.to_path_buf());
         spec.timeout = Duration::from_secs(4 * 3600);
-        // One guest's lines come as they are written; several guests' would interleave.
-        spec.echo = shares.len() == 1;
+        spec.echo = echo;
         spec.cancel = Some(stop.clone());
         spec.set_clock(vm::Clock::Virtual)?;
-        eprintln!(
-            "cctl conform: {}in {} ({:?}{}), {} CPU(s){}",
-            if shares.len() > 1 {
-                format!("guest {} of {}: {algos} ", j + 1, shares.len())
-            } else {
-                String::new()
-            },
+        Ok(spec)
+    };
+    let describe = |spec: &vm::VmSpec| {
+        format!(
+            "{} ({:?}{}), {} CPU(s)",
             spec.kernel.display(),
             spec.accel,
             if spec.accel == vm::Accel::Tcg {
@@ -285,48 +271,120 @@ fn run_in_vm(a: &Args, subjects: &[Subject], dir: &Path, stop: Arc<AtomicBool>) 
             } else {
                 ""
             },
-            spec.cpus,
-            if shares.len() > 1 {
-                format!(", output in {}", out.join("guest.log").display())
-            } else {
-                String::new()
-            }
-        );
-        runs.push((spec, guest_command(a, &algos, &out)?));
-        parts.push(out);
-    }
-    let results = vm::run_in_vms(&runs);
-    let mut failed = Vec::new();
-    for (j, (res, part)) in results.into_iter().zip(&parts).enumerate() {
-        let res = res?;
-        if shares.len() > 1 {
-            let log = part.join("guest.log");
-            std::fs::write(&log, format!("{}{}", res.stdout, res.stderr))
-                .with_context(|| format!("writing {}", log.display()))?;
+            spec.cpus
+        )
+    };
+    if a.jobs == 1 || subjects.len() == 1 {
+        let spec = spec_for(dir, true)?;
+        eprintln!("cctl conform: in {}", describe(&spec));
+        let res = vm::run_in_vm(&spec, &guest_command(a, &a.algos.join(","), dir)?)?;
+        if !dir.join("lines.jsonl").exists() {
+            anyhow::bail!(
+                "the guest wrote no results (exit status {}); its output is above",
+                res.status
+            );
         }
-        if !part.join("lines.jsonl").exists() {
-            failed.push(format!(
-                "guest {} wrote no results (exit status {}){}",
-                j + 1,
-                res.status,
-                if shares.len() > 1 {
-                    format!(": see {}", part.join("guest.log").display())
-                } else {
-                    "; its output is above".to_string()
+        return Ok(());
+    }
+    let order = conform::queue_order(subjects);
+    let labels: Vec<String> = subjects.iter().map(Subject::label).collect();
+    let parts: Vec<PathBuf> = order
+        .iter()
+        .enumerate()
+        .map(|(k, &i)| {
+            let name: String = labels[i]
+                .chars()
+                .map(|c| {
+                    if c.is_ascii_alphanumeric() || "._-".contains(c) {
+                        c
+                    } else {
+                        '_'
+                    }
+                })
+                .collect();
+            dir.join("guests").join(format!("{:02}-{name}", k + 1))
+        })
+        .collect();
+    for part in &parts {
+        std::fs::create_dir_all(part).with_context(|| format!("creating {}", part.display()))?;
+    }
+    let first = spec_for(&parts[0], false)?;
+    eprintln!(
+        "cctl conform: {} algorithm(s), {} guests side by side in {}; each guest's output in \
+         {}/guests/<NN>-<algorithm>/guest.log",
+        subjects.len(),
+        a.jobs.min(subjects.len()),
+        describe(&first),
+        dir.display()
+    );
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let failed = std::sync::Mutex::new(Vec::<String>::new());
+    let started = std::time::Instant::now();
+    std::thread::scope(|s| {
+        for _ in 0..a.jobs.min(subjects.len()) {
+            s.spawn(|| loop {
+                let k = next.fetch_add(1, Ordering::SeqCst);
+                if k >= order.len() || stop.load(Ordering::SeqCst) {
+                    break;
                 }
-            ));
+                let (i, part) = (order[k], &parts[k]);
+                let label = &labels[i];
+                let outcome = (|| -> Result<String> {
+                    let spec = spec_for(part, false)?;
+                    let res = vm::run_in_vm(&spec, &guest_command(a, &subjects[i].spec(), part)?)?;
+                    let log = part.join("guest.log");
+                    std::fs::write(&log, format!("{}{}", res.stdout, res.stderr))
+                        .with_context(|| format!("writing {}", log.display()))?;
+                    if !part.join("lines.jsonl").exists() {
+                        anyhow::bail!(
+                            "wrote no results (exit status {}): see {}",
+                            res.status,
+                            log.display()
+                        );
+                    }
+                    Ok(format!("{:.0} s", res.elapsed.as_secs_f64()))
+                })();
+                match outcome {
+                    Ok(took) => eprintln!(
+                        "cctl conform: {label} done in {took} ({} of {}, {:.0} min in)",
+                        k + 1,
+                        order.len(),
+                        started.elapsed().as_secs_f64() / 60.0
+                    ),
+                    Err(e) if stop.load(Ordering::SeqCst) => {
+                        eprintln!("cctl conform: {label} interrupted: {e:#}")
+                    }
+                    Err(e) => {
+                        eprintln!("cctl conform: {label} failed: {e:#}");
+                        failed
+                            .lock()
+                            .expect("no panic holds the lock")
+                            .push(format!("{label}: {e:#}"));
+                    }
+                }
+            });
+        }
+    });
+    let done: Vec<PathBuf> = parts
+        .iter()
+        .filter(|p| p.join("lines.jsonl").exists())
+        .cloned()
+        .collect();
+    conform::report::combine(dir, &done, &labels)?;
+    for part in &done {
+        for f in ["conform.json", "conform.md", "lines.jsonl"] {
+            let _ = std::fs::remove_file(part.join(f));
         }
     }
+    let failed = failed.into_inner().expect("no panic holds the lock");
     if !failed.is_empty() {
-        anyhow::bail!("{}", failed.join("; "));
-    }
-    if shares.len() > 1 {
-        conform::report::combine(dir, &parts, &labels)?;
-        for part in &parts {
-            for f in ["conform.json", "conform.md", "lines.jsonl"] {
-                let _ = std::fs::remove_file(part.join(f));
-            }
-        }
+        anyhow::bail!(
+            "{} of {} guest(s) failed (the others' cases are in {}): {}",
+            failed.len(),
+            order.len(),
+            dir.join("conform.md").display(),
+            failed.join("; ")
+        );
     }
     Ok(())
 }

@@ -228,29 +228,13 @@ fn usual_runs(s: &Subject) -> usize {
     }
 }
 
-/// `subjects` in `n` shares (at most one per subject) of about equal work, for `n` guests
-/// side by side: each subject goes, heaviest first, to the share with the least work so
-/// far. Within a share subjects keep their order in `subjects`.
-pub fn split(subjects: &[Subject], n: usize) -> Vec<Vec<Subject>> {
-    let n = n.clamp(1, subjects.len().max(1));
+/// The order in which guests side by side take `subjects` from a shared queue, one guest
+/// per subject: indices into `subjects`, heaviest ([`usual_runs`]) first so that no long
+/// case starts last; equal work keeps the order of `subjects`.
+pub fn queue_order(subjects: &[Subject]) -> Vec<usize> {
     let mut order: Vec<usize> = (0..subjects.len()).collect();
     order.sort_by_key(|&i| std::cmp::Reverse(usual_runs(&subjects[i])));
-    let mut shares: Vec<(usize, Vec<usize>)> = vec![(0, Vec::new()); n];
-    for i in order {
-        let least = shares
-            .iter_mut()
-            .min_by_key(|(work, _)| *work)
-            .expect("n >= 1");
-        least.0 += usual_runs(&subjects[i]);
-        least.1.push(i);
-    }
-    shares
-        .into_iter()
-        .map(|(_, mut idx)| {
-            idx.sort_unstable();
-            idx.into_iter().map(|i| subjects[i].clone()).collect()
-        })
-        .collect()
+    order
 }
 
 /// Options of [`run`].
@@ -808,33 +792,24 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_split_covers_every_subject_once_in_order_with_balanced_work() {
+    fn the_queue_holds_every_subject_once_heaviest_first() {
         let all: Vec<Subject> = catalogue::ALGORITHMS
             .iter()
             .map(|a| Subject::parse(a.key).unwrap())
             .collect();
-        for n in [1, 2, 3, 16, 100] {
-            let shares = split(&all, n);
-            assert_eq!(shares.len(), n.min(all.len()), "n = {n}");
-            let mut seen: Vec<String> = shares.iter().flatten().map(Subject::label).collect();
-            assert_eq!(seen.len(), all.len(), "n = {n}: every subject once");
-            seen.sort();
-            seen.dedup();
-            assert_eq!(seen.len(), all.len(), "n = {n}: no subject twice");
-            let pos = |l: &str| all.iter().position(|s| s.label() == l).unwrap();
-            for sh in &shares {
-                assert!(sh
-                    .windows(2)
-                    .all(|w| pos(&w[0].label()) < pos(&w[1].label())));
-            }
-        }
-        let work: Vec<usize> = split(&all, 2)
-            .iter()
-            .map(|sh| sh.iter().map(usual_runs).sum())
-            .collect();
-        let (lo, hi) = (work.iter().min().unwrap(), work.iter().max().unwrap());
-        assert!(hi - lo <= 5, "two shares of {work:?}");
-        assert!(split(&[], 2).iter().all(Vec::is_empty));
+        let order = queue_order(&all);
+        let mut seen = order.clone();
+        seen.sort_unstable();
+        assert_eq!(
+            seen,
+            (0..all.len()).collect::<Vec<_>>(),
+            "every subject once"
+        );
+        assert!(order
+            .windows(2)
+            .all(|w| usual_runs(&all[w[0]]) > usual_runs(&all[w[1]])
+                || (usual_runs(&all[w[0]]) == usual_runs(&all[w[1]]) && w[0] < w[1])));
+        assert!(queue_order(&[]).is_empty());
     }
 
     #[test]

@@ -258,6 +258,15 @@ pub enum Rule {
 /// Slack on comparisons of means and ratios: rounding, not behaviour.
 const EPS: f64 = 1e-9;
 
+/// Relative widening of the module's worst mean |Δcwnd|, mean |Δssthresh| and |ratio − 1|
+/// before a port's figures are held against them. The worst of k module-against-itself
+/// runs is exceeded by a (k+1)-th run of the same module with probability 1/(k+1), 25 %
+/// with 3 runs: a port that drifts exactly like its module would fail one figure in four.
+/// Seen in the guest: cubic@linux large-burst-loss failed on mean |Δcwnd| 0.252 against
+/// the module's 0.252 (equal to 3 places). Integer maxima and the first divergence are
+/// held without it.
+pub const SAMPLING_SLACK: f64 = 0.10;
+
 /// Whether `port` (a comparison against the module) matches under `rule`; with the
 /// reason when it does not (every figure beyond the module's spread, named).
 pub fn judge(port: &Comparison, rule: &Rule) -> (bool, Option<String>) {
@@ -307,6 +316,7 @@ pub fn judge(port: &Comparison, rule: &Rule) -> (bool, Option<String>) {
                 ));
             }
             let tolf = f64::from(tol);
+            let widen = |worst: f64| worst * (1.0 + SAMPLING_SLACK);
             if port.max_abs_cwnd_diff > spread.max_abs_cwnd_diff + tol {
                 beyond.push(format!(
                     "max |Δcwnd| {} against {}",
@@ -314,7 +324,7 @@ pub fn judge(port: &Comparison, rule: &Rule) -> (bool, Option<String>) {
                 ));
             }
             if let Some(x) = &port.drift {
-                if x.mean_abs_cwnd_diff > spread.mean_abs_cwnd_diff + tolf + EPS {
+                if x.mean_abs_cwnd_diff > widen(spread.mean_abs_cwnd_diff) + tolf + EPS {
                     beyond.push(format!(
                         "mean |Δcwnd| {:.3} against {:.3}",
                         x.mean_abs_cwnd_diff, spread.mean_abs_cwnd_diff
@@ -326,7 +336,7 @@ pub fn judge(port: &Comparison, rule: &Rule) -> (bool, Option<String>) {
                         x.max_abs_ssthresh_diff, spread.max_abs_ssthresh_diff
                     ));
                 }
-                if x.mean_abs_ssthresh_diff > spread.mean_abs_ssthresh_diff + tolf + EPS {
+                if x.mean_abs_ssthresh_diff > widen(spread.mean_abs_ssthresh_diff) + tolf + EPS {
                     beyond.push(format!(
                         "mean |Δssthresh| {:.3} against {:.3}",
                         x.mean_abs_ssthresh_diff, spread.mean_abs_ssthresh_diff
@@ -337,7 +347,9 @@ pub fn judge(port: &Comparison, rule: &Rule) -> (bool, Option<String>) {
                 } else {
                     0.0
                 };
-                if (x.mean_cwnd_ratio - 1.0).abs() > spread.cwnd_ratio_dev + ratio_slack + EPS {
+                if (x.mean_cwnd_ratio - 1.0).abs()
+                    > widen(spread.cwnd_ratio_dev) + ratio_slack + EPS
+                {
                     beyond.push(format!(
                         "mean cwnd ratio {:.4} against the module's 1 ± {:.4}",
                         x.mean_cwnd_ratio, spread.cwnd_ratio_dev
