@@ -32,7 +32,8 @@ exit_codes! {
     /// A migration filter matched no established socket; nothing was changed.
     pub const NO_MATCH: i32 = 7;
     /// `cctl bench check` (or `cctl bench run --check`): a metric is outside its tolerance of
-    /// the baseline, or a baseline point or metric is missing from the results.
+    /// the baseline, or a baseline point or metric is missing from the results; `bench run
+    /// --strict` and `bench report --strict`: a scenario's expectation failed.
     pub const REGRESSION: i32 = 8;
     /// A file or directory cctl decides from (the `cctl apply` configuration, /run/cctl) is
     /// writable by someone other than root; it was not used.

@@ -457,3 +457,64 @@ fn resume_ends_the_vm_a_killed_cctl_left_running() {
     assert_eq!(completed_runs(&dir).len(), 2, "shard 1/3 of 6 runs");
     assert_nothing_left("after the VM resume");
 }
+
+/// A real run of one point of host-sweep (reno, 10 Mbit/s, 4 s) with expectations in the
+/// scenario: one that a full link meets (goodput utilisation >= 0.8), one it cannot (mean
+/// qdelay <= 1 ms behind a 50-packet drop-tail buffer, which a long Reno flow fills).
+/// `--strict` makes the run exit 8 after printing both verdicts; `bench report` on the same
+/// directory exits 0 without `--strict` and 8 with it; summary.json holds both with their
+/// measured means.
+#[test]
+fn a_real_run_judges_its_scenarios_expectations() {
+    let _g = setup();
+    let d = root("expect");
+    let sc = d.join("host-sweep-expect.toml");
+    std::fs::write(
+        &sc,
+        std::fs::read_to_string(SCENARIO).unwrap()
+            + "\n[[expect]]\nmetric = \"M8 utilisation (goodput)\"\nmin = 0.8\n\
+               \n[[expect]]\nmetric = \"M13 mean qdelay all flows (ms)\"\nmax = 1\n",
+    )
+    .unwrap();
+    let dir = d.join("out");
+    let o = cctl(&[
+        "bench",
+        "run",
+        sc.to_str().unwrap(),
+        "--algo",
+        "reno",
+        "--points",
+        "0",
+        "--resume",
+        dir.to_str().unwrap(),
+        "--strict",
+    ]);
+    assert_eq!(o.status.code(), Some(8), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(
+        out.contains("PASS M8 utilisation (goodput) >= 0.8 (algo=*, point=*): 1 of 1 held"),
+        "{out}"
+    );
+    assert!(
+        out.contains("FAIL M13 mean qdelay all flows (ms) <= 1 (algo=*, point=*): 0 of 1 held"),
+        "{out}"
+    );
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("summary.json")).unwrap()).unwrap();
+    let e = &summary["expectations"];
+    assert_eq!(
+        (e[0]["verdict"].as_str(), e[1]["verdict"].as_str()),
+        (Some("pass"), Some("fail"))
+    );
+    let util = e[0]["cases"][0]["mean"].as_f64().unwrap();
+    let qdelay = e[1]["cases"][0]["mean"].as_f64().unwrap();
+    assert!((0.8..=1.05).contains(&util), "utilisation {util}");
+    assert!(qdelay > 1.0, "mean qdelay {qdelay} ms");
+    assert_ok(
+        "bench report",
+        &cctl(&["bench", "report", dir.to_str().unwrap()]),
+    );
+    let o = cctl(&["bench", "report", dir.to_str().unwrap(), "--strict"]);
+    assert_eq!(o.status.code(), Some(8), "{}", stderr(&o));
+    assert_nothing_left("after the run");
+}

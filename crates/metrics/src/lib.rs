@@ -28,6 +28,7 @@ mod convergence;
 mod fairness;
 mod inputs;
 mod loss;
+pub mod names;
 mod params;
 mod queue;
 mod response;

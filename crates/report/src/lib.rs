@@ -15,11 +15,13 @@
 //! - [`summary`]: per-run metrics and their mean ± standard error; [`plots`] with [`axes`] and
 //!   [`scatter`]: the plots; [`write`]: the summary files of a directory;
 //! - [`compare`]: BPF port against its Linux module; [`check`]: regression gating;
+//!   [`expect`]: a scenario's `[[expect]]` judged PASS or FAIL;
 //! - [`merge`]: directories of one sweep run in parts, merged.
 
 pub mod axes;
 pub mod check;
 pub mod compare;
+pub mod expect;
 pub mod merge;
 pub mod plots;
 pub mod record;

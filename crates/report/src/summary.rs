@@ -262,6 +262,27 @@ pub struct Summary {
     pub rows: Vec<SummaryRow>,
     /// Per-run values.
     pub runs: Vec<RunMetrics>,
+    /// The scenario's expectations judged ([`crate::expect`]); absent without any.
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub expectations: Vec<crate::expect::ExpectOutcome>,
+}
+
+impl Summary {
+    /// Each row's (point, algorithm) and metric means, for [`crate::expect::evaluate`].
+    pub fn row_means(&self) -> Vec<crate::expect::RowMeans<'_>> {
+        self.rows
+            .iter()
+            .map(|r| crate::expect::RowMeans {
+                point: r.point,
+                algo: &r.algo,
+                means: r
+                    .metrics
+                    .iter()
+                    .map(|(k, a)| (k.as_str(), a.mean))
+                    .collect(),
+            })
+            .collect()
+    }
 }
 
 /// Goodput of the fixed (named, e.g. Reno) flows of a run, bit/s: G_R of M11.
@@ -379,6 +400,7 @@ pub fn summarize(meta: &Metadata, records: &[RunRecord], p: &MetricParams) -> Su
         params: *p,
         rows,
         runs,
+        expectations: Vec::new(),
     }
 }
 

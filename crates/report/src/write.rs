@@ -32,9 +32,10 @@ pub fn write_all(
     native_of: NativeOf,
 ) -> Result<Summary> {
     let p = MetricParams::default();
-    let s = summarize(meta, records, &p);
+    let mut s = summarize(meta, records, &p);
+    s.expectations = crate::expect::evaluate(&sc.expectations, &s.row_means());
     std::fs::write(dir.join("summary.json"), serde_json::to_vec_pretty(&s)?)?;
-    let mut md = markdown(&s, &sc.title, &sc.metrics);
+    let mut md = markdown(&s, &sc.title, &sc.metrics) + &crate::expect::markdown(&s.expectations);
     let figs = crate::compare::case_figures(records);
     let tol = crate::compare::Tolerances::default();
     let cmp = crate::compare::markdown(&figs, meta, &tol, native_of);

@@ -76,3 +76,15 @@ fn directories_of_different_clocks_are_not_merged() {
         "{e}"
     );
 }
+
+/// Every metric name the summary writes is one a scenario's `[[expect]]` may name.
+#[test]
+fn every_summary_metric_name_is_a_known_name() {
+    let (meta, records) = read_records(fixture()).unwrap();
+    let s = summarize(&meta, &records, &MetricParams::default());
+    let names: Vec<&String> = s.rows.iter().flat_map(|r| r.metrics.keys()).collect();
+    assert!(names.len() > 10, "{names:?}");
+    for n in names {
+        assert!(cctl_metrics::names::is_summary_metric(n), "{n:?}");
+    }
+}

@@ -66,6 +66,11 @@
 //!
 //! path = [1, 2]                    # only with [topology]: bottlenecks entered before and left after
 //!
+//! [[expect]]                       # optional, repeatable: what the results must show
+//! metric = "M8 utilisation (goodput)"   # a summary.json metric; see crate::expect
+//! where = { algo = "*", point = "*" }
+//! min = 0.9
+//!
 //! [topology]                       # optional: a chain of 1..=4 bottlenecks (a parking lot)
 //! bottlenecks = [{}, { rate_mbit = 5, rtt_ms = 20, buffer_pkts = 40 }]  # default: the point's
 //!
@@ -110,6 +115,7 @@
 mod de;
 mod error;
 mod expand;
+pub mod expect;
 mod expr;
 #[cfg(test)]
 mod fuzz;

@@ -47,6 +47,8 @@ pub struct Scenario {
     pub(crate) flows: Vec<FlowSpec>,
     /// The `[topology]` chain, if any (without: the dumbbell).
     pub(crate) topology: Option<crate::topology::Topology>,
+    /// The `[[expect]]` tables: what the results must show.
+    pub expectations: Vec<crate::expect::Expectation>,
 }
 
 // ---------------------------------------------------------------------------------------
@@ -70,6 +72,8 @@ struct RawTop {
     flows: Vec<toml::Value>,
     profiles: toml::Value,
     topology: Option<toml::Value>,
+    #[serde(default)]
+    expect: Vec<toml::Value>,
 }
 
 #[derive(Deserialize)]
@@ -378,8 +382,23 @@ impl Scenario {
             error,
         };
         let scenario = Scenario::from_table(table, path).map_err(invalid)?;
+        let mut most_points = 0;
         for profile in Profile::ALL {
-            scenario.expand(profile, scenario.seed(profile))?;
+            most_points = most_points.max(scenario.expand(profile, scenario.seed(profile))?.len());
+        }
+        for (i, e) in scenario.expectations.iter().enumerate() {
+            if let crate::expect::PointSel::Indices(v) = &e.point {
+                if let Some(p) = v.iter().find(|&&p| p >= most_points) {
+                    return Err(invalid(FieldError::new(
+                        format!("expect[{i}].where.point"),
+                        format!(
+                            "point {p} matches nothing: the profiles have at most {most_points} \
+                             point(s), indices 0 to {}",
+                            most_points - 1
+                        ),
+                    )));
+                }
+            }
         }
         // After expanding, so that a misspelt reference is reported as undefined at the flow
         // rather than as an unused variable.
@@ -492,6 +511,12 @@ impl Scenario {
                 }
             }
         }
+        let expectations = top
+            .expect
+            .into_iter()
+            .enumerate()
+            .map(|(i, v)| crate::expect::parse_expect(v, &format!("expect[{i}]")))
+            .collect::<Result<Vec<_>, _>>()?;
         let scenario = Scenario {
             id: top.id,
             name: top.name,
@@ -507,6 +532,7 @@ impl Scenario {
             ci,
             flows,
             topology,
+            expectations,
         };
         Ok(scenario)
     }

@@ -18,6 +18,7 @@ use cctl_bench::run::RunOptions;
 use cctl_netem::slot::MAX_JOBS;
 use cctl_netem::testbed::netem_available;
 use cctl_report::check::{self, SummaryFile, Tolerances};
+use cctl_report::expect;
 use cctl_report::record::read_records;
 use cctl_report::runs::{point_indices, run_list, Shard};
 use cctl_report::summary;
@@ -40,7 +41,7 @@ enum Cmd {
     /// The shipped scenarios (one per test of benchmarks.md).
     List(ListArgs),
     /// Run a scenario for one or more algorithms.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Rebuild summary.json, summary.md and the plots of a results directory.
     Report(ReportArgs),
     /// Combine results directories of one sweep (shards, resumed parts) into one report.
@@ -145,6 +146,10 @@ struct RunArgs {
     /// Tolerances of --check (TOML, see `cctl bench check --help`).
     #[arg(long, value_name = "FILE", requires = "check")]
     tolerance: Option<PathBuf>,
+    /// Exit 8 when one of the scenario's expectations (`[[expect]]`) fails; without it
+    /// they are printed PASS or FAIL and the run exits 0.
+    #[arg(long)]
+    strict: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -197,13 +202,16 @@ struct MergeArgs {
 struct ReportArgs {
     /// A results directory (`results/<scenario>/<timestamp>`).
     dir: PathBuf,
+    /// Exit 8 when one of the scenario's expectations (`[[expect]]`) fails.
+    #[arg(long)]
+    strict: bool,
 }
 
 /// Runs `cctl bench`.
 pub fn run(args: Args) -> Result<i32> {
     match args.cmd {
         Cmd::List(a) => list(a),
-        Cmd::Run(a) => run_bench(a),
+        Cmd::Run(a) => run_bench(*a),
         Cmd::Perf(a) => perf::run(a),
         Cmd::Calibrate(a) => calibrate::run(a),
         Cmd::Merge(a) => merge(a),
@@ -214,9 +222,16 @@ pub fn run(args: Args) -> Result<i32> {
         }
         Cmd::Report(a) => {
             let s = cctl_report::write::rebuild(&a.dir, cctl_bench::resolve::native_of)?;
-            let sc = scenario::find(&s.metadata.scenario)?;
+            let sc = scenario::find(&s.metadata.scenario_path)
+                .or_else(|_| scenario::find(&s.metadata.scenario))?;
             out!("{}", summary::terminal_table(&s, &sc.metrics))?;
+            for l in expect::lines(&s.expectations) {
+                outln!("{l}")?;
+            }
             outln!("report: {}", a.dir.join("summary.md").display())?;
+            if a.strict && expect::any_failed(&s.expectations) {
+                return Ok(exit::REGRESSION);
+            }
             Ok(exit::OK)
         }
     }
@@ -393,6 +408,17 @@ fn run_bench(a: RunArgs) -> Result<i32> {
         Ok(p) => p,
         Err(e) => usage!("--points: {e}"),
     };
+    for (i, e) in sc.expectations.iter().enumerate() {
+        if !a.algo.iter().any(|x| e.selects_algo(x)) {
+            usage!(
+                "{}: expect[{i}].where.algo `{}` matches none of the algorithms of this run \
+                 ({}); give `*`, one of them, or a glob",
+                sc.path.display(),
+                e.algo,
+                a.algo.join(", ")
+            );
+        }
+    }
     if a.dry_run {
         // Whether `--vm auto` would need the VM takes a netem probe, which creates a
         // namespace: not for a dry run. So kernel names may be modules of any installed
@@ -457,6 +483,9 @@ fn run_bench(a: RunArgs) -> Result<i32> {
             a.algo.len(),
             secs
         )?;
+        for e in &sc.expectations {
+            outln!("expect: {} {} ({})", e.metric, e.bounds(), e.selector())?;
+        }
         let refs: Vec<&scenario::RunPoint> = points.iter().collect();
         if let Some(w) = cctl_bench::cost::cpu_warning(&refs, a.jobs as usize) {
             outln!("warning (on this machine): {w}")?;
@@ -549,8 +578,14 @@ fn run_bench(a: RunArgs) -> Result<i32> {
         for r in &s.rows {
             outln!("{}", serde_json::to_string(r)?)?;
         }
+        for o in &s.expectations {
+            outln!("{}", serde_json::json!({ "expectation": o }))?;
+        }
     } else {
         out!("{}", summary::terminal_table(&s, &sc.metrics))?;
+        for l in expect::lines(&s.expectations) {
+            outln!("{l}")?;
+        }
     }
     outln!("results: {}", dir.display())?;
     if stop.load(Ordering::SeqCst) {
@@ -559,8 +594,13 @@ fn run_bench(a: RunArgs) -> Result<i32> {
         );
         return Ok(exit::INTERRUPTED);
     }
-    match baseline {
-        Some((b, tol)) => gate(&dir, &b, &tol, a.json),
-        None => Ok(exit::OK),
+    let gated = match baseline {
+        Some((b, tol)) => gate(&dir, &b, &tol, a.json)?,
+        None => exit::OK,
+    };
+    if a.strict && expect::any_failed(&s.expectations) {
+        eprintln!("cctl bench: an expectation failed (--strict); see the FAIL lines above");
+        return Ok(exit::REGRESSION);
     }
+    Ok(gated)
 }
