@@ -71,6 +71,7 @@ struct cctl_sample {
 	__u64 cookie;         /* socket cookie */
 	__u64 mstamp_us;      /* tp->tcp_mstamp, usec (clock of cctl_meas.cong_us) */
 	__u64 bytes_acked;    /* tp->bytes_acked, bytes (RFC 4898 tcpEStatsAppHCThruOctetsAcked) */
+	__u64 netns_cookie;   /* the socket's network namespace (getsockopt SO_NETNS_COOKIE) */
 	__u8 saddr[16];
 	__u8 daddr[16];
 	__u16 sport;          /* host byte order */
@@ -98,7 +99,7 @@ struct cctl_sample {
 
 /* Bytes of a sample without ca_priv: what the collector sends for a flow whose CC is not
  * one of cctl's (no CCTL_SAMPLE_OURS); user space reads the missing ca_priv as zeros. */
-#define CCTL_SAMPLE_SHORT_BYTES 144
+#define CCTL_SAMPLE_SHORT_BYTES 152
 _Static_assert(__builtin_offsetof(struct cctl_sample, ca_priv) == CCTL_SAMPLE_SHORT_BYTES,
 	       "CCTL_SAMPLE_SHORT_BYTES must be the offset of cctl_sample.ca_priv");
 

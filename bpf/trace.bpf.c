@@ -26,6 +26,7 @@ char _license[] SEC("license") = "Dual BSD/GPL";
 /* Set by the loader before load. */
 const volatile __u64 interval_ns = 100000000; /* minimum gap between samples of a flow, ns */
 const volatile __u16 filter_port = 0;         /* keep flows with this local or remote port; 0 = all */
+const volatile __u64 filter_netns = 0;        /* keep flows of this netns cookie; 0 = all */
 const volatile char filter_cc[16] = {};       /* keep flows with this CC name; "" = all */
 const volatile __u64 wakeup_bytes = 0;        /* wake the reader only above this many pending bytes; 0 = every sample */
 
@@ -83,7 +84,7 @@ int BPF_PROG(cctl_tcp_probe, struct sock *sk, const struct sk_buff *skb)
 	struct cctl_sample *e;
 	__u16 sport, dport, family;
 	char name[16] = {};
-	__u64 now, cookie;
+	__u64 now, cookie, netns;
 	__u8 state;
 	bool ours;
 
@@ -94,6 +95,9 @@ int BPF_PROG(cctl_tcp_probe, struct sock *sk, const struct sk_buff *skb)
 	sport = sk->__sk_common.skc_num;
 	dport = bpf_ntohs(sk->__sk_common.skc_dport);
 	if (filter_port && sport != filter_port && dport != filter_port)
+		return 0;
+	netns = BPF_CORE_READ(sk, __sk_common.skc_net.net, net_cookie);
+	if (filter_netns && netns != filter_netns)
 		return 0;
 
 	now = bpf_ktime_get_ns();
@@ -136,6 +140,7 @@ int BPF_PROG(cctl_tcp_probe, struct sock *sk, const struct sk_buff *skb)
 	e->cookie = cookie;
 	e->mstamp_us = tp->tcp_mstamp;
 	e->bytes_acked = tp->bytes_acked;
+	e->netns_cookie = netns;
 	family = sk->__sk_common.skc_family;
 	e->family = family;
 	__builtin_memset(e->saddr, 0, sizeof(e->saddr));

@@ -293,7 +293,7 @@ fn trace_csv_has_a_header_and_rows_of_equal_width() {
     let mut lines = out.lines();
     let header = lines.next().expect("header");
     assert!(
-        header.starts_with("ts_ns,cookie,saddr,sport,daddr,dport,cc,ca_state"),
+        header.starts_with("ts_ns,cookie,netns_cookie,saddr,sport,daddr,dport,cc,ca_state"),
         "{header}"
     );
     let width = header.split(',').count();

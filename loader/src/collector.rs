@@ -36,6 +36,9 @@ pub struct TraceConfig {
     pub port: Option<u16>,
     /// Keep only flows running this congestion control.
     pub cc: Option<String>,
+    /// Keep only flows of the network namespace with this cookie
+    /// ([`crate::migrate::Netns::cookie`]).
+    pub netns_cookie: Option<u64>,
 }
 
 impl Default for TraceConfig {
@@ -44,6 +47,7 @@ impl Default for TraceConfig {
             interval: DEFAULT_INTERVAL,
             port: None,
             cc: None,
+            netns_cookie: None,
         }
     }
 }
@@ -319,6 +323,7 @@ fn run(
             .expect("trace .rodata is memory-mapped");
         ro.interval_ns = cfg.interval.as_nanos().min(u64::MAX as u128) as u64;
         ro.filter_port = cfg.port.unwrap_or(0);
+        ro.filter_netns = cfg.netns_cookie.unwrap_or(0);
         ro.wakeup_bytes = WAKEUP_BYTES;
         if let Some(cc) = &cfg.cc {
             for (d, b) in ro.filter_cc.iter_mut().zip(cc.bytes()) {

@@ -199,6 +199,69 @@ pub struct Netns {
     pub initial: bool,
 }
 
+impl Netns {
+    /// The namespace's cookie, as `bpf_get_netns_cookie` and the collector's samples
+    /// (`Sample::netns_cookie`) give it: `getsockopt(SO_NETNS_COOKIE)` of a UDP socket
+    /// made there (in a thread that joins the namespace; the caller's stays where it is).
+    ///
+    /// Errors: [`Error::Io`] when the namespace cannot be joined or the kernel (before
+    /// 5.14) has no namespace cookies.
+    pub fn cookie(&self) -> Result<u64> {
+        let read = || -> Result<u64> {
+            if let Some(f) = &self.file {
+                nix::sched::setns(f, nix::sched::CloneFlags::CLONE_NEWNET).map_err(|e| {
+                    Error::io(
+                        format!("joining network namespace {}", self.label),
+                        "-",
+                        e.into(),
+                    )
+                })?;
+            }
+            let sock = std::net::UdpSocket::bind("127.0.0.1:0")
+                .or_else(|_| std::net::UdpSocket::bind("[::1]:0"))
+                .map_err(|e| {
+                    Error::io(
+                        format!("making a socket in network namespace {}", self.label),
+                        "-",
+                        e,
+                    )
+                })?;
+            let mut cookie: u64 = 0;
+            let mut len = std::mem::size_of::<u64>() as libc::socklen_t;
+            // SAFETY: getsockopt writes at most `len` bytes into `cookie`, a u64 of that size.
+            let rc = unsafe {
+                libc::getsockopt(
+                    sock.as_raw_fd(),
+                    libc::SOL_SOCKET,
+                    libc::SO_NETNS_COOKIE,
+                    (&mut cookie as *mut u64).cast(),
+                    &mut len,
+                )
+            };
+            if rc != 0 {
+                return Err(Error::io(
+                    format!("reading the cookie of network namespace {}", self.label),
+                    "-",
+                    std::io::Error::last_os_error(),
+                ));
+            }
+            Ok(cookie)
+        };
+        if self.file.is_none() {
+            return read();
+        }
+        std::thread::scope(|s| {
+            s.spawn(read).join().unwrap_or_else(|_| {
+                Err(Error::io(
+                    "namespace thread panicked",
+                    "-",
+                    std::io::Error::other("panic"),
+                ))
+            })
+        })
+    }
+}
+
 fn ns_identity(path: &Path) -> Option<(u64, u64)> {
     std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
 }

@@ -68,6 +68,9 @@ pub struct Sample {
     pub ts_ns: u64,
     /// Socket cookie (stable per connection).
     pub cookie: u64,
+    /// Cookie of the socket's network namespace (`getsockopt(SO_NETNS_COOKIE)` of any
+    /// socket there; [`crate::migrate::Netns::cookie`]).
+    pub netns_cookie: u64,
     /// Local address.
     pub saddr: IpAddr,
     /// Local port.
@@ -223,6 +226,7 @@ impl Sample {
         let mut s = Sample {
             ts_ns: raw.ts_ns,
             cookie: raw.cookie,
+            netns_cookie: raw.netns_cookie,
             saddr: addr(raw.family, &raw.saddr),
             sport: raw.sport,
             daddr: addr(raw.family, &raw.daddr),
@@ -402,7 +406,7 @@ mod tests {
 
     #[test]
     fn a_record_without_ca_priv_decodes_like_the_full_one() {
-        assert_eq!(SAMPLE_SHORT_BYTES, 144);
+        assert_eq!(SAMPLE_SHORT_BYTES, 152);
         let mut raw = cctl_sample::default();
         raw.family = libc::AF_INET as u16;
         raw.sport = 5411;

@@ -201,6 +201,7 @@ mod tests {
         Sample {
             ts_ns: t_ms * 1_000_000,
             cookie,
+            netns_cookie: 0,
             saddr: IpAddr::V4(Ipv4Addr::LOCALHOST),
             sport: 40000 + cookie as u16,
             daddr: IpAddr::V4(Ipv4Addr::LOCALHOST),

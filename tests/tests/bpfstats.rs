@@ -78,6 +78,7 @@ fn a_vegas_flow_under_a_stats_guard_counts_its_callbacks_and_the_switch_is_resto
             interval: Duration::from_millis(10),
             port: Some(PORT),
             cc: None,
+            netns_cookie: None,
         })
         .expect("collector attaches");
         loopback_flow(VEGAS, 32 << 20);

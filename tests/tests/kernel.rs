@@ -22,6 +22,7 @@ fn traced_flow(prefix: &str, cc: &str, secs: u64) -> (Vec<Sample>, u16, f64) {
         interval: Duration::from_millis(50),
         port: Some(PORT),
         cc: Some(cc.into()),
+        netns_cookie: None,
     })
     .expect("collector attaches");
     let flows = [FlowSpec {
@@ -236,6 +237,7 @@ fn a_stalled_consumer_makes_the_kernel_count_ring_buffer_drops() {
         interval: Duration::from_micros(1),
         port: Some(P),
         cc: None,
+        netns_cookie: None,
     })
     .expect("collector attaches");
     let at_start = trace.counters();

@@ -91,6 +91,7 @@ fn cctl_set_changes_a_running_flows_internals_at_its_next_acks_without_a_reset()
         interval: Duration::from_millis(20),
         port: Some(PORT),
         cc: Some(NAME.into()),
+        netns_cookie: None,
     })
     .expect("collector attaches");
     let setter = std::thread::spawn(|| {

@@ -179,6 +179,7 @@ fn two_hundred_busy_cubic_flows_move_to_bpf_htcp_without_a_reset_or_a_lost_byte(
         interval: Duration::from_millis(50),
         port: Some(PORT),
         cc: None,
+        netns_cookie: None,
     })
     .expect("collector attaches");
 
@@ -874,4 +875,88 @@ fn one_namespace_that_may_not_use_the_target_fails_the_whole_all_netns_call_and_
     drop(conns);
     vegas.unload().expect("bpf_vegas unloads");
     cubic.unload().expect("bpf_cubic unloads");
+}
+
+/// Sends `bytes` over a loopback connection (client running reno) in the calling thread's
+/// namespace, on `port`.
+fn loopback_transfer(port: u16, bytes: usize) {
+    let l = TcpListener::bind(("127.0.0.1", port)).unwrap();
+    let rx = std::thread::spawn(move || {
+        let (mut s, _) = l.accept().unwrap();
+        let mut sink = Vec::new();
+        s.read_to_end(&mut sink).unwrap();
+        sink.len()
+    });
+    let s = Socket::new(Domain::IPV4, Type::STREAM, None).unwrap();
+    s.set_tcp_congestion(b"reno").unwrap();
+    s.connect(&SocketAddr::from(([127, 0, 0, 1], port)).into())
+        .unwrap();
+    let mut s = TcpStream::from(s);
+    let chunk = vec![7u8; 64 * 1024];
+    let mut sent = 0;
+    while sent < bytes {
+        s.write_all(&chunk).unwrap();
+        sent += chunk.len();
+    }
+    drop(s);
+    assert_eq!(rx.join().unwrap(), sent);
+}
+
+/// Samples carry their namespace's cookie, and `netns_cookie` filters in the kernel: the
+/// same port carries a flow in each of two namespaces; a trace filtered by one namespace's
+/// cookie (as `cctl trace --netns` resolves it) sees only that one's, an unfiltered trace
+/// both, each under its own cookie. An unknown `--netns` is bad input.
+#[test]
+fn samples_carry_their_namespace_and_a_netns_filter_keeps_one() {
+    let _k = KERNEL.lock().unwrap_or_else(|e| e.into_inner());
+    require_root();
+    clean_slate(TA_PREFIX, &[]);
+    const PORT: u16 = 5463;
+    let (a, b) = (Netns::new("cctl-ta-nsa"), Netns::new("cctl-ta-nsb"));
+    let cookie = |n: &str| migrate::resolve_netns(Some(n)).unwrap().cookie().unwrap();
+    let (ca, cb) = (cookie(&a.0), cookie(&b.0));
+    let here = migrate::resolve_netns(None).unwrap().cookie().unwrap();
+    assert!(
+        ca != cb && ca != here && cb != here,
+        "{ca} {cb} {here}: three namespaces, three cookies"
+    );
+    let start = |netns_cookie| {
+        Trace::start(TraceConfig {
+            interval: Duration::from_millis(10),
+            port: Some(PORT),
+            cc: None,
+            netns_cookie,
+        })
+        .expect("collector attaches")
+    };
+    let (mut only_a, mut all) = (start(Some(ca)), start(None));
+    for ns in [&a.0, &b.0] {
+        spawn_in_netns(ns, || loopback_transfer(PORT, 16 << 20))
+            .unwrap()
+            .join()
+            .unwrap()
+            .unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    let (sa, sall) = (only_a.drain(), all.drain());
+    only_a.finish().unwrap();
+    all.finish().unwrap();
+    assert!(!sa.is_empty(), "no sample of namespace a");
+    assert!(
+        sa.iter().all(|s| s.netns_cookie == ca),
+        "the filtered trace let in {:?}",
+        sa.iter()
+            .map(|s| s.netns_cookie)
+            .collect::<std::collections::BTreeSet<_>>()
+    );
+    let seen: std::collections::BTreeSet<u64> = sall.iter().map(|s| s.netns_cookie).collect();
+    assert_eq!(seen, [ca, cb].into_iter().collect(), "the unfiltered trace");
+
+    let o = cctl(&["trace", "--netns", "cctl-ta-nosuch", "--duration-s", "1"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("give a name from `ip netns list`"),
+        "{}",
+        text(&o)
+    );
 }

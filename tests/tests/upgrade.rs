@@ -138,6 +138,7 @@ fn upgrade_gives_new_connections_v2_while_old_ones_keep_v1_and_rollback_returns_
         interval: Duration::from_millis(50),
         port: None,
         cc: Some(NAME.into()),
+        netns_cookie: None,
     })
     .expect("collector attaches");
 
@@ -298,6 +299,7 @@ fn flow_map_ids(bed: &Testbed, port: u16) -> Vec<Option<u32>> {
         interval: Duration::from_millis(50),
         port: Some(port),
         cc: Some(NAME.into()),
+        netns_cookie: None,
     })
     .expect("collector attaches");
     let r = run_bulk_flows(bed, port, &bulk(1, 2), Arc::new(AtomicBool::new(false)))

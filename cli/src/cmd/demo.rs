@@ -291,6 +291,7 @@ fn run_on(args: &Args, cc: &str, bed: &Testbed, stop: Arc<AtomicBool>) -> Result
         interval: cctl_loader::collector::DEFAULT_INTERVAL,
         port: Some(PORT),
         cc: Some(cc.to_string()),
+        netns_cookie: None,
     })
     .context("starting the collector")?;
 

@@ -51,6 +51,10 @@ pub struct Args {
     /// BPF program run, for every BPF program of the host).
     #[arg(long)]
     bpf_stats: bool,
+    /// Only flows of this network namespace: a name from `ip netns list` or a path
+    /// (/proc/<pid>/ns/net); samples carry each flow's namespace cookie (`netns_cookie`).
+    #[arg(long, value_name = "NAME")]
+    netns: Option<String>,
 }
 
 /// Parses `--listen`: an `ADDR:PORT` with a port from 1 to 65535.
@@ -101,6 +105,7 @@ pub fn run(args: Args) -> Result<i32> {
         interval: Duration::from_millis(args.interval_ms),
         port: None,
         cc: None,
+        netns_cookie: crate::cmd::filter::netns_cookie(args.netns.as_deref())?,
     })
     .context("starting the collector")?;
     let exporter = Arc::new(Exporter::new(Options {

@@ -44,3 +44,18 @@ impl FilterArgs {
         }
     }
 }
+
+/// The cookie of `--netns NAME` (a name from `ip netns list` or a path such as
+/// /proc/<pid>/ns/net) for the collector's in-kernel filter; `None` without the flag.
+///
+/// Errors: a namespace that does not exist or is not a network namespace (bad input,
+/// naming what is allowed).
+pub fn netns_cookie(netns: Option<&str>) -> anyhow::Result<Option<u64>> {
+    match netns {
+        None => Ok(None),
+        Some(n) => {
+            let ns = cctl_loader::migrate::resolve_netns(Some(n))?;
+            Ok(Some(ns.cookie()?))
+        }
+    }
+}

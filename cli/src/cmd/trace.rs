@@ -27,6 +27,10 @@ pub struct Args {
     /// Only flows with this local or remote port.
     #[arg(long)]
     port: Option<u16>,
+    /// Only flows of this network namespace: a name from `ip netns list` or a path
+    /// (/proc/<pid>/ns/net); samples carry each flow's namespace cookie (`netns_cookie`).
+    #[arg(long, value_name = "NAME")]
+    netns: Option<String>,
     /// Minimum interval between samples of one flow, ms.
     #[arg(long, default_value_t = 100)]
     interval_ms: u64,
@@ -130,6 +134,7 @@ pub fn run(args: Args) -> Result<i32> {
         interval: Duration::from_millis(args.interval_ms),
         port: args.port,
         cc: args.cc.clone(),
+        netns_cookie: crate::cmd::filter::netns_cookie(args.netns.as_deref())?,
     };
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -309,6 +309,7 @@ pub(crate) mod tests {
         Sample {
             ts_ns: 0,
             cookie,
+            netns_cookie: 0,
             saddr: IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1)),
             sport: 40000 + cookie as u16,
             daddr: IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2)),

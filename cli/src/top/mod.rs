@@ -42,6 +42,10 @@ pub struct Args {
     /// Only flows with this local or remote port (in-kernel filter).
     #[arg(long)]
     port: Option<u16>,
+    /// Only flows of this network namespace: a name from `ip netns list` or a path
+    /// (/proc/<pid>/ns/net); samples carry each flow's namespace cookie (`netns_cookie`).
+    #[arg(long, value_name = "NAME")]
+    netns: Option<String>,
     /// Only flows running this congestion control (in-kernel filter).
     #[arg(long)]
     cc: Option<String>,
@@ -104,6 +108,7 @@ pub fn run(args: Args) -> Result<i32> {
         interval: Duration::from_millis(args.interval_ms),
         port: args.port,
         cc: args.cc.clone(),
+        netns_cookie: crate::cmd::filter::netns_cookie(args.netns.as_deref())?,
     })
     .context("starting the collector")?;
     let stats = bpfstats::StatsGuard::enable();

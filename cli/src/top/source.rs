@@ -94,6 +94,7 @@ impl FakeSource {
         Sample {
             ts_ns: t_ns,
             cookie: 1000 + i as u64,
+            netns_cookie: 0,
             saddr: IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1)),
             sport: 40000 + i as u16,
             daddr: IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2)),

@@ -39,6 +39,7 @@ impl SampleFeed {
             interval,
             port: Some(port),
             cc: None,
+            netns_cookie: None,
         })
         .context("starting the collector")?;
         Ok(SampleFeed {

@@ -393,6 +393,7 @@ pub fn run(
                         interval: std::time::Duration::ZERO,
                         port: None,
                         cc: Some(port.name.clone()),
+                        netns_cookie: None,
                     })
                     .context("starting the collector for the port's variables")?;
                     for sc in scripts {

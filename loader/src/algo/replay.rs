@@ -689,6 +689,7 @@ pub(crate) mod testing {
         Sample {
             ts_ns: T0 + k as u64 * 250_000,
             cookie: 0x5eed,
+            netns_cookie: 0,
             saddr: Ipv4Addr::new(10, 0, 0, 1).into(),
             sport: 40_000,
             daddr: Ipv4Addr::new(10, 0, 0, 2).into(),

@@ -307,6 +307,7 @@ fn rate_point(
         interval: MAX_RATE_INTERVAL,
         port: Some(PORT),
         cc: None,
+        netns_cookie: None,
     })
     .context("starting the collector")?;
     let prog_id = collector_progs()?
