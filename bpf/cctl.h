@@ -103,4 +103,43 @@ struct cctl_sample {
 _Static_assert(__builtin_offsetof(struct cctl_sample, ca_priv) == CCTL_SAMPLE_SHORT_BYTES,
 	       "CCTL_SAMPLE_SHORT_BYTES must be the offset of cctl_sample.ca_priv");
 
+/* A close record (close.bpf.c): one per TCP socket when it is destroyed; the fields
+ * after `flags` up to ca_ns are valid only with CCTL_CLOSE_SEEN (tcp_probe saw the
+ * socket: it received a segment once established). */
+#define CCTL_CLOSE_SEEN 1
+
+struct cctl_close_record {
+	__u64 ts_ns;          /* when it was destroyed, CLOCK_MONOTONIC ns */
+	__u64 first_ns;       /* first segment received once established, CLOCK_MONOTONIC ns */
+	__u64 cookie;         /* socket cookie */
+	__u64 netns_cookie;   /* its network namespace */
+	__u64 bytes_acked;    /* tcpi_bytes_acked, bytes */
+	__u64 bytes_received; /* tcpi_bytes_received, bytes */
+	__u64 bytes_retrans;  /* tcpi_bytes_retrans, bytes */
+	__u64 busy_us;        /* tcpi_busy_time: data in flight, limited or not, usec */
+	__u64 rwnd_limited_us;   /* tcpi_rwnd_limited, usec */
+	__u64 sndbuf_limited_us; /* tcpi_sndbuf_limited, usec */
+	__u64 ca_ns[5];       /* time in CA state Open, Disorder, CWR, Recovery, Loss, ns */
+	__u8 saddr[16];
+	__u8 daddr[16];
+	__u16 sport;          /* host byte order */
+	__u16 dport;          /* host byte order */
+	__u16 family;         /* AF_INET or AF_INET6 */
+	__u16 flags;          /* CCTL_CLOSE_* */
+	__u32 segs_out;       /* tcpi_segs_out, segments */
+	__u32 segs_in;        /* tcpi_segs_in, segments */
+	__u32 data_segs_out;  /* tcpi_data_segs_out, segments */
+	__u32 data_segs_in;   /* tcpi_data_segs_in, segments */
+	__u32 total_retrans;  /* tcpi_total_retrans, segments */
+	__u32 delivered_ce;   /* tcpi_delivered_ce: segments delivered with ECN CE echoed */
+	__u32 snd_cwnd;       /* at destruction, segments */
+	__u32 min_cwnd;       /* segments */
+	__u32 max_cwnd;       /* segments */
+	__u32 min_srtt_us;    /* smallest srtt seen, usec */
+	__u32 mean_srtt_us;   /* mean of srtt over the segments received, usec */
+	__u32 max_srtt_us;    /* largest srtt seen, usec */
+	__u32 ca_map_id;      /* struct_ops map id of a BPF CC (its loaded version); 0 = native */
+	char cc_name[16];     /* icsk_ca_ops->name */
+};
+
 #endif /* CCTL_H */

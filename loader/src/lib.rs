@@ -6,6 +6,7 @@ pub mod algo;
 pub mod apply;
 pub mod bpfstats;
 pub mod catalogue;
+pub mod closerec;
 pub mod collector;
 pub mod config;
 pub mod error;

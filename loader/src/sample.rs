@@ -178,7 +178,7 @@ impl serde::Serialize for Vars {
     }
 }
 
-fn addr(family: u16, raw: &[u8; 16]) -> IpAddr {
+pub(crate) fn addr(family: u16, raw: &[u8; 16]) -> IpAddr {
     if family == libc::AF_INET6 as u16 {
         IpAddr::V6(Ipv6Addr::from(*raw)).to_canonical()
     } else {

@@ -470,11 +470,18 @@ impl VersionCache {
 
     /// The version of `s`'s congestion control, when it is one of cctl's names.
     pub fn of(&mut self, s: &crate::sample::Sample) -> Option<u32> {
-        let id = s.ca_map_id?;
+        self.loaded(&s.cc, s.ca_map_id).map(|v| v.version)
+    }
+
+    /// The loaded version (its number, algorithm key and parameters) of congestion
+    /// control `cc` implemented by struct_ops map `ca_map_id`, when it is one of cctl's.
+    pub fn loaded(&mut self, cc: &str, ca_map_id: Option<u32>) -> Option<registry::Version> {
+        let id = ca_map_id?;
         let find = |records: &[LoadedCc]| {
-            version_of_map(records, id)
-                .filter(|(name, _)| *name == s.cc)
-                .map(|(_, v)| v)
+            records
+                .iter()
+                .filter(|r| r.name == cc)
+                .find_map(|r| r.versions.iter().find(|v| v.map_id == id).cloned())
         };
         if let Some(v) = find(&self.records) {
             return Some(v);

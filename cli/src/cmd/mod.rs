@@ -3,6 +3,7 @@
 pub mod apply;
 pub mod args;
 pub mod bench;
+pub mod close_records;
 pub mod conform;
 pub mod default;
 pub mod demo;

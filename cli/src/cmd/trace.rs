@@ -43,6 +43,12 @@ pub struct Args {
     /// CSV with a header line.
     #[arg(long)]
     csv: bool,
+    /// Instead of samples, one close record per TCP socket when it is destroyed: its
+    /// whole life (bytes and segments each way, retransmissions, min/max cwnd,
+    /// min/mean/max srtt, time in each CA state, busy/rwnd-/sndbuf-limited time, CE
+    /// marks, the algorithm with its version and parameters), RFC 4898-style.
+    #[arg(long)]
+    close_records: bool,
 }
 
 /// A sample with the version of its congestion control, for `--json`.
@@ -129,6 +135,27 @@ pub fn run(args: Args) -> Result<i32> {
         if !(d > 0.0 && d.is_finite()) {
             usage!("--duration-s must be a positive number of seconds, got {d}");
         }
+    }
+    if args.close_records {
+        if args.cc.is_some() {
+            usage!("--cc with --close-records: close records cover every congestion control; filter the output by its `cc` field");
+        }
+        let cfg = cctl_loader::closerec::CloseConfig {
+            port: args.port,
+            netns_cookie: crate::cmd::filter::netns_cookie(args.netns.as_deref())?,
+        };
+        let format = if args.json {
+            crate::cmd::close_records::Format::Json
+        } else if args.csv {
+            crate::cmd::close_records::Format::Csv
+        } else {
+            crate::cmd::close_records::Format::Text
+        };
+        return crate::cmd::close_records::run(
+            cfg,
+            format,
+            args.duration_s.map(Duration::from_secs_f64),
+        );
     }
     let cfg = TraceConfig {
         interval: Duration::from_millis(args.interval_ms),
