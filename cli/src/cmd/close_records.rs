@@ -90,7 +90,6 @@ pub fn run(cfg: CloseConfig, format: Format, duration: Option<Duration>) -> Resu
     for r in recs.drain() {
         write(r)?;
     }
-    drop(write);
     if let Some(w) = csv.as_mut() {
         w.flush().map_err(|e| stdout_error(e.into()))?;
     }
