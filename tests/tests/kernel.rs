@@ -444,3 +444,60 @@ fn listing_changes_nothing_and_a_change_of_state_removes_leftovers() {
     assert!(removed.contains(&meta), "{removed:?}");
     assert!(!meta.exists());
 }
+
+/// Runs a 2-s reno flow through a 20 Mbit/s, 20-packet dumbbell and returns its drop
+/// ledger; `undersize` first replaces the sender's egress queue (not the bottleneck) with a
+/// 10 Mbit/s tbf holding one packet.
+fn ledger_of_a_flow(prefix: &str, undersize: bool) -> cctl_netem::ledger::DropLedger {
+    clean_slate(prefix, &[]);
+    let bed = Testbed::create(&PathSpec::new(prefix, 20, 20)).expect("testbed");
+    if undersize {
+        let st = std::process::Command::new("tc")
+            .args(["-n", bed.sender_ns(), "qdisc", "replace", "dev"])
+            .arg(bed.spec().sender_dev())
+            .args([
+                "root", "tbf", "rate", "10mbit", "burst", "3000", "limit", "1600",
+            ])
+            .status()
+            .unwrap();
+        assert!(st.success(), "tc qdisc replace");
+    }
+    let flows = [FlowSpec {
+        id: 1,
+        cc: "reno".into(),
+        start: Duration::ZERO,
+        stop: Duration::from_secs(2),
+        ..Default::default()
+    }];
+    let r = run_bulk_flows(&bed, PORT + 7, &flows, Arc::new(AtomicBool::new(false)))
+        .expect("flows run");
+    assert!(r[0].error.is_none(), "{:?}", r[0].error);
+    let l = cctl_netem::ledger::read(&bed.drop_places(), 0, 0).expect("ledger");
+    bed.destroy().unwrap();
+    l
+}
+
+/// The drop ledger tells intended drops from the others: a flow that fills the
+/// bottleneck's 20-packet queue drops there only; the same flow behind an undersized
+/// queue on the sender's own device (one packet) has its drops there, named, and the
+/// bottleneck none.
+#[test]
+fn the_drop_ledger_catches_an_undersized_queue_off_the_bottleneck() {
+    let _k = KERNEL.lock().unwrap_or_else(|e| e.into_inner());
+    require_root();
+    let clean = ledger_of_a_flow("cctl-il", false);
+    assert!(
+        clean.bottleneck > 0,
+        "a reno flow fills 20 packets: {clean:?}"
+    );
+    assert!(clean.unintended().is_empty(), "{clean:?}");
+    let bad = ledger_of_a_flow("cctl-il", true);
+    let places = bad.unintended();
+    assert!(
+        places.len() == 1
+            && places[0].starts_with("qdisc cctl-il-snd1/cctl-ils0 tbf: ")
+            && bad.unintended_total() > 0,
+        "{bad:?}"
+    );
+    eprintln!("clean: {clean:?}\nundersized: {bad:?}");
+}

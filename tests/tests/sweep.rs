@@ -473,7 +473,8 @@ fn a_real_run_judges_its_scenarios_expectations() {
         &sc,
         std::fs::read_to_string(SCENARIO).unwrap()
             + "\n[[expect]]\nmetric = \"M8 utilisation (goodput)\"\nmin = 0.8\n\
-               \n[[expect]]\nmetric = \"M13 mean qdelay all flows (ms)\"\nmax = 1\n",
+               \n[[expect]]\nmetric = \"M13 mean qdelay all flows (ms)\"\nmax = 1\n\
+               \n[[expect]]\nmetric = \"unintended drops (pkts)\"\nmax = 0\n",
     )
     .unwrap();
     let dir = d.join("out");
@@ -499,8 +500,23 @@ fn a_real_run_judges_its_scenarios_expectations() {
         out.contains("FAIL M13 mean qdelay all flows (ms) <= 1 (algo=*, point=*): 0 of 1 held"),
         "{out}"
     );
+    // The drop ledger: drops at the bottleneck only, so the run is valid.
+    assert!(
+        out.contains("PASS unintended drops (pkts) <= 0 (algo=*, point=*): 1 of 1 held"),
+        "{out}"
+    );
+    let run: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("runs/reno/p0-r0/run.json")).unwrap())
+            .unwrap();
+    assert!(
+        run["drops"]["bottleneck"].as_u64().unwrap() > 0,
+        "{}",
+        run["drops"]
+    );
+    assert!(run.get("invalid").is_none(), "{}", run["invalid"]);
     let summary: serde_json::Value =
         serde_json::from_slice(&std::fs::read(dir.join("summary.json")).unwrap()).unwrap();
+    assert!(summary.get("invalid_runs").is_none());
     let e = &summary["expectations"];
     assert_eq!(
         (e[0]["verdict"].as_str(), e[1]["verdict"].as_str()),

@@ -255,6 +255,8 @@ pub fn run_once(
         .map(|i| bed.random_drops(i).unwrap_or(0))
         .sum();
     let hops = bed.hop_stats().context("reading the chain's bottlenecks")?;
+    let drops = cctl_netem::ledger::read(&bed.drop_places(), random_drops, dropped)
+        .context("reading the drop ledger")?;
     bed.destroy().context("removing the testbed")?;
 
     // Raw data first, so an interrupted run keeps what it measured.
@@ -294,6 +296,8 @@ pub fn run_once(
         bottleneck: Some(setup),
         aqm,
         clock: Some(current_clock()),
+        invalid: drops.unintended(),
+        drops: Some(drops),
     };
     let tmp = dir.join("run.json.part");
     std::fs::write(&tmp, serde_json::to_vec_pretty(&record)?)?;

@@ -35,6 +35,7 @@ pub const SUMMARY_METRICS: &[&str] = &[
     "M16 flow{N} mean epoch (s)",
     "backoffs flow{N}",
     "bottleneck drops (pkts)",
+    "unintended drops (pkts)",
     "bottleneck ECN marks (pkts)",
     "hop{N} sent (Mbit/s)",
     "hop{N} drops (pkts)",

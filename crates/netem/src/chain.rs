@@ -528,6 +528,20 @@ impl Bed {
         }
     }
 
+    /// Where its packets can be dropped ([`crate::ledger::read`]).
+    pub fn drop_places(&self) -> crate::ledger::Places {
+        match self {
+            Bed::Dumbbell(t) => t.drop_places(),
+            Bed::Chain(c) => crate::ledger::Places {
+                namespaces: c.namespaces.clone(),
+                bottlenecks: (1..=c.spec.len())
+                    .map(|k| (c.spec.router_ns(k), c.spec.hop_dev(k)))
+                    .collect(),
+                loss_devs: Vec::new(),
+            },
+        }
+    }
+
     /// Removes the network.
     pub fn destroy(self) -> Result<(), TestbedError> {
         match self {

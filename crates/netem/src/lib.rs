@@ -17,6 +17,7 @@
 pub mod aqm;
 pub mod chain;
 pub mod flows;
+pub mod ledger;
 pub mod schedule;
 pub mod slot;
 pub mod tc;

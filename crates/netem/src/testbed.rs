@@ -710,6 +710,22 @@ impl Testbed {
         }
     }
 
+    /// Where its packets can be dropped ([`crate::ledger::read`]): its namespaces, the
+    /// bottleneck, and the senders' devices that apply random loss.
+    pub fn drop_places(&self) -> crate::ledger::Places {
+        let mut namespaces = self.sender_ns.clone();
+        namespaces.push(self.router_ns.clone());
+        namespaces.push(self.receiver_ns.clone());
+        crate::ledger::Places {
+            namespaces,
+            bottlenecks: vec![(self.router_ns.clone(), self.spec.bottleneck_dev())],
+            loss_devs: (0..self.sender_ns.len())
+                .filter(|&i| self.spec.senders[i].loss > 0.0)
+                .map(|i| (self.sender_ns[i].clone(), self.spec.sender_dev_at(i)))
+                .collect(),
+        }
+    }
+
     /// Counters of the bottleneck (root tbf on the router's veth towards the receiver), from
     /// `tc -n <rtr> -s -j qdisc show dev <dev>`.
     pub fn bottleneck_stats(&self) -> Result<QdiscStats, TestbedError> {

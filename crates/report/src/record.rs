@@ -147,6 +147,14 @@ pub struct RunRecord {
     /// real clock).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub clock: Option<ClockRecord>,
+    /// Where the run dropped packets ([`cctl_netem::ledger`]); `None` in files written
+    /// before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drops: Option<cctl_netem::ledger::DropLedger>,
+    /// Why the run is invalid: each place it dropped packets the scenario did not ask for
+    /// (empty: valid).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub invalid: Vec<String>,
 }
 
 fn yes() -> bool {

@@ -178,6 +178,12 @@ pub fn run_metrics(r: &RunRecord, p: &MetricParams) -> RunMetrics {
         v.insert("M9 retransmission ratio".into(), x);
     }
     v.insert("M9 random drops (pkts)".into(), r.random_drops as f64);
+    if let Some(d) = &r.drops {
+        v.insert(
+            "unintended drops (pkts)".into(),
+            d.unintended_total() as f64,
+        );
+    }
     if let Some(w) = &r.web {
         v.insert("web load forward (Mbit/s)".into(), w.forward_bps() / 1e6);
         v.insert("web pages".into(), w.pages as f64);
@@ -262,6 +268,10 @@ pub struct Summary {
     pub rows: Vec<SummaryRow>,
     /// Per-run values.
     pub runs: Vec<RunMetrics>,
+    /// Runs that dropped packets where the scenario did not ask for it (run.json's
+    /// `invalid`); absent when there are none.
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub invalid_runs: Vec<InvalidRun>,
     /// The scenario's expectations judged ([`crate::expect`]); absent without any.
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
     pub expectations: Vec<crate::expect::ExpectOutcome>,
@@ -282,6 +292,32 @@ impl Summary {
                     .collect(),
             })
             .collect()
+    }
+}
+
+/// A run marked invalid: where it dropped packets the scenario did not ask for.
+#[derive(Debug, Clone, Serialize)]
+pub struct InvalidRun {
+    /// Algorithm.
+    pub algo: String,
+    /// Scenario point.
+    pub point: usize,
+    /// Repetition.
+    pub rep: u32,
+    /// Each place with its drops (`qdisc <ns>/<dev> <kind>: N`, ...).
+    pub places: Vec<String>,
+}
+
+impl InvalidRun {
+    /// `INVALID reno p0-r0: qdisc ...: 12; device ...: 3`.
+    pub fn line(&self) -> String {
+        format!(
+            "INVALID {} p{}-r{}: drops the scenario did not ask for: {}",
+            self.algo,
+            self.point,
+            self.rep,
+            self.places.join("; ")
+        )
     }
 }
 
@@ -400,6 +436,16 @@ pub fn summarize(meta: &Metadata, records: &[RunRecord], p: &MetricParams) -> Su
         params: *p,
         rows,
         runs,
+        invalid_runs: records
+            .iter()
+            .filter(|r| !r.invalid.is_empty())
+            .map(|r| InvalidRun {
+                algo: r.algo.clone(),
+                point: r.point,
+                rep: r.rep,
+                places: r.invalid.clone(),
+            })
+            .collect(),
         expectations: Vec::new(),
     }
 }
@@ -494,6 +540,9 @@ pub fn markdown(s: &Summary, title: &str, wanted: &[String]) -> String {
     );
     if m.profile == "ci" {
         let _ = writeln!(out, "> **ci profile**: scaled-down smoke test; never compare these numbers with the papers'.\n");
+    }
+    for r in &s.invalid_runs {
+        let _ = writeln!(out, "> **{}**\n", r.line());
     }
     let algos: Vec<String> = m
         .algorithms

@@ -583,6 +583,9 @@ fn run_bench(a: RunArgs) -> Result<i32> {
         }
     } else {
         out!("{}", summary::terminal_table(&s, &sc.metrics))?;
+        for r in &s.invalid_runs {
+            outln!("{}", r.line())?;
+        }
         for l in expect::lines(&s.expectations) {
             outln!("{l}")?;
         }
