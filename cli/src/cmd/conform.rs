@@ -48,7 +48,8 @@ pub struct Args {
     #[arg(long, value_enum, default_value_t = VmMode::Auto)]
     vm: VmMode,
     /// Guests side by side (in the VM only; a guest on the virtual clock keeps one host
-    /// CPU busy), 1 to 64: each takes the next algorithm from a queue, heaviest first.
+    /// CPU busy), 1 to 64: each takes the next algorithm from a queue, heaviest first
+    /// (with --short, N balanced shares).
     #[arg(long, default_value_t = 1)]
     jobs: usize,
     /// Results root: the run goes to <out>/<UTC timestamp>/.
@@ -245,11 +246,12 @@ fn print_results(dir: &Path, json: bool) -> Result<()> {
 }
 
 /// Boots the 6.12 guest on the virtual clock and runs the same command there, writing
-/// into `dir`. With `--jobs N` (N > 1), N guests side by side take the algorithms from a
-/// queue ([`conform::queue_order`]), one guest per algorithm writing into
-/// `dir/guests/<NN>-<label>/` (its output in `guest.log` there): a guest that finishes
-/// early takes the next one, and an interrupted or failed guest loses only its own
-/// algorithm. The finished parts are combined into `dir`.
+/// into `dir`. With `--jobs N` (N > 1), N guests side by side take shares of the
+/// algorithms from a queue ([`conform::shares`]): one algorithm per guest run, or with
+/// `--short` (cases of seconds, a boot of ~25 s) N balanced shares; each guest run writes
+/// into `dir/guests/<NN>-<algorithms>/` (its output in `guest.log` there). A guest that
+/// finishes early takes the next share, and an interrupted or failed guest loses only its
+/// own share. The finished parts are combined into `dir`.
 fn run_in_vm(a: &Args, subjects: &[Subject], dir: &Path, stop: Arc<AtomicBool>) -> Result<()> {
     use cctl_vm as vm;
     let spec_for = |out: &Path, echo: bool| -> Result<vm::VmSpec> {
@@ -286,13 +288,23 @@ fn run_in_vm(a: &Args, subjects: &[Subject], dir: &Path, stop: Arc<AtomicBool>) 
         }
         return Ok(());
     }
-    let order = conform::queue_order(subjects);
+    // With --short every case takes seconds and a guest's boot ~25 s: `jobs` guests with
+    // a balanced share each. Otherwise one guest per algorithm, so that a guest that
+    // finishes early takes the next one.
+    let order = conform::shares(subjects, if a.short { a.jobs } else { subjects.len() });
     let labels: Vec<String> = subjects.iter().map(Subject::label).collect();
+    let share_label = |share: &[usize]| -> String {
+        share
+            .iter()
+            .map(|&i| labels[i].as_str())
+            .collect::<Vec<_>>()
+            .join(",")
+    };
     let parts: Vec<PathBuf> = order
         .iter()
         .enumerate()
-        .map(|(k, &i)| {
-            let name: String = labels[i]
+        .map(|(k, share)| {
+            let name: String = share_label(share)
                 .chars()
                 .map(|c| {
                     if c.is_ascii_alphanumeric() || "._-".contains(c) {
@@ -310,10 +322,11 @@ fn run_in_vm(a: &Args, subjects: &[Subject], dir: &Path, stop: Arc<AtomicBool>) 
     }
     let first = spec_for(&parts[0], false)?;
     eprintln!(
-        "cctl conform: {} algorithm(s), {} guests side by side in {}; each guest's output in \
-         {}/guests/<NN>-<algorithm>/guest.log",
+        "cctl conform: {} algorithm(s) in {} guest run(s), {} side by side in {}; each \
+         guest's output in {}/guests/<NN>-<algorithms>/guest.log",
         subjects.len(),
-        a.jobs.min(subjects.len()),
+        order.len(),
+        a.jobs.min(order.len()),
         describe(&first),
         dir.display()
     );
@@ -321,17 +334,18 @@ fn run_in_vm(a: &Args, subjects: &[Subject], dir: &Path, stop: Arc<AtomicBool>) 
     let failed = std::sync::Mutex::new(Vec::<String>::new());
     let started = std::time::Instant::now();
     std::thread::scope(|s| {
-        for _ in 0..a.jobs.min(subjects.len()) {
+        for _ in 0..a.jobs.min(order.len()) {
             s.spawn(|| loop {
                 let k = next.fetch_add(1, Ordering::SeqCst);
                 if k >= order.len() || stop.load(Ordering::SeqCst) {
                     break;
                 }
-                let (i, part) = (order[k], &parts[k]);
-                let label = &labels[i];
+                let (share, part) = (&order[k], &parts[k]);
+                let label = &share_label(share);
+                let specs: Vec<String> = share.iter().map(|&i| subjects[i].spec()).collect();
                 let outcome = (|| -> Result<String> {
                     let spec = spec_for(part, false)?;
-                    let res = vm::run_in_vm(&spec, &guest_command(a, &subjects[i].spec(), part)?)?;
+                    let res = vm::run_in_vm(&spec, &guest_command(a, &specs.join(","), part)?)?;
                     let log = part.join("guest.log");
                     std::fs::write(&log, format!("{}{}", res.stdout, res.stderr))
                         .with_context(|| format!("writing {}", log.display()))?;

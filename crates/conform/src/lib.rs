@@ -228,13 +228,24 @@ fn usual_runs(s: &Subject) -> usize {
     }
 }
 
-/// The order in which guests side by side take `subjects` from a shared queue, one guest
-/// per subject: indices into `subjects`, heaviest ([`usual_runs`]) first so that no long
-/// case starts last; equal work keeps the order of `subjects`.
-pub fn queue_order(subjects: &[Subject]) -> Vec<usize> {
+/// `subjects` in at most `n` shares of about equal work ([`usual_runs`]), for guests
+/// side by side that take the shares from a queue: indices into `subjects`, each subject
+/// in one share, heaviest first to the share with the least work so far; the shares
+/// come heaviest first, so that no long one starts last. With `n` at least the number of
+/// subjects, one share per subject.
+pub fn shares(subjects: &[Subject], n: usize) -> Vec<Vec<usize>> {
+    let n = n.clamp(1, subjects.len().max(1));
     let mut order: Vec<usize> = (0..subjects.len()).collect();
     order.sort_by_key(|&i| std::cmp::Reverse(usual_runs(&subjects[i])));
-    order
+    let mut out: Vec<(usize, Vec<usize>)> = vec![(0, Vec::new()); n];
+    for i in order {
+        let least = out.iter_mut().min_by_key(|(w, _)| *w).expect("n >= 1");
+        least.0 += usual_runs(&subjects[i]);
+        least.1.push(i);
+    }
+    out.retain(|(_, v)| !v.is_empty());
+    out.sort_by_key(|(w, _)| std::cmp::Reverse(*w));
+    out.into_iter().map(|(_, v)| v).collect()
 }
 
 /// Options of [`run`].
@@ -793,24 +804,27 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_queue_holds_every_subject_once_heaviest_first() {
+    fn shares_hold_every_subject_once_balanced_and_heaviest_first() {
         let all: Vec<Subject> = catalogue::ALGORITHMS
             .iter()
             .map(|a| Subject::parse(a.key).unwrap())
             .collect();
-        let order = queue_order(&all);
-        let mut seen = order.clone();
-        seen.sort_unstable();
-        assert_eq!(
-            seen,
-            (0..all.len()).collect::<Vec<_>>(),
-            "every subject once"
-        );
-        assert!(order
-            .windows(2)
-            .all(|w| usual_runs(&all[w[0]]) > usual_runs(&all[w[1]])
-                || (usual_runs(&all[w[0]]) == usual_runs(&all[w[1]]) && w[0] < w[1])));
-        assert!(queue_order(&[]).is_empty());
+        let work = |sh: &[usize]| sh.iter().map(|&i| usual_runs(&all[i])).sum::<usize>();
+        for n in [1, 2, 3, 16, 100] {
+            let sh = shares(&all, n);
+            assert_eq!(sh.len(), n.min(all.len()), "n = {n}");
+            let mut seen: Vec<usize> = sh.iter().flatten().copied().collect();
+            seen.sort_unstable();
+            assert_eq!(
+                seen,
+                (0..all.len()).collect::<Vec<_>>(),
+                "n = {n}: each once"
+            );
+            assert!(sh.windows(2).all(|w| work(&w[0]) >= work(&w[1])), "n = {n}");
+        }
+        let two: Vec<usize> = shares(&all, 2).iter().map(|s| work(s)).collect();
+        assert!(two[0] - two[1] <= 3, "two shares of {two:?}");
+        assert!(shares(&[], 2).is_empty());
     }
 
     #[test]
