@@ -96,7 +96,8 @@ int BPF_PROG(cctl_tcp_probe, struct sock *sk, const struct sk_buff *skb)
 	dport = bpf_ntohs(sk->__sk_common.skc_dport);
 	if (filter_port && sport != filter_port && dport != filter_port)
 		return 0;
-	netns = BPF_CORE_READ(sk, __sk_common.skc_net.net, net_cookie);
+	/* Read only where needed: with a netns filter here, else for an emitted sample. */
+	netns = filter_netns ? BPF_CORE_READ(sk, __sk_common.skc_net.net, net_cookie) : 0;
 	if (filter_netns && netns != filter_netns)
 		return 0;
 
@@ -140,7 +141,7 @@ int BPF_PROG(cctl_tcp_probe, struct sock *sk, const struct sk_buff *skb)
 	e->cookie = cookie;
 	e->mstamp_us = tp->tcp_mstamp;
 	e->bytes_acked = tp->bytes_acked;
-	e->netns_cookie = netns;
+	e->netns_cookie = filter_netns ? netns : BPF_CORE_READ(sk, __sk_common.skc_net.net, net_cookie);
 	family = sk->__sk_common.skc_family;
 	e->family = family;
 	__builtin_memset(e->saddr, 0, sizeof(e->saddr));
