@@ -26,7 +26,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, ensure, Context, Result};
-use cctl_netem::flows::spawn_in_netns;
+use cctl_netem::netns::spawn_in_netns;
 use cctl_tests::tmux::Tmux;
 use nix::sys::signal::{self, SigHandler, Signal};
 use socket2::{Domain, Socket, Type};

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use cctl_loader::collector::{Trace, TraceConfig};
 use cctl_loader::migrate::{self, SocketFilter};
 use cctl_loader::sample::{CaState, Sample};
-use cctl_netem::flows::spawn_in_netns;
+use cctl_netem::netns::spawn_in_netns;
 use cctl_netem::testbed::{PathSpec, Testbed};
 use cctl_tests::{cctl_bin, clean_slate, load_owned, require_root, KERNEL};
 use socket2::{Domain, Socket, Type};

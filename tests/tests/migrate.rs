@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use cctl_loader::collector::{Trace, TraceConfig};
 use cctl_loader::migrate::{self, SocketFilter, SocketInfo};
 use cctl_loader::registry::LoadGuard;
-use cctl_netem::flows::spawn_in_netns;
+use cctl_netem::netns::spawn_in_netns;
 use cctl_netem::testbed::{PathSpec, Testbed};
 use cctl_tests::{cctl_bin, clean_slate, load_owned, require_root, KERNEL};
 use rand_chacha::rand_core::{RngCore, SeedableRng};

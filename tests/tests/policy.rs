@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use cctl_loader::error::Error;
 use cctl_loader::policy::{self, Rule, RuleSpec, Target};
 use cctl_loader::registry::{self, LoadGuard, LoadOptions};
-use cctl_netem::flows::spawn_in_netns;
+use cctl_netem::netns::spawn_in_netns;
 use cctl_tests::{available, clean_slate, require_root, KERNEL};
 use nix::libc;
 

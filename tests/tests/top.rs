@@ -15,7 +15,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use cctl_loader::migrate::{self, SocketFilter};
-use cctl_netem::flows::spawn_in_netns;
+use cctl_netem::netns::spawn_in_netns;
 use cctl_netem::testbed::{PathSpec, Testbed};
 use cctl_tests::tmux::Tmux;
 use cctl_tests::{cctl_bin, clean_slate, load_owned, require_root, KERNEL};

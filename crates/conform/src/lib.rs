@@ -273,7 +273,7 @@ struct Netns(String);
 
 impl Netns {
     fn create() -> Result<Netns> {
-        for entry in std::fs::read_dir(cctl_netem::testbed::NETNS_RUN_DIR)
+        for entry in std::fs::read_dir(cctl_netem::netns::NETNS_RUN_DIR)
             .into_iter()
             .flatten()
             .flatten()
@@ -380,7 +380,7 @@ pub fn run(
     check_tun()?;
     let _ = registry::remove_orphans();
     let ns = Netns::create()?;
-    let file = std::fs::File::open(Path::new(cctl_netem::testbed::NETNS_RUN_DIR).join(&ns.0))?;
+    let file = std::fs::File::open(Path::new(cctl_netem::netns::NETNS_RUN_DIR).join(&ns.0))?;
     std::thread::scope(|scope| {
         scope
             .spawn(move || -> Result<Vec<Outcome>> {

@@ -27,10 +27,11 @@ use anyhow::Context as _;
 use serde::{Deserialize, Serialize};
 
 use crate::flows::Endpoints;
+use crate::netns::netns_exists;
 use crate::tc::{check_tools, run, run_batch, run_words, TestbedError};
 use crate::testbed::{
-    add_netem, delete_netns, netem_limit_pkts, netns_exists, offloads_off, qdisc_stats, short_name,
-    PathSpec, QdiscStats, Testbed, HOST_SYSCTLS, MAX_SENDERS,
+    add_netem, delete_netns, netem_limit_pkts, offloads_off, qdisc_stats, short_name, PathSpec,
+    QdiscStats, Testbed, HOST_SYSCTLS, MAX_SENDERS,
 };
 
 /// Most bottlenecks a chain may have: the parking lots of the literature have 2 or 3, and

@@ -7,21 +7,19 @@
 //! side and waits for the receiver to read everything, so byte counts are final.
 
 use std::collections::HashMap;
-use std::fs::File;
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr, SocketAddrV4, TcpListener, TcpStream};
-use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context};
-use nix::sched::CloneFlags;
 use serde::Serialize;
 use socket2::{Domain, Protocol, Socket, Type};
 
-use crate::testbed::{Testbed, NETNS_RUN_DIR};
+use crate::netns::spawn_in_netns;
+use crate::testbed::Testbed;
 
 /// Size of each sender write, in bytes.
 pub const CHUNK_BYTES: usize = 64 * 1024;
@@ -46,36 +44,6 @@ pub const NOTSENT_LOWAT_BYTES: u32 = 128 * 1024;
 /// How often the accept loop and a waiting sender look at the clock and the stop flag, in
 /// milliseconds.
 const POLL_MS: u64 = 10;
-
-/// Runs `f` on a new OS thread that has joined network namespace `ns` (`/run/netns/<ns>`).
-///
-/// The namespace file is opened before the thread starts, so a missing namespace is reported
-/// by this call; failing to join it (not root) is reported through the join handle.
-pub fn spawn_in_netns<T: Send + 'static>(
-    ns: &str,
-    f: impl FnOnce() -> T + Send + 'static,
-) -> io::Result<JoinHandle<io::Result<T>>> {
-    let path = Path::new(NETNS_RUN_DIR).join(ns);
-    let file = File::open(&path).map_err(|e| {
-        io::Error::new(
-            e.kind(),
-            format!("opening network namespace {}: {e}", path.display()),
-        )
-    })?;
-    let ns = ns.to_string();
-    thread::Builder::new()
-        .name(format!("netns {ns}"))
-        .spawn(move || {
-            nix::sched::setns(&file, CloneFlags::CLONE_NEWNET).map_err(|e| {
-                io::Error::new(
-                    io::Error::from(e).kind(),
-                    format!("joining network namespace {ns}: {e}"),
-                )
-            })?;
-            drop(file);
-            Ok(f())
-        })
-}
 
 /// Where flows run: sender namespaces by index, and the receiver (namespace, address) of
 /// the flow from each sender. The dumbbell ([`Testbed`]) has one receiver for all; a
@@ -651,7 +619,8 @@ fn poll() -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testbed::{netns_exists, PathSpec};
+    use crate::netns::netns_exists;
+    use crate::testbed::PathSpec;
 
     fn result(bytes: u64, started_ms: u64, ended_ms: u64) -> FlowResult {
         FlowResult {
@@ -857,7 +826,7 @@ mod dumbbell_tests {
             Err(TestbedError::NoNetem(msg)) => {
                 assert!(!netem_available(), "NoNetem although netem works: {msg}");
                 assert!(
-                    !crate::testbed::netns_exists("cctl-bt4-snd1"),
+                    !crate::netns::netns_exists("cctl-bt4-snd1"),
                     "left a namespace behind"
                 );
             }

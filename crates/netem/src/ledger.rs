@@ -140,7 +140,7 @@ pub fn read(
         // In a thread that joins the namespace (no `ip netns exec` process: a fork and two
         // execs per namespace and run cost ~0.1 s each in the TCG guest).
         let what = format!("{ns}: /proc/thread-self/net/netstat");
-        let text = crate::flows::spawn_in_netns(ns, || {
+        let text = crate::netns::spawn_in_netns(ns, || {
             std::fs::read_to_string("/proc/thread-self/net/netstat")
         })
         .and_then(|h| {

@@ -5,8 +5,10 @@
 //!
 //! Layers, each depending only on those above it in this list:
 //! - [`slot`]: names and subnets of the concurrent testbeds of one sweep;
+//! - [`netns`]: named network namespaces, and threads that run inside one;
 //! - [`tc`]: running `ip`/`tc` (one command, or a batch), the host tools they need;
 //! - [`aqm`]: the bottleneck's queue discipline (pfifo, fq_codel, PIE, RED, CAKE) and its counters;
+//! - [`ledger`]: where a run's packets were dropped, counted from every place that can drop one;
 //! - [`testbed`]: the dumbbell (`PathSpec`, `Testbed`), qdisc statistics and their sampler;
 //! - [`chain`]: the parking lot (`ChainSpec`, `Chain`) and [`chain::Bed`], one type over both;
 //! - [`schedule`]: rate/delay steps and the driver that applies them during a run;
@@ -18,11 +20,13 @@ pub mod aqm;
 pub mod chain;
 pub mod flows;
 pub mod ledger;
+pub mod netns;
 pub mod schedule;
 pub mod slot;
 pub mod tc;
 pub mod testbed;
 pub mod web;
 
-pub use flows::{run_bulk_flows, run_bulk_flows_observed, spawn_in_netns, FlowResult, FlowSpec};
+pub use flows::{run_bulk_flows, run_bulk_flows_observed, FlowResult, FlowSpec};
+pub use netns::spawn_in_netns;
 pub use testbed::{remove_leftovers, PathSpec, QdiscStats, Testbed, TestbedError};

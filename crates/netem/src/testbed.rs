@@ -31,17 +31,14 @@
 use std::fmt;
 use std::net::Ipv4Addr;
 
-use std::path::Path;
 use std::process::Command;
 
 use serde::{Deserialize, Serialize};
 
 pub use crate::aqm::FRAME_BYTES;
+use crate::netns::netns_exists;
 pub use crate::tc::{check_tools, TestbedError, TOOLS};
 use crate::tc::{run, run_batch, run_words};
-
-/// Where `ip netns` keeps its named network namespaces (bind mounts of `/proc/<pid>/ns/net`).
-pub const NETNS_RUN_DIR: &str = "/run/netns";
 
 /// Largest interface name the kernel accepts (IFNAMSIZ - 1), in bytes.
 pub const IFNAME_MAX: usize = 15;
@@ -1048,11 +1045,6 @@ pub(crate) fn add_netem(ns: &str, lines: &[String]) -> Result<(), TestbedError> 
         Err(e) if !netem_available() => Err(TestbedError::NoNetem(e.to_string())),
         Err(e) => Err(e),
     }
-}
-
-/// Whether the named network namespace exists (its bind mount under [`NETNS_RUN_DIR`]).
-pub fn netns_exists(name: &str) -> bool {
-    Path::new(NETNS_RUN_DIR).join(name).exists()
 }
 
 pub(crate) fn delete_netns(name: &str) -> Result<(), TestbedError> {

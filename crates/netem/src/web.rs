@@ -21,7 +21,7 @@ use rand_distr::{Distribution, Exp, Pareto};
 use serde::{Deserialize, Serialize};
 use socket2::{Domain, Protocol, Socket, Type};
 
-use crate::flows::spawn_in_netns;
+use crate::netns::spawn_in_netns;
 use crate::testbed::Testbed;
 
 /// Port of the web servers (on both sides).

@@ -36,7 +36,7 @@ use super::{median, PartResult, PerfOptions, Row, Site};
 use crate::cost::cpu_times;
 use crate::perf::Part;
 use crate::resolve::resolve_algorithms;
-use cctl_netem::flows::spawn_in_netns;
+use cctl_netem::netns::spawn_in_netns;
 use cctl_netem::testbed::LoopbackNetns;
 
 /// The private namespace of the transfers.

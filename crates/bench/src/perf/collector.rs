@@ -30,7 +30,7 @@ use serde::Serialize;
 use socket2::{Domain, Socket, Type};
 
 use super::{median, Part, PartResult, PerfOptions, Row, Site};
-use cctl_netem::flows::spawn_in_netns;
+use cctl_netem::netns::spawn_in_netns;
 use cctl_netem::testbed::LoopbackNetns;
 
 /// The private network namespace the part runs in (created and deleted by it).

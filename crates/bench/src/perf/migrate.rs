@@ -22,7 +22,8 @@ use serde::Serialize;
 use socket2::{Domain, Socket, Type};
 
 use super::{median, Part, PartResult, PerfOptions, Row, Site};
-use cctl_netem::testbed::{LoopbackNetns, NETNS_RUN_DIR};
+use cctl_netem::netns::NETNS_RUN_DIR;
+use cctl_netem::testbed::LoopbackNetns;
 
 /// The private network namespace the flows live in (created and removed here).
 pub const NETNS: &str = "pm-mig";
