@@ -136,6 +136,7 @@ pub fn run_once(
             stop: Duration::from_secs_f64(f.stop_s),
             sender: i,
             size_bytes: f.size_bytes,
+            reverse: false,
         })
         .collect();
     let mut path = path_in_slot(point, slot);

@@ -688,6 +688,7 @@ mod tests {
                 stop: Duration::from_secs(4),
                 sender: i,
                 size_bytes: None,
+                reverse: false,
             })
             .collect();
         let out =

@@ -4,7 +4,9 @@
 //! sockets, and a socket stays in the namespace it was created in whichever thread uses it.
 //! Each flow sets its congestion control with `TCP_CONGESTION` before `connect`, sends 64 KiB
 //! writes as fast as TCP allows from its start to its stop time, then shuts down its write
-//! side and waits for the receiver to read everything, so byte counts are final.
+//! side and waits for the receiver to read everything, so byte counts are final. A reverse
+//! flow ([`FlowSpec::reverse`]) swaps the two ends: its data goes from the receiver
+//! namespace to a listener in the sender namespace, against the dumbbell's forward direction.
 
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
@@ -55,6 +57,34 @@ pub trait Endpoints {
     fn sender_ns_at(&self, i: usize) -> &str;
     /// The network namespace and address of the receiver of the flow from sender `i`.
     fn receiver_of(&self, i: usize) -> (&str, std::net::Ipv4Addr);
+
+    /// Sender `i`'s address, where a reverse flow ([`FlowSpec::reverse`]) listens. The
+    /// default asks the kernel inside sender `i`'s namespace which source address it would
+    /// use towards sender `i`'s receiver (a UDP `connect`, which sends nothing).
+    ///
+    /// Errors: the namespace cannot be joined, or it has no route to the receiver.
+    fn sender_addr_of(&self, i: usize) -> io::Result<std::net::Ipv4Addr> {
+        let (_, to) = self.receiver_of(i);
+        let ns = self.sender_ns_at(i).to_string();
+        spawn_in_netns(&ns, move || -> io::Result<std::net::Ipv4Addr> {
+            let probe = std::net::UdpSocket::bind((std::net::Ipv4Addr::UNSPECIFIED, 0))?;
+            probe.connect((to, 9))?;
+            match probe.local_addr()? {
+                SocketAddr::V4(a) => Ok(*a.ip()),
+                SocketAddr::V6(a) => Err(io::Error::other(format!(
+                    "an IPv6 source address {a} towards {to}"
+                ))),
+            }
+        })
+        .and_then(join_io)
+        .and_then(|r| r)
+        .map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!("finding sender {i}'s address in {ns}: {e}"),
+            )
+        })
+    }
 }
 
 impl Endpoints for Testbed {
@@ -68,6 +98,10 @@ impl Endpoints for Testbed {
 
     fn receiver_of(&self, _: usize) -> (&str, std::net::Ipv4Addr) {
         (self.receiver_ns(), self.receiver_addr())
+    }
+
+    fn sender_addr_of(&self, i: usize) -> io::Result<std::net::Ipv4Addr> {
+        Ok(self.sender_addr_at(i))
     }
 }
 
@@ -87,6 +121,13 @@ pub struct FlowSpec {
     /// Fixed transfer size in bytes: the flow stops once it has written this much (or at
     /// `stop`, whichever comes first). `None`: bulk until `stop`.
     pub size_bytes: Option<u64>,
+    /// Whether the data flows against the dumbbell's forward direction: from the receiver
+    /// namespace of `sender` to a listener in `sender`'s namespace (flent's RRUL upload
+    /// half). Such a flow crosses the receiver's egress, which the testbed shapes to
+    /// `reverse_rate_mbit` if set; its [`FlowResult::local_ip`] is then the receiver's.
+    /// `false` (the default): from `sender` to its receiver.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub reverse: bool,
 }
 
 /// What one flow did.
@@ -145,7 +186,8 @@ impl FlowResult {
 }
 
 /// Runs `flows` from the testbed's sender namespace to one listener on `port` in its receiver
-/// namespace and returns one result per flow, in the order given.
+/// namespace (a [`FlowSpec::reverse`] flow the other way, to a listener on `port` in its
+/// sender namespace) and returns one result per flow, in the order given.
 ///
 /// Returns when every flow has stopped and drained, or early when `stop` becomes true (flows
 /// then stop writing at once, drain and close; flows that had not started report an error).
@@ -194,11 +236,35 @@ pub fn run_bulk_flows_observed(
             );
         }
     }
-    // One listener per receiver the flows use (the dumbbell has one).
-    let mut listeners: Vec<(SocketAddrV4, TcpListener)> = Vec::new();
+    // Where each flow's data goes: the namespace of its listener, and the (namespace,
+    // address) its data sender connects from and to. Forward: sender -> receiver; reverse:
+    // receiver -> sender.
+    let mut routes: Vec<(String, String, SocketAddrV4)> = Vec::with_capacity(flows.len());
     for f in flows {
-        let (ns, addr) = bed.receiver_of(f.sender);
-        let dst = SocketAddrV4::new(addr, port);
+        let (rcv_ns, rcv_addr) = bed.receiver_of(f.sender);
+        let snd_ns = bed.sender_ns_at(f.sender);
+        routes.push(if f.reverse {
+            let addr = bed
+                .sender_addr_of(f.sender)
+                .with_context(|| format!("flow {} (reverse)", f.id))?;
+            (
+                snd_ns.to_string(),
+                rcv_ns.to_string(),
+                SocketAddrV4::new(addr, port),
+            )
+        } else {
+            (
+                rcv_ns.to_string(),
+                snd_ns.to_string(),
+                SocketAddrV4::new(rcv_addr, port),
+            )
+        });
+    }
+    // One listener per destination the flows use (the dumbbell has one for forward flows,
+    // and one per sender that reverse flows go to).
+    let mut listeners: Vec<(SocketAddrV4, TcpListener)> = Vec::new();
+    for (ns, _, dst) in &routes {
+        let dst = *dst;
         if listeners.iter().any(|(d, _)| *d == dst) {
             continue;
         }
@@ -236,12 +302,12 @@ pub fn run_bulk_flows_observed(
     // Set if the run cannot be set up completely, to end the flows already started.
     let abort = Arc::new(AtomicBool::new(false));
     let mut senders = Vec::with_capacity(flows.len());
-    for flow in flows {
+    for (flow, (_, from_ns, dst)) in flows.iter().zip(&routes) {
         let flow_c = flow.clone();
         let halt = [Arc::clone(&stop), Arc::clone(&abort)];
         let on_started = Arc::clone(&on_started);
-        let dst = SocketAddrV4::new(bed.receiver_of(flow.sender).1, port);
-        let spawned = spawn_in_netns(bed.sender_ns_at(flow.sender), move || {
+        let dst = *dst;
+        let spawned = spawn_in_netns(from_ns, move || {
             send_flow(&flow_c, dst, t0, &halt, &*on_started)
         });
         match spawned {
@@ -771,6 +837,7 @@ mod dumbbell_tests {
                 stop: Duration::from_secs(5),
                 sender: i,
                 size_bytes: None,
+                reverse: false,
             })
             .collect();
         let results = run_bulk_flows(&bed, 5202, &flows, Arc::new(AtomicBool::new(false))).unwrap();
@@ -803,6 +870,7 @@ mod dumbbell_tests {
             stop: Duration::from_secs(20),
             sender: 0,
             size_bytes: Some(3_000_000),
+            reverse: false,
         }];
         let r = &run_bulk_flows(&bed, 5203, &flows, Arc::new(AtomicBool::new(false))).unwrap()[0];
         assert!(r.error.is_none(), "{:?}", r.error);
@@ -811,6 +879,71 @@ mod dumbbell_tests {
         let secs = r.ended.saturating_sub(r.started).as_secs_f64();
         assert!(secs > 0.45 && secs < 10.0, "completion {secs} s");
         bed.destroy().unwrap();
+    }
+
+    /// Needs root: one forward and one reverse cubic flow on a 20/10 Mbit/s dumbbell.
+    #[test]
+    #[ignore = "root: builds network namespaces; `make test` runs it serially"]
+    fn a_reverse_flow_runs_from_the_receiver_through_the_reverse_rate() {
+        require_root();
+        let spec = PathSpec {
+            subnet_octet: 206,
+            reverse_rate_mbit: Some(10.0),
+            ..PathSpec::new("cctl-lu1", 20, 100)
+        };
+        let bed = Testbed::create(&spec).unwrap();
+        let flows = [
+            FlowSpec {
+                id: 0,
+                cc: "cubic".into(),
+                stop: Duration::from_secs(3),
+                ..Default::default()
+            },
+            FlowSpec {
+                id: 1,
+                cc: "cubic".into(),
+                stop: Duration::from_secs(3),
+                reverse: true,
+                ..Default::default()
+            },
+        ];
+        let out = run_bulk_flows(&bed, 5206, &flows, Arc::new(AtomicBool::new(false)));
+        let (rcv, snd) = (bed.receiver_addr(), bed.sender_addr());
+        // The default sender_addr_of (what a chain uses) finds the same address by routing.
+        struct Plain<'a>(&'a Testbed);
+        impl Endpoints for Plain<'_> {
+            fn senders(&self) -> usize {
+                self.0.senders()
+            }
+            fn sender_ns_at(&self, i: usize) -> &str {
+                self.0.sender_ns_at(i)
+            }
+            fn receiver_of(&self, i: usize) -> (&str, std::net::Ipv4Addr) {
+                Endpoints::receiver_of(self.0, i)
+            }
+        }
+        let routed = Plain(&bed).sender_addr_of(0);
+        bed.destroy().unwrap();
+        let out = out.unwrap();
+        let mbit: Vec<f64> = out.iter().map(|r| r.mean_throughput_bps() / 1e6).collect();
+        eprintln!("forward, reverse: {mbit:?} Mbit/s; {out:?}");
+        for r in &out {
+            assert!(r.error.is_none(), "{r:?}");
+            assert!(r.bytes > 0, "{r:?}");
+        }
+        assert_eq!((out[0].local_ip, out[1].local_ip), (snd, rcv));
+        assert_eq!(routed.unwrap(), snd);
+        // Each direction has its own tbf: 20 Mbit/s forward, 10 Mbit/s reverse.
+        assert!(
+            (12.0..=21.0).contains(&mbit[0]),
+            "forward {} Mbit/s",
+            mbit[0]
+        );
+        assert!(
+            (6.0..=10.5).contains(&mbit[1]),
+            "reverse {} Mbit/s",
+            mbit[1]
+        );
     }
 
     #[test]

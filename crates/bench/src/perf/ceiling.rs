@@ -200,6 +200,7 @@ pub fn measure(site: Site, rate_mbit: f64, quick: bool, stop: Arc<AtomicBool>) -
         stop: Duration::from_secs_f64(dur),
         sender: 0,
         size_bytes: None,
+        reverse: false,
     }];
     let results = run_bulk_flows_observed(&bed, PORT, &flows, stop, move |_, _| {
         if let Ok(tx) = tx.lock() {
