@@ -12,7 +12,9 @@
 //! - [`testbed`]: the dumbbell (`PathSpec`, `Testbed`), qdisc statistics and their sampler;
 //! - [`chain`]: the parking lot (`ChainSpec`, `Chain`) and [`chain::Bed`], one type over both;
 //! - [`schedule`]: rate/delay steps and the driver that applies them during a run;
-//! - [`flows`], [`web`]: bulk TCP flows and web cross traffic across a testbed.
+//! - [`flows`], [`web`]: bulk TCP flows and web cross traffic across a testbed;
+//! - [`probes`], [`udp`]: latency under load (irtt-style UDP probes, one-way delays) and
+//!   unresponsive constant-bit-rate UDP cross traffic, between any two namespaces.
 //!
 //! Everything that builds or changes a network needs root (CAP_NET_ADMIN + CAP_SYS_ADMIN).
 
@@ -21,10 +23,12 @@ pub mod chain;
 pub mod flows;
 pub mod ledger;
 pub mod netns;
+pub mod probes;
 pub mod schedule;
 pub mod slot;
 pub mod tc;
 pub mod testbed;
+pub mod udp;
 pub mod web;
 
 pub use flows::{run_bulk_flows, run_bulk_flows_observed, FlowResult, FlowSpec};
