@@ -5,7 +5,7 @@ CARGO ?= cargo
 CCTL := target/release/cctl
 
 .PHONY: compare all deps vm-deps vm-deps-if-needed build check test test-steps demo demo-tbf bench-collector lint fmt install clean
-.PHONY: bench-migrate
+.PHONY: bench-migrate bench-delays
 .PHONY: bench-top
 .PHONY: bench-exporter
 .PHONY: bench
@@ -108,6 +108,13 @@ bench: deps vm-deps-if-needed
 bench-collector: deps
 	$(CARGO) build --release -p cctl
 	$(CCTL) bench perf --parts collector --vm never $(BENCH_ARGS)
+
+# What the per-packet delay taps cost: one cubic flow at 1 and 4 Gbit/s on the host and
+# 25 and 50 Mbit/s in the guest, taps off / every packet / 1 in 10, alternating rounds
+# (`cctl bench perf --parts delays`); prints throughput and CPU ratios.
+bench-delays: deps vm-deps-if-needed
+	$(CARGO) build --release -p cctl
+	$(CCTL) bench perf --parts delays $(BENCH_ARGS)
 
 # Migration: time to move 1,000 and 10,000 established flows (`cctl bench perf --parts
 # migrate`, PERF_ARGS="--quick --json"), and the throughput of 50 busy flows per 100 ms

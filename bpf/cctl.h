@@ -142,4 +142,46 @@ struct cctl_close_record {
 	char cc_name[16];     /* icsk_ca_ops->name */
 };
 
+/*
+ * Per-packet delay taps (delay.bpf.c). A tap is one hook (tcx ingress or egress) of one
+ * device in one network namespace; the loader tells each tap which timestamp slot it
+ * writes. Slot 0 is where a packet enters the testbed (its origin); a terminal tap is
+ * where it leaves (its destination), and writes the event.
+ */
+#define CCTL_DELAY_SLOTS 10
+
+/* A packet's identity along its path: nothing here changes from hop to hop. All fields in
+ * network byte order, as on the wire. */
+struct cctl_delay_key {
+	__u32 saddr;
+	__u32 daddr;
+	__u16 sport;
+	__u16 dport;
+	__u32 seq;
+	__u32 ack_seq;
+	__u16 ip_id;   /* per-socket counter of DF packets: tells a retransmission apart */
+	__u16 pad;
+};
+
+/* Where a tap is: key of the `taps` map. */
+struct cctl_delay_tap {
+	__u64 netns_cookie;
+	__u32 ifindex;
+	__u32 ingress;        /* 1 = ingress, 0 = egress */
+};
+
+/* What a tap does: value of the `taps` map. */
+struct cctl_delay_role {
+	__u32 slot;           /* 0 .. CCTL_DELAY_SLOTS-1 */
+	__u32 terminal;       /* 1 = the packet's destination: emit the event */
+};
+
+/* One sampled packet that reached its destination. */
+struct cctl_delay_event {
+	struct cctl_delay_key key;
+	__u32 ip_len;         /* IP total length, bytes */
+	__u32 pad;
+	__u64 t_ns[CCTL_DELAY_SLOTS]; /* CLOCK_MONOTONIC ns per slot; 0 = the packet did not pass it */
+};
+
 #endif /* CCTL_H */

@@ -9,6 +9,7 @@ pub mod catalogue;
 pub mod closerec;
 pub mod collector;
 pub mod config;
+pub mod delays;
 pub mod error;
 pub mod kernel;
 pub mod live;

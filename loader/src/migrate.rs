@@ -207,16 +207,7 @@ impl Netns {
     /// Errors: [`Error::Io`] when the namespace cannot be joined or the kernel (before
     /// 5.14) has no namespace cookies.
     pub fn cookie(&self) -> Result<u64> {
-        let read = || -> Result<u64> {
-            if let Some(f) = &self.file {
-                nix::sched::setns(f, nix::sched::CloneFlags::CLONE_NEWNET).map_err(|e| {
-                    Error::io(
-                        format!("joining network namespace {}", self.label),
-                        "-",
-                        e.into(),
-                    )
-                })?;
-            }
+        self.within(|| {
             let sock = std::net::UdpSocket::bind("127.0.0.1:0")
                 .or_else(|_| std::net::UdpSocket::bind("[::1]:0"))
                 .map_err(|e| {
@@ -246,12 +237,30 @@ impl Netns {
                 ));
             }
             Ok(cookie)
+        })
+    }
+
+    /// Runs `f` inside the namespace: on a thread that joins it (the caller's thread stays
+    /// where it is), or on the calling thread for the calling thread's own namespace.
+    ///
+    /// Errors: [`Error::Io`] when the namespace cannot be joined; `f`'s own.
+    pub fn within<T: Send>(&self, f: impl FnOnce() -> Result<T> + Send) -> Result<T> {
+        let Some(file) = &self.file else {
+            return f();
         };
-        if self.file.is_none() {
-            return read();
-        }
         std::thread::scope(|s| {
-            s.spawn(read).join().unwrap_or_else(|_| {
+            s.spawn(|| {
+                nix::sched::setns(file, nix::sched::CloneFlags::CLONE_NEWNET).map_err(|e| {
+                    Error::io(
+                        format!("joining network namespace {}", self.label),
+                        "-",
+                        e.into(),
+                    )
+                })?;
+                f()
+            })
+            .join()
+            .unwrap_or_else(|_| {
                 Err(Error::io(
                     "namespace thread panicked",
                     "-",

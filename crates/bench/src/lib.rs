@@ -13,6 +13,7 @@
 
 pub mod calibrate;
 pub mod cost;
+pub mod delays;
 pub mod execute;
 pub mod feed;
 pub mod lock;

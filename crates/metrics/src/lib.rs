@@ -25,6 +25,7 @@
 mod backoff;
 mod completion;
 mod convergence;
+pub mod delay;
 mod fairness;
 mod inputs;
 mod loss;

@@ -154,6 +154,33 @@ impl ChainSpec {
         self.hops.iter().any(|h| h.rtt_ms > 0.0)
     }
 
+    /// Where the delay taps go ([`crate::taps`]): both ends of every sender's and
+    /// receiver's access link; bottleneck `k` from router k's egress to router k+1's
+    /// ingress.
+    pub fn tap_plan(&self) -> crate::taps::TapPlan {
+        use crate::taps::{enter_slot, leave_slot, TapPlan, TapPoint};
+        let mut taps: Vec<TapPoint> = (0..self.paths.len())
+            .flat_map(|i| TapPoint::host(&self.sender_ns(i), self.template.sender_dev_at(i)))
+            .collect();
+        for j in self.exits() {
+            taps.extend(TapPoint::host(&self.receiver_ns(j), self.receiver_dev(j)));
+        }
+        for k in 1..=self.len() {
+            taps.push(TapPoint::enter(&self.router_ns(k), self.hop_dev(k), k));
+            taps.push(TapPoint::leave(
+                &self.router_ns(k + 1),
+                self.hop_peer_dev(k),
+                k,
+            ));
+        }
+        TapPlan {
+            taps,
+            hops: (1..=self.len())
+                .map(|k| (enter_slot(k), leave_slot(k)))
+                .collect(),
+        }
+    }
+
     /// Checks the spec before anything is created.
     pub fn validate(&self) -> Result<(), TestbedError> {
         let bad = |why: String| Err(TestbedError::InvalidSpec(why));
@@ -540,6 +567,14 @@ impl Bed {
                     .collect(),
                 loss_devs: Vec::new(),
             },
+        }
+    }
+
+    /// Where the delay taps go ([`crate::taps`]).
+    pub fn tap_plan(&self) -> crate::taps::TapPlan {
+        match self {
+            Bed::Dumbbell(t) => t.tap_plan(),
+            Bed::Chain(c) => c.spec.tap_plan(),
         }
     }
 

@@ -9,6 +9,7 @@
 //! - [`tc`]: running `ip`/`tc` (one command, or a batch), the host tools they need;
 //! - [`aqm`]: the bottleneck's queue discipline (pfifo, fq_codel, PIE, RED, CAKE) and its counters;
 //! - [`ledger`]: where a run's packets were dropped, counted from every place that can drop one;
+//! - [`taps`]: where packets are timestamped (slots, hooks), as a plan;
 //! - [`testbed`]: the dumbbell (`PathSpec`, `Testbed`), qdisc statistics and their sampler;
 //! - [`chain`]: the parking lot (`ChainSpec`, `Chain`) and [`chain::Bed`], one type over both;
 //! - [`schedule`]: rate/delay steps and the driver that applies them during a run;
@@ -26,6 +27,7 @@ pub mod netns;
 pub mod probes;
 pub mod schedule;
 pub mod slot;
+pub mod taps;
 pub mod tc;
 pub mod testbed;
 pub mod udp;

@@ -723,6 +723,30 @@ impl Testbed {
         }
     }
 
+    /// Where the delay taps go ([`crate::taps`]): both ends of every sender's and the
+    /// receiver's access link, and the bottleneck's egress, which packets leave at the
+    /// receiver's ingress.
+    pub fn tap_plan(&self) -> crate::taps::TapPlan {
+        let mut taps: Vec<crate::taps::TapPoint> = (0..self.sender_ns.len())
+            .flat_map(|i| {
+                crate::taps::TapPoint::host(&self.sender_ns[i], self.spec.sender_dev_at(i))
+            })
+            .collect();
+        taps.extend(crate::taps::TapPoint::host(
+            &self.receiver_ns,
+            self.spec.receiver_dev(),
+        ));
+        taps.push(crate::taps::TapPoint::enter(
+            &self.router_ns,
+            self.spec.bottleneck_dev(),
+            1,
+        ));
+        crate::taps::TapPlan {
+            taps,
+            hops: vec![(crate::taps::enter_slot(1), crate::taps::TERMINAL)],
+        }
+    }
+
     /// Counters of the bottleneck (root tbf on the router's veth towards the receiver), from
     /// `tc -n <rtr> -s -j qdisc show dev <dev>`.
     pub fn bottleneck_stats(&self) -> Result<QdiscStats, TestbedError> {

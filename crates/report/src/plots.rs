@@ -304,6 +304,75 @@ pub fn plots(
                     )?);
                 }
             }
+            "delay" => {
+                for r in records.iter().filter(|r| r.rep == 0) {
+                    let Some(d) = &r.delays else { continue };
+                    let ms = |pts: &[(f64, f64)]| -> Vec<(f64, f64)> {
+                        pts.iter().map(|&(t, us)| (t, us / 1e3)).collect()
+                    };
+                    let cdf = |us: &[f64]| -> Vec<(f64, f64)> {
+                        let n = (us.len().max(2) - 1) as f64;
+                        us.iter()
+                            .enumerate()
+                            .map(|(i, x)| (x / 1e3, i as f64 / n))
+                            .collect()
+                    };
+                    let mut over_time = Vec::new();
+                    let mut cdfs = Vec::new();
+                    for f in &d.flows {
+                        let label = format!("flow{} one-way delay", f.id);
+                        over_time.push(Series {
+                            label: label.clone(),
+                            points: ms(&f.forward_series),
+                            style: SeriesStyle::Line,
+                        });
+                        cdfs.push(Series {
+                            label,
+                            points: cdf(&f.forward_cdf_us),
+                            style: SeriesStyle::Line,
+                        });
+                    }
+                    for h in &d.hops {
+                        let label = format!("hop{} sojourn", h.hop);
+                        over_time.push(Series {
+                            label: label.clone(),
+                            points: ms(&h.sojourn_series),
+                            style: SeriesStyle::Dashed,
+                        });
+                        cdfs.push(Series {
+                            label,
+                            points: cdf(&h.sojourn_cdf_us),
+                            style: SeriesStyle::Dashed,
+                        });
+                    }
+                    let mut n = notes.clone();
+                    n.push(format!(
+                        "1 packet in {} timed; {} timed packets delivered",
+                        d.counts.sample_every, d.counts.delivered
+                    ));
+                    let what = format!("{} p{} {}", r.algo, r.point, point_vars(&r.vars));
+                    out.push(render_xy(
+                        &pdir,
+                        &format!("delay-{}-p{}", r.algo, r.point),
+                        &format!("One-way delay and sojourn over time (100-ms means), {what}"),
+                        "time (s)",
+                        "delay (ms)",
+                        over_time,
+                        &n,
+                        false,
+                    )?);
+                    out.push(render_xy(
+                        &pdir,
+                        &format!("delay-cdf-{}-p{}", r.algo, r.point),
+                        &format!("One-way delay and sojourn, CDF, {what}"),
+                        "delay (ms)",
+                        "fraction",
+                        cdfs,
+                        &n,
+                        false,
+                    )?);
+                }
+            }
             "cdf" => {
                 let mut algos: Vec<&str> = records.iter().map(|r| r.algo.as_str()).collect();
                 algos.sort();

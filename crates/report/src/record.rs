@@ -155,6 +155,10 @@ pub struct RunRecord {
     /// (empty: valid).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub invalid: Vec<String>,
+    /// Per-packet one-way delays and sojourn times ([`cctl_metrics::delay`]); `None` with
+    /// the taps off (`--delay-sample 0`) and in files written before they existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delays: Option<cctl_metrics::delay::DelayRecord>,
 }
 
 fn yes() -> bool {

@@ -184,6 +184,9 @@ pub fn run_metrics(r: &RunRecord, p: &MetricParams) -> RunMetrics {
             d.unintended_total() as f64,
         );
     }
+    if let Some(d) = &r.delays {
+        v.extend(d.metrics());
+    }
     if let Some(w) = &r.web {
         v.insert("web load forward (Mbit/s)".into(), w.forward_bps() / 1e6);
         v.insert("web pages".into(), w.pages as f64);

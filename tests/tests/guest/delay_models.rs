@@ -58,6 +58,7 @@ fn one_flow(algo: &str, secs: u32) -> (RunRecord, Vec<HashMap<String, f64>>) {
         seed: None,
         interval: Duration::from_millis(20),
         queue_interval: Duration::from_millis(50),
+        delay_sample: cctl_bench::run::DELAY_SAMPLE_DEFAULT,
         progress: false,
         points: None,
         jobs: 1,

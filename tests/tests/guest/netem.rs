@@ -86,7 +86,10 @@ pub fn parse_checks() {
 }
 
 /// A single flow with a 100 % BDP buffer keeps the link busy: BPF ports and the guest's
-/// native module on the same scenario.
+/// native module on the same scenario. The per-packet delay taps (on by default, 1 packet
+/// in 10) see the path as built: the ACKs' path holds no queue and all 40 ms of netem
+/// delay, so their median one-way delay is the configured delay (within 1 ms); the data's
+/// one-way delay is at least its sojourn in the bottleneck queue.
 fn single_flow() {
     let sc = custom(
         "single-flow",
@@ -102,6 +105,19 @@ fn single_flow() {
             u >= 0.9,
             "{algo}: utilisation {u} < 0.9 with a 100 % BDP buffer"
         );
+        let rev =
+            metric(&s, algo, 0, "flow1 reverse one-way delay p50 (ms)").expect("ACK one-way delay");
+        let fwd = metric(&s, algo, 0, "flow1 one-way delay p50 (ms)").expect("one-way delay");
+        let soj = metric(&s, algo, 0, "hop1 sojourn p50 (ms)").expect("sojourn");
+        println!(
+            "single flow: {algo} ACK one-way delay p50 {rev:.3} ms (configured 40), data \
+             one-way delay p50 {fwd:.3} ms, sojourn p50 {soj:.3} ms"
+        );
+        assert!(
+            (40.0..41.0).contains(&rev),
+            "{algo}: the ACKs' median one-way delay {rev} ms is not the configured 40 ms"
+        );
+        assert!(fwd >= soj, "{algo}: one-way delay {fwd} < sojourn {soj}");
     }
 }
 

@@ -235,7 +235,7 @@ fn guest_command(
         sc.path.canonicalize()?.display().to_string()
     };
     let mut cmd = format!(
-        "{} bench run {} --algo {} --profile {} --resume {} --interval-ms {} --queue-interval-ms {} --vm never --jobs {}",
+        "{} bench run {} --algo {} --profile {} --resume {} --interval-ms {} --queue-interval-ms {} --delay-sample {} --vm never --jobs {}",
         shell_quote(&exe.display().to_string()),
         shell_quote(&scenario_arg),
         shell_quote(&a.algo.join(",")),
@@ -243,6 +243,7 @@ fn guest_command(
         shell_quote(&dir.display().to_string()),
         a.interval_ms,
         a.queue_interval_ms,
+        a.delay_sample,
         jobs,
     );
     if let Some(s) = &a.shard {

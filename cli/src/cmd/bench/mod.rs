@@ -98,6 +98,10 @@ struct RunArgs {
     /// Bottleneck qdisc sampling interval, ms.
     #[arg(long, default_value_t = 100)]
     queue_interval_ms: u64,
+    /// Per-packet delay taps: time 1 TCP packet in N on its way (sender, bottleneck,
+    /// receiver) for one-way delays and sojourn times; 1 = every packet, 0 = off.
+    #[arg(long, default_value_t = cctl_bench::run::DELAY_SAMPLE_DEFAULT, value_name = "N")]
+    delay_sample: u32,
     /// Where to run: auto (VM when netem is missing, or for --clock virtual), always, never.
     #[arg(long, value_enum, default_value_t = VmMode::Auto)]
     vm: VmMode,
@@ -553,6 +557,7 @@ fn run_bench(a: RunArgs) -> Result<i32> {
         seed: a.seed,
         interval: Duration::from_millis(a.interval_ms),
         queue_interval: Duration::from_millis(a.queue_interval_ms),
+        delay_sample: a.delay_sample,
         progress: true,
         points: a.points.clone(),
         jobs: a.jobs,

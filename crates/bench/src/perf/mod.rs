@@ -15,12 +15,15 @@
 //! - [`migrate`]: time to move 1,000 and 10,000 established flows.
 //! - [`ceiling`]: the highest bottleneck rate at which one flow with a 100 % BDP buffer
 //!   reaches ≥ 95 % utilisation (host: tbf without delay; guest: netem at 40 ms).
+//! - [`delays`]: throughput and CPU with the per-packet delay taps on (every packet, and
+//!   the bench's default sampling) against off (host: 1 and 4 Gbit/s; guest: CPU share).
 //!
 //! Results: `<out>/<UTC timestamp>/perf.json` ([`PerfReport`]) and `perf.md` ([`markdown`]).
 
 pub mod ack;
 pub mod ceiling;
 pub mod collector;
+pub mod delays;
 pub mod live;
 pub mod migrate;
 
@@ -47,16 +50,19 @@ pub enum Part {
     Migrate,
     /// Testbed ceiling: highest bottleneck rate with ≥ 95 % utilisation.
     Ceiling,
+    /// Cost of the per-packet delay taps: on vs off.
+    Delays,
 }
 
 impl Part {
     /// Every part, in report order.
-    pub const ALL: [Part; 5] = [
+    pub const ALL: [Part; 6] = [
         Part::Ack,
         Part::Live,
         Part::Collector,
         Part::Migrate,
         Part::Ceiling,
+        Part::Delays,
     ];
 
     /// The name used on the command line and in the JSON.
@@ -67,12 +73,13 @@ impl Part {
             Part::Collector => "collector",
             Part::Migrate => "migrate",
             Part::Ceiling => "ceiling",
+            Part::Delays => "delays",
         }
     }
 
     /// Whether the part has a half that runs in the 6.12 guest (native modules, netem).
     pub fn has_guest_half(self) -> bool {
-        matches!(self, Part::Ack | Part::Live | Part::Ceiling)
+        matches!(self, Part::Ack | Part::Live | Part::Ceiling | Part::Delays)
     }
 }
 
@@ -84,7 +91,7 @@ impl fmt::Display for Part {
 
 impl FromStr for Part {
     type Err = String;
-    /// Parses `ack`, `collector`, `migrate` or `ceiling`; the error lists them.
+    /// Parses a part's name ([`Part::name`]); the error lists them.
     fn from_str(s: &str) -> Result<Self, String> {
         Part::ALL
             .into_iter()
@@ -367,6 +374,7 @@ pub fn run_parts(
             Part::Collector => collector::run(&opts),
             Part::Migrate => migrate::run(&opts),
             Part::Ceiling => ceiling::run(&opts),
+            Part::Delays => delays::run(&opts),
         };
         let seconds = t0.elapsed().as_secs_f64();
         match &res {

@@ -1,0 +1,171 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* delay.bpf.c - per-packet one-way delay and queue sojourn on the testbed.
+ *
+ * Every namespace of a testbed runs on one kernel, so one clock (CLOCK_MONOTONIC,
+ * bpf_ktime_get_ns) times a packet wherever it is: no clock synchronisation, no negative
+ * one-way delays. The same two programs are attached as tcx hooks (6.6+) to the devices
+ * the loader names; the `taps` map says, per (netns cookie, ifindex, direction), which
+ * timestamp slot that hook writes and whether it is the packet's destination.
+ *
+ * A packet is known along its path by struct cctl_delay_key (addresses, ports, seq,
+ * ack_seq, IP id): none of it changes hop to hop, and the IP id (a per-socket counter for
+ * DF packets) tells a retransmission from the original. Sampling is decided from a hash
+ * of that key, so every hook decides alike without passing state: 1 packet in
+ * `sample_every`. The origin tap (slot 0) makes the `stamps` entry, later taps fill their
+ * slot, and the terminal tap writes one struct cctl_delay_event into the ring buffer and
+ * deletes the entry. An entry whose packet was dropped stays until the LRU evicts it.
+ *
+ * Only IPv4 TCP is stamped (the testbed is IPv4; UDP probes time themselves). Every hook
+ * returns TCX_NEXT: whatever else is attached (the periodic-loss filter) still runs.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_endian.h>
+#include "cctl.h"
+
+char _license[] SEC("license") = "Dual BSD/GPL";
+
+#define TCX_NEXT -1
+#define ETH_HLEN 14
+#define ETH_P_IP 0x0800
+#define IPPROTO_TCP_ 6
+
+extern void *bpf_cast_to_kern_ctx(void *obj) __ksym;
+
+/* Set by the loader before load: stamp 1 packet in this many (1 = every packet). */
+const volatile __u32 sample_every = 1;
+
+/* Counters read by user space (.bss is memory-mapped). */
+__u64 stamped = 0;      /* sampled packets seen at their origin */
+__u64 delivered = 0;    /* sampled packets that reached their destination with an entry */
+__u64 unmatched = 0;    /* sampled at a terminal tap without an entry (evicted, or no origin tap) */
+__u64 events_dropped = 0; /* ring buffer full */
+
+/* So that libbpf-cargo emits the types into the skeleton. */
+struct cctl_delay_event _cctl_delay_event_type = {};
+struct cctl_delay_tap _cctl_delay_tap_type = {};
+struct cctl_delay_role _cctl_delay_role_type = {};
+
+struct stamp {
+	__u64 t_ns[CCTL_DELAY_SLOTS];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 256);
+	__type(key, struct cctl_delay_tap);
+	__type(value, struct cctl_delay_role);
+} taps SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 1 << 16); /* sampled packets in flight at once */
+	__type(key, struct cctl_delay_key);
+	__type(value, struct stamp);
+} stamps SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 8 << 20); /* bytes: ~90,000 events */
+} events SEC(".maps");
+
+static __always_inline __u64 mix(__u64 h, __u64 v)
+{
+	h ^= v;
+	h *= 0x9E3779B97F4A7C15ULL;
+	return h ^ (h >> 29);
+}
+
+static __always_inline int tap(struct __sk_buff *skb, __u32 ingress)
+{
+	__u64 now = bpf_ktime_get_ns();
+	struct cctl_delay_key key = {};
+	struct cctl_delay_tap where = {};
+	struct cctl_delay_role *role;
+	struct stamp *st;
+	struct iphdr ip;
+	__u32 th[4];
+	__u16 proto;
+	__u32 slot;
+
+	if (bpf_skb_load_bytes(skb, 12, &proto, sizeof(proto)) || proto != bpf_htons(ETH_P_IP))
+		return TCX_NEXT;
+	if (bpf_skb_load_bytes(skb, ETH_HLEN, &ip, sizeof(ip)) || ip.protocol != IPPROTO_TCP_)
+		return TCX_NEXT;
+
+	struct sk_buff *kskb = bpf_cast_to_kern_ctx(skb);
+	where.netns_cookie = BPF_CORE_READ(kskb, dev, nd_net.net, net_cookie);
+	where.ifindex = skb->ifindex;
+	where.ingress = ingress;
+	role = bpf_map_lookup_elem(&taps, &where);
+	if (!role)
+		return TCX_NEXT;
+
+	/* sport, dport, seq, ack_seq: the first 12 bytes of the TCP header. */
+	if (bpf_skb_load_bytes(skb, ETH_HLEN + ip.ihl * 4, th, 12))
+		return TCX_NEXT;
+	key.saddr = ip.saddr;
+	key.daddr = ip.daddr;
+	key.sport = th[0] & 0xffff;
+	key.dport = th[0] >> 16;
+	key.seq = th[1];
+	key.ack_seq = th[2];
+	key.ip_id = ip.id;
+
+	if (sample_every > 1) {
+		__u64 h = mix(mix(mix(0, ((__u64)key.saddr << 32) | key.daddr), th[0]),
+			      ((__u64)key.seq << 32) | key.ack_seq);
+		h = mix(h, key.ip_id);
+		if ((h >> 16) % sample_every)
+			return TCX_NEXT;
+	}
+
+	slot = role->slot;
+	if (slot >= CCTL_DELAY_SLOTS)
+		return TCX_NEXT;
+
+	if (slot == 0) {
+		struct stamp fresh = {};
+
+		fresh.t_ns[0] = now;
+		bpf_map_update_elem(&stamps, &key, &fresh, BPF_ANY);
+		__sync_fetch_and_add(&stamped, 1);
+		return TCX_NEXT;
+	}
+	st = bpf_map_lookup_elem(&stamps, &key);
+	if (!st) {
+		if (role->terminal)
+			__sync_fetch_and_add(&unmatched, 1);
+		return TCX_NEXT;
+	}
+	st->t_ns[slot] = now;
+	if (!role->terminal)
+		return TCX_NEXT;
+
+	struct cctl_delay_event *ev = bpf_ringbuf_reserve(&events, sizeof(*ev), 0);
+	if (!ev) {
+		__sync_fetch_and_add(&events_dropped, 1);
+	} else {
+		ev->key = key;
+		ev->ip_len = bpf_ntohs(ip.tot_len);
+		ev->pad = 0;
+		__builtin_memcpy(ev->t_ns, st->t_ns, sizeof(ev->t_ns));
+		bpf_ringbuf_submit(ev, 0);
+		__sync_fetch_and_add(&delivered, 1);
+	}
+	bpf_map_delete_elem(&stamps, &key);
+	return TCX_NEXT;
+}
+
+SEC("tcx/ingress")
+int delay_ingress(struct __sk_buff *skb)
+{
+	return tap(skb, 1);
+}
+
+SEC("tcx/egress")
+int delay_egress(struct __sk_buff *skb)
+{
+	return tap(skb, 0);
+}
