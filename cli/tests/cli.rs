@@ -455,13 +455,13 @@ fn bench_list_names_every_test_of_the_spec() {
         })
         .collect();
     for id in [
-        "T0.1", "T0.9", "T1.1", "T1.4", "T2.5", "T2.7", "T3.1", "T3.6", "V1", "PL1", "MM1",
+        "T0.1", "T0.9", "T1.1", "T1.4", "T2.5", "T2.7", "T3.1", "T3.6", "V1", "PL1", "MM1", "LUL1",
     ] {
         assert!(ids.iter().any(|i| i == id), "{id} missing from {ids:?}");
     }
-    // The 22 tests of benchmarks.md, the port-vs-module comparison, the parking lot and
-    // modern-mix.
-    assert_eq!(ids.len(), 25);
+    // The 22 tests of benchmarks.md, the port-vs-module comparison, the parking lot,
+    // modern-mix and rrul.
+    assert_eq!(ids.len(), 26);
 }
 
 #[test]

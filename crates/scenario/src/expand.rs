@@ -14,6 +14,7 @@ use crate::rng::SplitMix64;
 use crate::schedule::{self as sched, TraceUse, DEFAULT_TRACE_BIN_MS};
 use crate::schema::Scenario;
 use crate::sweep::SweepCase;
+use crate::traffic::ProbePlan;
 use cctl_netem::aqm::{Aqm, Qdisc, AQM_PARAMS};
 
 impl Scenario {
@@ -267,6 +268,22 @@ impl Scenario {
                 format!("{b} is not allowed: the tbf bucket must be in (0, 1000] ms"),
             ));
         }
+        if profile == Profile::Ci {
+            if let Some(f) = flows
+                .iter()
+                .find(|f| f.rate_mbit.is_some_and(|r| r > CI_MAX_RATE_MBIT))
+            {
+                return Err(FieldError::new(
+                    format!("flows[{}].rate_mbit", f.entry),
+                    format!(
+                        "{} Mbit/s is above the ci profile's cap of {CI_MAX_RATE_MBIT} Mbit/s \
+                         (benchmarks.md §7.4) {ctx}",
+                        f.rate_mbit.unwrap_or_default()
+                    ),
+                ));
+            }
+        }
+        let probes = self.probes_of(&env, duration, &ctx)?;
         let aqm = self.aqm_of(profile, &env, &settings, pkts as u32, &flows, &ctx)?;
         let init_ssthresh_pkts = match env.get("init_ssthresh_bdp") {
             Some(s) => Some(
@@ -304,7 +321,61 @@ impl Scenario {
             tbf_burst_ms,
             aqm,
             settings: settings.into_iter().map(|(k, (v, _))| (k, v)).collect(),
+            probes,
         })
+    }
+
+    /// The `[[probes]]` of a point: their times resolved and checked against the run.
+    fn probes_of(&self, env: &Env, duration: f64, ctx: &str) -> Result<Vec<ProbePlan>, FieldError> {
+        let mut plans = Vec::with_capacity(self.probes.len());
+        for (i, p) in self.probes.iter().enumerate() {
+            let at = |k: &str| format!("probes[{i}].{k}");
+            let start_s = match &p.start_s {
+                Some(x) => eval(x, env, &at("start_s"))?,
+                None => 0.0,
+            };
+            let stop_s = match &p.stop_s {
+                Some(x) => eval(x, env, &at("stop_s"))?,
+                None => duration,
+            };
+            if !(start_s.is_finite() && start_s >= 0.0) {
+                return Err(FieldError::new(
+                    at("start_s"),
+                    format!("{start_s} s is not allowed: must be ≥ 0 {ctx}"),
+                ));
+            }
+            if stop_s > duration + 1e-9 {
+                return Err(FieldError::new(
+                    at("stop_s"),
+                    format!(
+                        "{stop_s} s is after the end of the run (duration_s = {duration}) {ctx}"
+                    ),
+                ));
+            }
+            if start_s >= stop_s {
+                let key = if p.stop_s.is_some() {
+                    "stop_s"
+                } else {
+                    "start_s"
+                };
+                return Err(FieldError::new(
+                    at(key),
+                    format!(
+                        "probes would start at {start_s} s, not before their stop at {stop_s} s; \
+                         start_s must be < stop_s {ctx}"
+                    ),
+                ));
+            }
+            plans.push(ProbePlan {
+                entry: i,
+                interval_ms: p.interval_ms,
+                size_bytes: p.size_bytes,
+                dscp: p.dscp,
+                start_s,
+                stop_s,
+            });
+        }
+        Ok(plans)
     }
 
     /// The bottleneck discipline of a point: `qdisc` (swept, or from the layers), `ecn`, and
@@ -505,6 +576,23 @@ impl Scenario {
                 }
                 None => None,
             };
+            let rate_mbit = match &f.rate_mbit {
+                Some(x) => {
+                    let r = eval(x, env, &at("rate_mbit"))?;
+                    if !(r.is_finite() && r > 0.0 && r <= MAX_RATE_MBIT) {
+                        return Err(FieldError::new(
+                            at("rate_mbit"),
+                            format!(
+                                "{r} Mbit/s is not allowed: a udp-cbr rate is > 0 and at most \
+                                 {MAX_RATE_MBIT} Mbit/s{} {ctx}",
+                                origins([x], env)
+                            ),
+                        ));
+                    }
+                    Some(r)
+                }
+                None => None,
+            };
             let (rtt_lo, _) = range(&f.rtt_ms, env, &at("rtt_ms"))?;
             if rtt_lo.is_nan() || rtt_lo < 0.0 {
                 return Err(FieldError::new(
@@ -593,6 +681,9 @@ impl Scenario {
                         start_s,
                         stop_s,
                         size_bytes,
+                        kind: f.kind,
+                        direction: f.direction,
+                        rate_mbit,
                     });
                     Ok(())
                 };

@@ -73,6 +73,16 @@ const OTHER_WORDS: &[&str] = &[
     "topology",
     "bottlenecks",
     "path",
+    "probes",
+    "interval_ms",
+    "size_bytes",
+    "dscp",
+    "kind",
+    "tcp",
+    "udp-cbr",
+    "direction",
+    "forward",
+    "reverse",
 ];
 
 /// The words documents are made of: [`PARAMS`] and [`OTHER_WORDS`].

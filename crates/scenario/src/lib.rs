@@ -65,6 +65,16 @@
 //! off_s = { exponential = 1800 }   # ... separated by off periods, each a new connection
 //!
 //! path = [1, 2]                    # only with [topology]: bottlenecks entered before and left after
+//! kind = "tcp"                     # "tcp" (default) | "udp-cbr": unresponsive constant-bit-rate UDP
+//! rate_mbit = 5                    # udp-cbr only, required there: Mbit/s of IPv4 packets
+//! direction = "forward"            # "forward" (default) | "reverse" (TCP only, not with [topology]):
+//!                                  #   data from the receiver side to this flow's sender namespace
+//!
+//! [[probes]]                       # optional, repeatable, not with [topology]: irtt-style UDP probes
+//! interval_ms = 10                 # 1..=1000 (default 10)
+//! size_bytes = 32                  # payload, 32 (the header, default) ..= 1472
+//! dscp = 0                         # 0..=63 (default 0), IP_TOS = dscp << 2
+//! start_s = 0                      # default 0; stop_s defaults to the end of the run
 //!
 //! [[expect]]                       # optional, repeatable: what the results must show
 //! metric = "M8 utilisation (goodput)"   # a summary.json metric; see crate::expect
@@ -128,6 +138,7 @@ mod sweep;
 #[cfg(test)]
 mod test_input;
 mod topology;
+mod traffic;
 
 pub use error::{FieldError, ScenarioError};
 pub use expand::select_points;
@@ -139,3 +150,4 @@ pub use model::{
 pub use schema::Scenario;
 pub use shipped::{builtin, find, BUILTIN_FILES};
 pub use topology::{Topology, MAX_BOTTLENECKS};
+pub use traffic::{Direction, FlowKind, ProbePlan, DEFAULT_PROBE_INTERVAL_MS, PROBE_INTERVAL_MS};

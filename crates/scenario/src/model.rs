@@ -211,6 +211,15 @@ pub struct FlowPlan {
     pub stop_s: f64,
     /// Size of a fixed-size transfer, in bytes (`size_mb` · 10^6); `None` for a bulk flow.
     pub size_bytes: Option<u64>,
+    /// TCP (default; also in files written before flows had a kind) or constant-bit-rate UDP.
+    #[serde(default)]
+    pub kind: crate::traffic::FlowKind,
+    /// Which way its data goes (TCP only; forward in files written before).
+    #[serde(default)]
+    pub direction: crate::traffic::Direction,
+    /// Rate of a `udp-cbr` flow, in Mbit/s of IPv4 packets; `None` for TCP.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_mbit: Option<f64>,
 }
 
 /// One concrete run: a point of a profile's sweep, with every value resolved and checked.
@@ -280,6 +289,9 @@ pub struct RunPoint {
     /// Swept string settings of this point (e.g. `qdisc`), by name.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub settings: BTreeMap<String, String>,
+    /// Latency probes during the run, in `[[probes]]` order (none in files written before).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub probes: Vec<crate::traffic::ProbePlan>,
 }
 
 /// Whether the congestion-control name `name` is the kernel's dctcp (also `native:dctcp`).

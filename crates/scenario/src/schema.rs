@@ -12,6 +12,7 @@ use crate::expr::{expr_from, is_ident, numspec_from, Draws, Env, Expr, Factor, N
 use crate::model::*;
 use crate::schedule::LayerSchedules;
 use crate::sweep::{parse_sweep, SweepCase};
+use crate::traffic::{parse_direction, parse_kind, Direction, FlowKind};
 
 /// The placeholder for the algorithm under test in `cc`.
 const ALGO: &str = "{algo}";
@@ -49,6 +50,8 @@ pub struct Scenario {
     pub(crate) topology: Option<crate::topology::Topology>,
     /// The `[[expect]]` tables: what the results must show.
     pub expectations: Vec<crate::expect::Expectation>,
+    /// The `[[probes]]` tables: latency probes during the run.
+    pub(crate) probes: Vec<crate::traffic::ProbeTable>,
 }
 
 // ---------------------------------------------------------------------------------------
@@ -74,6 +77,8 @@ struct RawTop {
     topology: Option<toml::Value>,
     #[serde(default)]
     expect: Vec<toml::Value>,
+    #[serde(default)]
+    probes: Vec<toml::Value>,
 }
 
 #[derive(Deserialize)]
@@ -141,6 +146,9 @@ struct RawFlow {
     on_s: Option<toml::Value>,
     off_s: Option<toml::Value>,
     path: Option<toml::Value>,
+    kind: Option<String>,
+    direction: Option<String>,
+    rate_mbit: Option<toml::Value>,
 }
 
 // ---------------------------------------------------------------------------------------
@@ -170,6 +178,12 @@ pub(crate) struct FlowSpec {
     pub(crate) off_s: Option<NumSpec>,
     /// `path = [first, last]` as written (checked against `[topology]`).
     pub(crate) path: Option<(i64, i64)>,
+    /// TCP or constant-bit-rate UDP.
+    pub(crate) kind: FlowKind,
+    /// Which way the data goes (TCP only).
+    pub(crate) direction: Direction,
+    /// A `udp-cbr` flow's rate, Mbit/s (required there, refused for TCP).
+    pub(crate) rate_mbit: Option<Expr>,
 }
 
 // ---------------------------------------------------------------------------------------
@@ -201,6 +215,46 @@ fn parse_flow(value: toml::Value, at: &str) -> Result<FlowSpec, FieldError> {
         text: x.to_string(),
         factors: vec![Factor::Num(x)],
     };
+    let kind = parse_kind(raw.kind.as_deref(), &f("kind"))?;
+    let direction = parse_direction(raw.direction.as_deref(), &f("direction"))?;
+    match kind {
+        FlowKind::Tcp => {
+            if raw.rate_mbit.is_some() {
+                return Err(FieldError::new(
+                    f("rate_mbit"),
+                    "only a kind = \"udp-cbr\" flow has a rate; a TCP flow's rate is its \
+                     congestion control's (remove rate_mbit, or set kind = \"udp-cbr\")",
+                ));
+            }
+        }
+        FlowKind::UdpCbr => {
+            if raw.rate_mbit.is_none() {
+                return Err(FieldError::new(
+                    f("rate_mbit"),
+                    "missing: a kind = \"udp-cbr\" flow needs rate_mbit (Mbit/s of IPv4 packets)",
+                ));
+            }
+            let refused = [
+                ("cc", raw.cc.is_some(), "it has no congestion control"),
+                (
+                    "size_mb",
+                    raw.size_mb.is_some(),
+                    "it sends at its rate from start_s to stop_s",
+                ),
+                (
+                    "direction",
+                    direction == Direction::Reverse,
+                    "reverse flows are TCP only (direction = \"forward\" or leave it out)",
+                ),
+            ];
+            if let Some((key, _, why)) = refused.iter().find(|(_, set, _)| *set) {
+                return Err(FieldError::new(
+                    f(key),
+                    format!("not allowed in a kind = \"udp-cbr\" flow: {why}"),
+                ));
+            }
+        }
+    }
     let on_s = opt(&raw.on_s, "on_s", Draws::All)?;
     let off_s = opt(&raw.off_s, "off_s", Draws::All)?;
     if off_s.is_some() && on_s.is_none() {
@@ -239,6 +293,13 @@ fn parse_flow(value: toml::Value, at: &str) -> Result<FlowSpec, FieldError> {
             .path
             .as_ref()
             .map(|v| crate::topology::parse_path(v, &f("path")))
+            .transpose()?,
+        kind,
+        direction,
+        rate_mbit: raw
+            .rate_mbit
+            .as_ref()
+            .map(|v| expr_from(v, &f("rate_mbit")))
             .transpose()?,
     })
 }
@@ -499,6 +560,28 @@ impl Scenario {
             .enumerate()
             .map(|(i, v)| parse_flow(v, &format!("flows[{i}]")))
             .collect::<Result<Vec<_>, _>>()?;
+        let probes = top
+            .probes
+            .into_iter()
+            .enumerate()
+            .map(|(i, v)| crate::traffic::parse_probe(v, &format!("probes[{i}]")))
+            .collect::<Result<Vec<_>, _>>()?;
+        if topology.is_some() {
+            if !probes.is_empty() {
+                return Err(FieldError::new(
+                    "probes",
+                    "[[probes]] are not implemented on a [topology] chain yet (which of its \
+                     paths would they measure?); they run on the dumbbell only",
+                ));
+            }
+            if let Some(i) = flows.iter().position(|f| f.direction == Direction::Reverse) {
+                return Err(FieldError::new(
+                    format!("flows[{i}].direction"),
+                    "reverse flows are not implemented on a [topology] chain yet (its reverse \
+                     direction has no bottleneck); they run on the dumbbell only",
+                ));
+            }
+        }
         match &mut topology {
             Some(t) => t.check_paths(&flows.iter().map(|f| f.path).collect::<Vec<_>>())?,
             None => {
@@ -533,6 +616,7 @@ impl Scenario {
             flows,
             topology,
             expectations,
+            probes,
         };
         Ok(scenario)
     }
@@ -545,10 +629,20 @@ impl Scenario {
             specs.extend(f.stop_s.iter().chain(&f.on_s).chain(&f.off_s));
             let mut exprs: Vec<&Expr> = vec![&f.count, &f.start_step_s];
             exprs.extend(&f.size_mb);
+            exprs.extend(&f.rate_mbit);
             for s in specs {
                 exprs.extend(s.exprs());
             }
             for e in exprs {
+                for fac in &e.factors {
+                    if let Factor::Var(v) = fac {
+                        used.insert(v);
+                    }
+                }
+            }
+        }
+        for p in &self.probes {
+            for e in p.start_s.iter().chain(&p.stop_s) {
                 for fac in &e.factors {
                     if let Factor::Var(v) = fac {
                         used.insert(v);

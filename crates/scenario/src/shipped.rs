@@ -39,6 +39,7 @@ pub const BUILTIN_FILES: &[(&str, &str)] = builtin_files!(
     "v1_native_comparison.toml",
     "parking_lot.toml",
     "modern_mix.toml",
+    "rrul.toml",
 );
 
 /// The shipped scenarios, in test-id order, with `path` = `<builtin>/<file>.toml`.
@@ -101,7 +102,7 @@ mod tests {
     #[test]
     fn every_shipped_scenario_parses_and_expands_in_both_profiles() {
         let all = builtin();
-        assert_eq!(all.len(), 25);
+        assert_eq!(all.len(), 26);
         for s in &all {
             assert!(s.path.starts_with("<builtin>"), "{}", s.path.display());
             for profile in Profile::ALL {
@@ -145,7 +146,7 @@ mod tests {
         let want = [
             "T0.1", "T0.2", "T0.3", "T0.4", "T0.5", "T0.6", "T0.7", "T0.8", "T0.9", "T1.1", "T1.2",
             "T1.3", "T1.4", "T2.5", "T2.6", "T2.7", "T3.1", "T3.2", "T3.3", "T3.4", "T3.5", "T3.6",
-            "V1", "PL1", "MM1",
+            "V1", "PL1", "MM1", "LUL1",
         ];
         assert_eq!(ids, want);
         let names: BTreeSet<&str> = all.iter().map(|s| s.name.as_str()).collect();
@@ -453,5 +454,40 @@ mod tests {
             assert_eq!(p.init_ssthresh_pkts, Some(521));
             assert_eq!(p.loss, 5e-7);
         }
+    }
+
+    #[test]
+    fn rrul_runs_four_flows_each_way_and_probes_behind_drop_tail_and_fq_codel() {
+        use crate::{Direction, FlowKind};
+        for profile in Profile::ALL {
+            let s = shipped("rrul");
+            let points = s.expand(profile, 1).unwrap();
+            let grid: Vec<(f64, &str)> = points
+                .iter()
+                .map(|p| (p.rtt_ms, p.settings["qdisc"].as_str()))
+                .collect();
+            let want = [
+                (20.0, "pfifo"),
+                (20.0, "fq_codel"),
+                (80.0, "pfifo"),
+                (80.0, "fq_codel"),
+            ];
+            assert_eq!(grid, want, "{profile}");
+            for p in &points {
+                let rev = p.flows.iter().filter(|f| f.direction == Direction::Reverse);
+                assert_eq!((p.flows.len(), rev.count()), (8, 4), "{profile}");
+                assert!(p
+                    .flows
+                    .iter()
+                    .all(|f| f.kind == FlowKind::Tcp && f.cc == CcRef::UnderTest));
+                assert_eq!(p.reverse_rate_mbit, Some(p.rate_mbit / 4.0));
+                assert_eq!(p.probes.len(), 1);
+                assert_eq!(
+                    (p.probes[0].interval_ms, p.probes[0].stop_s),
+                    (10.0, p.duration_s)
+                );
+            }
+        }
+        assert!(shipped("LUL1").expectations.is_empty());
     }
 }
