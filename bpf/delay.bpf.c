@@ -9,7 +9,9 @@
  *
  * A packet is known along its path by struct cctl_delay_key (addresses, ports, seq,
  * ack_seq, IP id): none of it changes hop to hop, and the IP id (a per-socket counter for
- * DF packets) tells a retransmission from the original. Sampling is decided from a hash
+ * DF packets) tells a retransmission from the original. At its origin a packet may still
+ * be a GSO packet (TCP builds them whatever the device's features; they are cut after the
+ * egress hook), so each segment is stamped under the key it will have on the wire. Sampling is decided from a hash
  * of that key, so every hook decides alike without passing state: 1 packet in
  * `sample_every`. The origin tap (slot 0) makes the `stamps` entry, later taps fill their
  * slot, and the terminal tap writes one struct cctl_delay_event into the ring buffer and
@@ -30,6 +32,7 @@ char _license[] SEC("license") = "Dual BSD/GPL";
 #define ETH_HLEN 14
 #define ETH_P_IP 0x0800
 #define IPPROTO_TCP_ 6
+#define MAX_GSO_SEGS 64 /* 64 KB of 1448-byte segments is 45 */
 
 extern void *bpf_cast_to_kern_ctx(void *obj) __ksym;
 
@@ -41,6 +44,7 @@ __u64 stamped = 0;      /* sampled packets seen at their origin */
 __u64 delivered = 0;    /* sampled packets that reached their destination with an entry */
 __u64 unmatched = 0;    /* sampled at a terminal tap without an entry (evicted, or no origin tap) */
 __u64 events_dropped = 0; /* ring buffer full */
+__u64 gso_truncated = 0;  /* GSO packets of more than MAX_GSO_SEGS segments: the rest unstamped */
 
 /* So that libbpf-cargo emits the types into the skeleton. */
 struct cctl_delay_event _cctl_delay_event_type = {};
@@ -77,6 +81,31 @@ static __always_inline __u64 mix(__u64 h, __u64 v)
 	return h ^ (h >> 29);
 }
 
+/* Whether the packet with this key is one of the 1 in `sample_every`. */
+static __always_inline bool sampled(const struct cctl_delay_key *k)
+{
+	__u64 h;
+
+	if (sample_every <= 1)
+		return true;
+	h = mix(mix(mix(mix(0, ((__u64)k->saddr << 32) | k->daddr),
+			((__u64)k->sport << 16) | k->dport),
+		    ((__u64)k->seq << 32) | k->ack_seq),
+		k->ip_id);
+	return (h >> 16) % sample_every == 0;
+}
+
+static __always_inline void stamp_origin(const struct cctl_delay_key *k, __u64 now)
+{
+	struct stamp fresh = {};
+
+	if (!sampled(k))
+		return;
+	fresh.t_ns[0] = now;
+	bpf_map_update_elem(&stamps, k, &fresh, BPF_ANY);
+	__sync_fetch_and_add(&stamped, 1);
+}
+
 static __always_inline int tap(struct __sk_buff *skb, __u32 ingress)
 {
 	__u64 now = bpf_ktime_get_ns();
@@ -85,7 +114,7 @@ static __always_inline int tap(struct __sk_buff *skb, __u32 ingress)
 	struct cctl_delay_role *role;
 	struct stamp *st;
 	struct iphdr ip;
-	__u32 th[4];
+	__u32 th[3];
 	__u16 proto;
 	__u32 slot;
 
@@ -113,26 +142,37 @@ static __always_inline int tap(struct __sk_buff *skb, __u32 ingress)
 	key.ack_seq = th[2];
 	key.ip_id = ip.id;
 
-	if (sample_every > 1) {
-		__u64 h = mix(mix(mix(0, ((__u64)key.saddr << 32) | key.daddr), th[0]),
-			      ((__u64)key.seq << 32) | key.ack_seq);
-		h = mix(h, key.ip_id);
-		if ((h >> 16) % sample_every)
-			return TCX_NEXT;
-	}
-
 	slot = role->slot;
 	if (slot >= CCTL_DELAY_SLOTS)
 		return TCX_NEXT;
 
 	if (slot == 0) {
-		struct stamp fresh = {};
+		/* TCP hands the device GSO packets even with GSO off on it (the segments are
+		 * cut after this hook): stamp each segment as it will appear, seq advancing by
+		 * gso_size and the IP id by one per segment. */
+		__u32 segs = skb->gso_segs, step = skb->gso_size;
+		__u32 seq0 = bpf_ntohl(key.seq);
+		__u16 id0 = bpf_ntohs(key.ip_id);
 
-		fresh.t_ns[0] = now;
-		bpf_map_update_elem(&stamps, &key, &fresh, BPF_ANY);
-		__sync_fetch_and_add(&stamped, 1);
+		if (segs <= 1 || !step) {
+			stamp_origin(&key, now);
+			return TCX_NEXT;
+		}
+		if (segs > MAX_GSO_SEGS) {
+			__sync_fetch_and_add(&gso_truncated, 1);
+			segs = MAX_GSO_SEGS;
+		}
+		for (__u32 i = 0; i < MAX_GSO_SEGS; i++) {
+			if (i >= segs)
+				break;
+			key.seq = bpf_htonl(seq0 + i * step);
+			key.ip_id = bpf_htons((__u16)(id0 + i));
+			stamp_origin(&key, now);
+		}
 		return TCX_NEXT;
 	}
+	if (!sampled(&key))
+		return TCX_NEXT;
 	st = bpf_map_lookup_elem(&stamps, &key);
 	if (!st) {
 		if (role->terminal)

@@ -42,7 +42,7 @@ pub struct CloseConfig {
 /// One TCP socket's whole life, written when it is destroyed. Counters are the socket's
 /// own (tcp_info's names in the docs); the `Option` fields come from tcp_probe and are
 /// `None` for a socket that never received a segment once established.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct CloseRecord {
     /// When it was destroyed, CLOCK_MONOTONIC ns.
     pub ts_ns: u64,

@@ -123,6 +123,9 @@ pub struct DelayCounts {
     pub unmatched: u64,
     /// Events lost because the ring buffer was full.
     pub events_dropped: u64,
+    /// GSO packets of more than 64 segments at their origin (the segments past the 64th
+    /// were not stamped).
+    pub gso_truncated: u64,
 }
 
 /// Taps attached: until [`DelayTaps::finish`] or drop.
@@ -375,6 +378,7 @@ fn run(
             delivered: std::ptr::read_volatile(&bss.delivered),
             unmatched: std::ptr::read_volatile(&bss.unmatched),
             events_dropped: std::ptr::read_volatile(&bss.events_dropped),
+            gso_truncated: std::ptr::read_volatile(&bss.gso_truncated),
         }
     };
     Ok(counts)

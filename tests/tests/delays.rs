@@ -73,7 +73,14 @@ fn sojourn_times_agree_with_the_bottlenecks_backlog() {
 
     let pk = packets(&events, &plan, &results, t0_ns);
     let rec = record(counts, 1, &pk, 1, &plan);
-    eprintln!("counts {:?}", rec.counts);
+    eprintln!(
+        "counts {:?}; events {}: forward {} reverse {}; sender segments {:?}",
+        rec.counts,
+        events.len(),
+        pk.iter().filter(|p| p.forward).count(),
+        pk.iter().filter(|p| !p.forward).count(),
+        results[0].segments
+    );
     let fwd: Vec<_> = pk.iter().filter(|p| p.forward && p.t_s > 1.0).collect();
     assert!(
         fwd.len() > 1000,

@@ -88,6 +88,7 @@ pub fn record(
             delivered: counts.delivered,
             unmatched: counts.unmatched,
             events_dropped: counts.events_dropped,
+            gso_truncated: counts.gso_truncated,
         },
         packets,
         flows,

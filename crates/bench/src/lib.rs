@@ -12,6 +12,7 @@
 //! Running needs root (CAP_BPF, CAP_NET_ADMIN, CAP_SYS_ADMIN).
 
 pub mod calibrate;
+pub mod closing;
 pub mod cost;
 pub mod delays;
 pub mod execute;
@@ -21,4 +22,5 @@ pub mod network;
 pub mod perf;
 pub mod resolve;
 pub mod run;
+pub mod traffic;
 pub mod validity;

@@ -117,8 +117,8 @@ fn flow_cc(f: &cctl_scenario::FlowPlan, algo: &ResolvedCc, all: &[ResolvedCc]) -
 }
 
 /// Runs one point once with one algorithm on slot `slot`'s dumbbell, its samples from
-/// `feed`; writes `dir/{samples.csv,queue.csv,run.json}` (`run.json` last, by rename, so
-/// a run with a `run.json` is whole).
+/// `feed`; writes `dir/{samples.csv,queue.csv,delays.csv,close.json,run.json}` (`run.json`
+/// last, by rename, so a run with a `run.json` is whole).
 #[allow(clippy::too_many_arguments)]
 pub fn run_once(
     point: &RunPoint,
@@ -132,10 +132,13 @@ pub fn run_once(
     feed: &SampleFeed,
 ) -> Result<RunRecord> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    // TCP flows run here; udp-cbr flows are the traffic module's (crate::traffic). A flow
+    // keeps its [[flows]] position as its id and sender either way.
     let flows: Vec<FlowSpec> = point
         .flows
         .iter()
         .enumerate()
+        .filter(|(_, f)| f.kind == cctl_scenario::FlowKind::Tcp)
         .map(|(i, f)| FlowSpec {
             id: i + 1,
             cc: flow_cc(f, algo, all),
@@ -143,7 +146,7 @@ pub fn run_once(
             stop: Duration::from_secs_f64(f.stop_s),
             sender: i,
             size_bytes: f.size_bytes,
-            reverse: false,
+            reverse: f.direction == cctl_scenario::Direction::Reverse,
         })
         .collect();
     let mut path = path_in_slot(point, slot);
@@ -160,6 +163,7 @@ pub fn run_once(
     };
     let bed = cctl_netem::chain::Bed::create(chain_spec(point, slot), &path)?;
     let taps = crate::delays::start(&bed, opts.delay_sample)?;
+    let closing = crate::closing::start(PORT, &bed.drop_places().namespaces)?;
     feed.subscribe(slot.0);
     let counters0 = feed.counters();
 
@@ -235,6 +239,7 @@ pub fn run_once(
         })
     };
 
+    let traffic = crate::traffic::start(point, &bed, t0, stop)?;
     let results = std::thread::scope(|scope| {
         let flows_stop = stop.clone();
         let handle = scope.spawn(|| run_bulk_flows(&bed, PORT, &flows, flows_stop));
@@ -245,6 +250,7 @@ pub fn run_once(
             .join()
             .map_err(|_| anyhow!("the flow runner panicked"))?
     })?;
+    let traffic = traffic.finish().context("finishing the UDP traffic")?;
     let completed = !stop.load(Ordering::SeqCst);
     done.store(true, Ordering::Relaxed);
     let _ = sampler.join();
@@ -282,6 +288,8 @@ pub fn run_once(
     let drops = cctl_netem::ledger::read(&bed.drop_places(), random_drops, dropped)
         .context("reading the drop ledger")?;
     bed.destroy().context("removing the testbed")?;
+    let close = closing.finish()?;
+    crate::closing::write(dir, &close)?;
 
     // Raw data first, so an interrupted run keeps what it measured.
     let mut w = csv::Writer::from_path(dir.join("samples.csv"))?;
@@ -323,6 +331,8 @@ pub fn run_once(
         invalid: drops.unintended(),
         drops: Some(drops),
         delays,
+        udp: traffic.udp,
+        probes: traffic.probes,
     };
     let tmp = dir.join("run.json.part");
     std::fs::write(&tmp, serde_json::to_vec_pretty(&record)?)?;
@@ -342,8 +352,8 @@ pub fn flow_series(
     results
         .iter()
         .zip(flows)
-        .zip(&point.flows)
-        .map(|((r, spec), plan)| {
+        .map(|(r, spec)| {
+            let plan = &point.flows[spec.id - 1];
             let mine: Vec<Sample> = samples
                 .iter()
                 .filter(|s| {

@@ -1,4 +1,5 @@
-//! Per-packet one-way delay and bottleneck sojourn time: what the testbed's delay taps
+//! Delay distributions ([`DelayStats`], of any delays: also the UDP probes'), and
+//! per-packet one-way delay and bottleneck sojourn time: what the testbed's delay taps
 //! measured (every sampled packet timed where it left its sender, entered and left each
 //! bottleneck, and reached its receiver, on one clock), reduced to per-flow and per-hop
 //! percentiles, CDFs and series.
@@ -28,8 +29,11 @@ pub struct PacketDelay {
 /// Distribution of one delay, usec.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct DelayStats {
-    /// Packets.
+    /// Values (packets, probes).
     pub n: u64,
+    /// Smallest, usec.
+    #[serde(default)]
+    pub min_us: f64,
     /// Mean, usec.
     pub mean_us: f64,
     /// Median, usec.
@@ -64,6 +68,7 @@ impl DelayStats {
         v.sort_by(f64::total_cmp);
         Some(DelayStats {
             n: v.len() as u64,
+            min_us: *v.first()?,
             mean_us: v.iter().sum::<f64>() / v.len().max(1) as f64,
             p50_us: quantile(&v, 0.50)?,
             p95_us: quantile(&v, 0.95)?,
@@ -138,6 +143,9 @@ pub struct TapCounts {
     pub unmatched: u64,
     /// Events lost to a full ring buffer.
     pub events_dropped: u64,
+    /// GSO packets of more than 64 segments at their origin (the rest went unstamped).
+    #[serde(default)]
+    pub gso_truncated: u64,
 }
 
 /// A run's delays: counters, per flow and per bottleneck.

@@ -27,6 +27,7 @@ use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context};
+use cctl_metrics::delay::DelayStats;
 use nix::time::{clock_gettime, ClockId};
 use serde::{Deserialize, Serialize};
 use socket2::{Domain, Protocol, Socket, Type};
@@ -166,53 +167,6 @@ pub struct ProbeResult {
     pub error: Option<String>,
 }
 
-/// Distribution of one delay over a run's probes, in usec (nearest-rank percentiles).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct DelayStats {
-    /// Probes measured.
-    pub samples: usize,
-    /// Smallest, in usec.
-    pub min_us: f64,
-    /// Median, in usec.
-    pub p50_us: f64,
-    /// 95th percentile, in usec.
-    pub p95_us: f64,
-    /// 99th percentile, in usec.
-    pub p99_us: f64,
-    /// Largest, in usec.
-    pub max_us: f64,
-    /// Mean, in usec.
-    pub mean_us: f64,
-}
-
-impl DelayStats {
-    /// The statistics of `values` (usec); `None` if there are none.
-    pub fn of(values: impl IntoIterator<Item = f64>) -> Option<DelayStats> {
-        let mut v: Vec<f64> = values.into_iter().filter(|x| x.is_finite()).collect();
-        if v.is_empty() {
-            return None;
-        }
-        v.sort_by(f64::total_cmp);
-        Some(DelayStats {
-            samples: v.len(),
-            min_us: v[0],
-            p50_us: percentile(&v, 50.0),
-            p95_us: percentile(&v, 95.0),
-            p99_us: percentile(&v, 99.0),
-            max_us: v[v.len() - 1],
-            mean_us: v.iter().sum::<f64>() / v.len() as f64,
-        })
-    }
-}
-
-/// Nearest-rank percentile `p` (0..=100) of `sorted` (ascending, not empty): the smallest
-/// value with at least p % of the values at or below it.
-pub fn percentile(sorted: &[f64], p: f64) -> f64 {
-    let n = sorted.len();
-    let rank = ((p / 100.0) * n as f64).ceil() as usize;
-    sorted[rank.clamp(1, n) - 1]
-}
-
 /// A probe run in a few numbers.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct ProbeSummary {
@@ -236,9 +190,27 @@ impl ProbeResult {
         let frac = |a: u64, b: u64| if b > 0 { a as f64 / b as f64 } else { 0.0 };
         let c = &self.counts;
         ProbeSummary {
-            rtt: DelayStats::of(self.records.iter().filter_map(|r| r.rtt_us)),
-            fwd: DelayStats::of(self.records.iter().filter_map(|r| r.fwd_us)),
-            rev: DelayStats::of(self.records.iter().filter_map(|r| r.rev_us)),
+            rtt: DelayStats::of(
+                &self
+                    .records
+                    .iter()
+                    .filter_map(|r| r.rtt_us)
+                    .collect::<Vec<_>>(),
+            ),
+            fwd: DelayStats::of(
+                &self
+                    .records
+                    .iter()
+                    .filter_map(|r| r.fwd_us)
+                    .collect::<Vec<_>>(),
+            ),
+            rev: DelayStats::of(
+                &self
+                    .records
+                    .iter()
+                    .filter_map(|r| r.rev_us)
+                    .collect::<Vec<_>>(),
+            ),
             loss: frac(c.sent - c.returned.min(c.sent), c.sent),
             loss_forward: frac(c.lost_forward, c.sent),
             loss_back: frac(c.lost_back, c.server_received),
@@ -653,22 +625,6 @@ mod tests {
     }
 
     #[test]
-    fn nearest_rank_percentiles_of_one_to_a_hundred_are_the_ranks() {
-        let v: Vec<f64> = (1..=100).map(f64::from).collect();
-        assert_eq!(percentile(&v, 50.0), 50.0);
-        assert_eq!(percentile(&v, 95.0), 95.0);
-        assert_eq!(percentile(&v, 99.0), 99.0);
-        assert_eq!(percentile(&v, 0.0), 1.0);
-        assert_eq!(percentile(&[3.0], 99.0), 3.0);
-        let s = DelayStats::of(v).unwrap();
-        assert_eq!(
-            (s.samples, s.min_us, s.max_us, s.mean_us),
-            (100, 1.0, 100.0, 50.5)
-        );
-        assert_eq!(DelayStats::of([]), None);
-    }
-
-    #[test]
     fn the_summary_tells_loss_forward_from_loss_back() {
         let rec = |seq, fwd: Option<f64>, rev: Option<f64>| ProbeRecord {
             seq,
@@ -698,7 +654,7 @@ mod tests {
         let s = r.summary();
         assert_eq!((s.loss, s.loss_forward), (0.5, 0.25));
         assert!((s.loss_back - 1.0 / 3.0).abs() < 1e-12);
-        assert_eq!(s.fwd.unwrap().samples, 3);
+        assert_eq!(s.fwd.unwrap().n, 3);
         assert_eq!(s.fwd.unwrap().p50_us, 200.0);
         assert_eq!(s.rtt.unwrap().max_us, 270.0);
         assert_eq!(s.rev.unwrap().min_us, 50.0);

@@ -159,6 +159,12 @@ pub struct RunRecord {
     /// the taps off (`--delay-sample 0`) and in files written before they existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delays: Option<cctl_metrics::delay::DelayRecord>,
+    /// The `udp-cbr` flows' streams ([`cctl_netem::udp`]), in `[[flows]]` order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub udp: Vec<cctl_netem::udp::CbrResult>,
+    /// The `[[probes]]`' results ([`cctl_netem::probes`]), per probe and counted.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub probes: Vec<cctl_netem::probes::ProbeResult>,
 }
 
 fn yes() -> bool {

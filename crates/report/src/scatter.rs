@@ -32,8 +32,8 @@ pub fn flow_dots(records: &[RunRecord], p: &MetricParams) -> Vec<FlowDot> {
     let mut out = Vec::new();
     for r in records {
         let end = r.spec.duration_s;
-        for (i, f) in r.series.iter().enumerate() {
-            let algo = match r.spec.flows.get(i).map(|p| &p.cc) {
+        for f in &r.series {
+            let algo = match r.spec.flows.get(f.id.wrapping_sub(1)).map(|p| &p.cc) {
                 Some(CcRef::Named(n)) => n.clone(),
                 _ => r.algo.clone(),
             };

@@ -161,7 +161,19 @@ pub fn run_metrics(r: &RunRecord, p: &MetricParams) -> RunMetrics {
             v.insert("M7 S".into(), x);
         }
     }
-    let eff = metrics::efficiency(flows, &r.queue, 0.0, end, capacity);
+    // M8 is the forward bottleneck's: reverse flows (`direction = "reverse"`) cross the
+    // reverse path, not it.
+    let forward: Vec<FlowSeries> = flows
+        .iter()
+        .filter(|f| {
+            r.spec
+                .flows
+                .get(f.id.wrapping_sub(1))
+                .is_none_or(|p| p.direction == cctl_scenario::Direction::Forward)
+        })
+        .cloned()
+        .collect();
+    let eff = metrics::efficiency(&forward, &r.queue, 0.0, end, capacity);
     if let Some(x) = eff.goodput_bps {
         v.insert("M8 goodput (Mbit/s)".into(), x / 1e6);
     }
@@ -186,6 +198,35 @@ pub fn run_metrics(r: &RunRecord, p: &MetricParams) -> RunMetrics {
     }
     if let Some(d) = &r.delays {
         v.extend(d.metrics());
+    }
+    // Latency under load: each [[probes]] table's delays and loss; each udp-cbr stream.
+    for (k, p) in r.probes.iter().enumerate() {
+        let s = p.summary();
+        let n = k + 1;
+        if let Some(d) = s.rtt {
+            v.insert(format!("probe{n} RTT p50 (ms)"), d.p50_us / 1e3);
+            v.insert(format!("probe{n} RTT p95 (ms)"), d.p95_us / 1e3);
+            v.insert(format!("probe{n} RTT p99 (ms)"), d.p99_us / 1e3);
+        }
+        if let Some(d) = s.fwd {
+            v.insert(format!("probe{n} one-way delay p50 (ms)"), d.p50_us / 1e3);
+            v.insert(format!("probe{n} one-way delay p99 (ms)"), d.p99_us / 1e3);
+        }
+        if let Some(d) = s.rev {
+            v.insert(
+                format!("probe{n} reverse one-way delay p50 (ms)"),
+                d.p50_us / 1e3,
+            );
+        }
+        v.insert(format!("probe{n} loss"), s.loss);
+    }
+    for u in &r.udp {
+        v.insert(
+            format!("udp flow{} received (Mbit/s)", u.id),
+            u.receive_rate_mbit(),
+        );
+        let lost = u.lost_packets() as f64 / (u.sent_packets.max(1)) as f64;
+        v.insert(format!("udp flow{} loss", u.id), lost);
     }
     if let Some(w) = &r.web {
         v.insert("web load forward (Mbit/s)".into(), w.forward_bps() / 1e6);
@@ -328,7 +369,10 @@ impl InvalidRun {
 fn named_flows_goodput(r: &RunRecord, p: &MetricParams) -> Option<f64> {
     let mut total = 0.0;
     let mut any = false;
-    for (f, plan) in r.series.iter().zip(&r.spec.flows) {
+    for f in &r.series {
+        let Some(plan) = r.spec.flows.get(f.id.wrapping_sub(1)) else {
+            continue;
+        };
         if matches!(plan.cc, cctl_scenario::CcRef::Named(_)) {
             total +=
                 metrics::flow_throughput(f, r.spec.duration_s, &p.steady_state).whole_run_bps?;

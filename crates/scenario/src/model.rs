@@ -43,7 +43,8 @@ pub const METRICS: &[&str] = &[
 /// fair-to-Reno factor (M11) against `x`; `timeline`: per-flow throughput, queue and losses
 /// over time; `cdf`: CDFs of per-interval metrics across runs (T1.4); `delay_throughput`:
 /// Pantheon-style scatter of each flow's throughput against its queueing delay, with a mean
-/// and 1-σ ellipse per algorithm.
+/// and 1-σ ellipse per algorithm; `delay`: per run, each flow's one-way delay and each
+/// bottleneck's sojourn time over time and as CDFs (the per-packet delay taps).
 pub const PLOTS: &[&str] = &[
     "cwnd",
     "ratio_vs_rtt",
@@ -58,6 +59,7 @@ pub const PLOTS: &[&str] = &[
     "timeline",
     "cdf",
     "delay_throughput",
+    "delay",
 ];
 
 /// Numeric parameters of `[defaults]` and the profiles: the keys a sweep may vary and that
