@@ -135,7 +135,8 @@ static __always_inline __u64 chrono_us(struct tcp_sock *tp, int type, __u32 jiff
 {
 	__u64 j = tp->chrono_stat[type - 1];
 
-	if (tp->chrono_type == type)
+	/* A plain u8 in 6.18, a 2-bit field in 6.12: read it through its relocated bits. */
+	if (BPF_CORE_READ_BITFIELD(tp, chrono_type) == type)
 		j += jiffies - tp->chrono_start;
 	return j * USEC_PER_SEC / CONFIG_HZ;
 }
