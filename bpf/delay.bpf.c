@@ -123,14 +123,6 @@ static __always_inline int tap(struct __sk_buff *skb, __u32 ingress)
 	if (bpf_skb_load_bytes(skb, ETH_HLEN, &ip, sizeof(ip)) || ip.protocol != IPPROTO_TCP_)
 		return TCX_NEXT;
 
-	struct sk_buff *kskb = bpf_cast_to_kern_ctx(skb);
-	where.netns_cookie = BPF_CORE_READ(kskb, dev, nd_net.net, net_cookie);
-	where.ifindex = skb->ifindex;
-	where.ingress = ingress;
-	role = bpf_map_lookup_elem(&taps, &where);
-	if (!role)
-		return TCX_NEXT;
-
 	/* sport, dport, seq, ack_seq: the first 12 bytes of the TCP header. */
 	if (bpf_skb_load_bytes(skb, ETH_HLEN + ip.ihl * 4, th, 12))
 		return TCX_NEXT;
@@ -141,6 +133,18 @@ static __always_inline int tap(struct __sk_buff *skb, __u32 ingress)
 	key.seq = th[1];
 	key.ack_seq = th[2];
 	key.ip_id = ip.id;
+	/* Most packets are not sampled: leave before the tap lookup. A GSO packet (only at
+	 * an origin) is decided per segment below. */
+	if (skb->gso_segs <= 1 && !sampled(&key))
+		return TCX_NEXT;
+
+	struct sk_buff *kskb = bpf_cast_to_kern_ctx(skb);
+	where.netns_cookie = BPF_CORE_READ(kskb, dev, nd_net.net, net_cookie);
+	where.ifindex = skb->ifindex;
+	where.ingress = ingress;
+	role = bpf_map_lookup_elem(&taps, &where);
+	if (!role)
+		return TCX_NEXT;
 
 	slot = role->slot;
 	if (slot >= CCTL_DELAY_SLOTS)
@@ -171,8 +175,6 @@ static __always_inline int tap(struct __sk_buff *skb, __u32 ingress)
 		}
 		return TCX_NEXT;
 	}
-	if (!sampled(&key))
-		return TCX_NEXT;
 	st = bpf_map_lookup_elem(&stamps, &key);
 	if (!st) {
 		if (role->terminal)

@@ -52,6 +52,7 @@ pub const SUMMARY_METRICS: &[&str] = &[
     "M15 flow{N} completion (s)",
     "M16 flow{N} mean epoch (s)",
     "backoffs flow{N}",
+    "flow{N} min RTT / base RTT",
     "bottleneck drops (pkts)",
     "unintended drops (pkts)",
     "bottleneck ECN marks (pkts)",

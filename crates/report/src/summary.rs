@@ -94,6 +94,20 @@ pub fn run_metrics(r: &RunRecord, p: &MetricParams) -> RunMetrics {
             v.insert(format!("M16 flow{} mean epoch (s)", f.id), e);
         }
         v.insert(format!("backoffs flow{}", f.id), f.backoffs.len() as f64);
+        // The path as built: the smallest RTT the flow's sender measured over its
+        // configured base RTT (≥ 1; above by a packet's serialisation at the bottleneck).
+        let min_rtt_us = f
+            .points
+            .iter()
+            .map(|p| p.min_rtt_us)
+            .filter(|&m| m > 0)
+            .min();
+        if let (Some(m), true) = (min_rtt_us, f.base_rtt_s > 0.0) {
+            v.insert(
+                format!("flow{} min RTT / base RTT", f.id),
+                f64::from(m) / (f.base_rtt_s * 1e6),
+            );
+        }
         if let Some(c) = f.completion_s {
             v.insert(format!("M15 flow{} completion (s)", f.id), c);
         }
