@@ -108,24 +108,33 @@ static __always_inline void stamp_origin(const struct cctl_delay_key *k, __u64 n
 
 static __always_inline int tap(struct __sk_buff *skb, __u32 ingress)
 {
-	__u64 now = bpf_ktime_get_ns();
 	struct cctl_delay_key key = {};
 	struct cctl_delay_tap where = {};
 	struct cctl_delay_role *role;
 	struct stamp *st;
 	struct iphdr ip;
 	__u32 th[3];
-	__u16 proto;
 	__u32 slot;
 
-	if (bpf_skb_load_bytes(skb, 12, &proto, sizeof(proto)) || proto != bpf_htons(ETH_P_IP))
+	/* Direct packet access (headers are linear here: veth, and TCP builds its headers in
+	 * the linear part); cheaper than bpf_skb_load_bytes on every packet of the run. */
+	void *data = (void *)(long)skb->data, *end = (void *)(long)skb->data_end;
+	struct ethhdr *eth = data;
+	struct iphdr *iph = data + ETH_HLEN;
+
+	if ((void *)(iph + 1) > end || eth->h_proto != bpf_htons(ETH_P_IP) ||
+	    iph->protocol != IPPROTO_TCP_)
 		return TCX_NEXT;
-	if (bpf_skb_load_bytes(skb, ETH_HLEN, &ip, sizeof(ip)) || ip.protocol != IPPROTO_TCP_)
-		return TCX_NEXT;
+	ip = *iph;
 
 	/* sport, dport, seq, ack_seq: the first 12 bytes of the TCP header. */
-	if (bpf_skb_load_bytes(skb, ETH_HLEN + ip.ihl * 4, th, 12))
+	__u32 *tcp = data + ETH_HLEN + (ip.ihl & 0xf) * 4;
+
+	if ((void *)(tcp + 3) > end)
 		return TCX_NEXT;
+	th[0] = tcp[0];
+	th[1] = tcp[1];
+	th[2] = tcp[2];
 	key.saddr = ip.saddr;
 	key.daddr = ip.daddr;
 	key.sport = th[0] & 0xffff;
@@ -138,6 +147,7 @@ static __always_inline int tap(struct __sk_buff *skb, __u32 ingress)
 	if (skb->gso_segs <= 1 && !sampled(&key))
 		return TCX_NEXT;
 
+	__u64 now = bpf_ktime_get_ns();
 	struct sk_buff *kskb = bpf_cast_to_kern_ctx(skb);
 	where.netns_cookie = BPF_CORE_READ(kskb, dev, nd_net.net, net_cookie);
 	where.ifindex = skb->ifindex;
