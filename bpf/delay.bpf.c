@@ -92,7 +92,8 @@ static __always_inline bool sampled(const struct cctl_delay_key *k)
 			((__u64)k->sport << 16) | k->dport),
 		    ((__u64)k->seq << 32) | k->ack_seq),
 		k->ip_id);
-	return (h >> 16) % sample_every == 0;
+	/* 1 in N without a division: the top 32 bits of h scaled to [0, N). */
+	return (((h >> 32) * sample_every) >> 32) == 0;
 }
 
 static __always_inline void stamp_origin(const struct cctl_delay_key *k, __u64 now)

@@ -214,10 +214,12 @@ pub struct FlowPlan {
     /// Size of a fixed-size transfer, in bytes (`size_mb` · 10^6); `None` for a bulk flow.
     pub size_bytes: Option<u64>,
     /// TCP (default; also in files written before flows had a kind) or constant-bit-rate UDP.
-    #[serde(default)]
+    /// Left out of JSON when TCP, so older results read and write back unchanged.
+    #[serde(default, skip_serializing_if = "crate::traffic::FlowKind::is_tcp")]
     pub kind: crate::traffic::FlowKind,
-    /// Which way its data goes (TCP only; forward in files written before).
-    #[serde(default)]
+    /// Which way its data goes (TCP only; forward in files written before, and left out
+    /// of JSON when forward).
+    #[serde(default, skip_serializing_if = "crate::traffic::Direction::is_forward")]
     pub direction: crate::traffic::Direction,
     /// Rate of a `udp-cbr` flow, in Mbit/s of IPv4 packets; `None` for TCP.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -491,11 +491,7 @@ mod tests {
         // Expectations about the testbed only (no unintended drops), none about which
         // algorithm or discipline does better.
         let lul = shipped("LUL1");
-        let names: Vec<&str> = lul
-            .expectations
-            .iter()
-            .map(|e| e.metric.as_str())
-            .collect();
+        let names: Vec<&str> = lul.expectations.iter().map(|e| e.metric.as_str()).collect();
         assert_eq!(names, ["unintended drops (pkts)"]);
     }
 }

@@ -38,6 +38,11 @@ pub enum FlowKind {
 }
 
 impl FlowKind {
+    /// Whether it is TCP (the default).
+    pub fn is_tcp(&self) -> bool {
+        *self == FlowKind::Tcp
+    }
+
     /// The name in scenario files.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -57,6 +62,13 @@ pub enum Direction {
     /// From the receiver namespace to the flow's sender namespace, through the reverse
     /// path (shaped by `reverse_rate_mbit` if set).
     Reverse,
+}
+
+impl Direction {
+    /// Whether it is forward (the default).
+    pub fn is_forward(&self) -> bool {
+        *self == Direction::Forward
+    }
 }
 
 /// One `[[probes]]` table of a run point: irtt-style isochronous UDP probes measuring the
