@@ -340,6 +340,41 @@ fn open_pinned(path: &Path) -> Result<Option<MapHandle>> {
         .map_err(|e| Error::bpf(format!("opening pinned map {}", path.display()), e))
 }
 
+/// Whether the link pinned at `pin` still attaches a program to the cgroup with inode
+/// `cgroup_id`: a cgroup link whose cgroup went away, or that `bpftool link detach` cut,
+/// stays pinned but reports cgroup id 0 and attaches nothing. `false` also when the pin
+/// is missing or not a cgroup link.
+fn link_live(pin: &Path, cgroup_id: u64) -> bool {
+    let Ok(c) = std::ffi::CString::new(pin.as_os_str().as_encoded_bytes()) else {
+        return false;
+    };
+    // SAFETY: `c` is a valid NUL-terminated path for the call.
+    let fd = unsafe { libbpf_rs::libbpf_sys::bpf_obj_get(c.as_ptr()) };
+    if fd < 0 {
+        return false;
+    }
+    // SAFETY: bpf_obj_get returned a new descriptor we own.
+    let fd = unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) };
+    let mut info = libbpf_rs::libbpf_sys::bpf_link_info::default();
+    let mut len = std::mem::size_of_val(&info) as u32;
+    // SAFETY: `info` is a bpf_link_info of `len` bytes the kernel fills.
+    let rc = unsafe {
+        libbpf_rs::libbpf_sys::bpf_link_get_info_by_fd(fd.as_raw_fd(), &mut info, &mut len)
+    };
+    if rc != 0 || info.type_ != libbpf_rs::libbpf_sys::BPF_LINK_TYPE_CGROUP {
+        return false;
+    }
+    // SAFETY: a cgroup link's info fills the union's `cgroup` member.
+    let attached_to = unsafe { info.__bindgen_anon_1.cgroup.cgroup_id };
+    attached_to != 0 && attached_to == cgroup_id
+}
+
+/// The cgroup a rule's program attaches to, by inode (the cgroup id): the cgroup v2 root
+/// for port rules.
+fn attach_cgroup_id(dir: &Path) -> u64 {
+    std::fs::metadata(dir).map_or(0, |m| m.ino())
+}
+
 fn key_port(port: u16) -> Vec<u8> {
     u32::from(port).to_ne_bytes().to_vec()
 }
@@ -492,8 +527,15 @@ pub fn add(spec: &RuleSpec, cc: &str) -> Result<Added> {
         ),
     };
     let mut replaced = None;
+    // A pinned link that attaches nothing any more (its cgroup went away, or it was
+    // detached) is replaced: writing the rule into the map alone would do nothing.
+    let live = link_live(&link_pin, attach_cgroup_id(&cgroup_dir));
+    if !live && link_pin.exists() {
+        std::fs::remove_file(&link_pin)
+            .map_err(|e| Error::io("removing the stale policy link pin", &link_pin, e))?;
+    }
     match open_pinned(&map_pin)? {
-        Some(map) if link_pin.exists() => {
+        Some(map) if live => {
             if let Some(old) = map
                 .lookup(&key, MapFlags::ANY)
                 .map_err(|e| Error::bpf("reading the rule map", e))?
@@ -572,7 +614,9 @@ pub fn list() -> Result<Vec<Rule>> {
     let available = kernel::available_ccs().unwrap_or_default();
     let mut out = Vec::new();
     if let Some(map) = open_pinned(&port_map_pin())? {
-        let attached = port_link_pin().exists();
+        let attached = cgroup2_mount()
+            .map(|root| link_live(&port_link_pin(), attach_cgroup_id(&root)))
+            .unwrap_or(false);
         for key in map.keys() {
             let Ok(kb) = <[u8; 4]>::try_from(key.as_slice()) else {
                 continue;
@@ -605,7 +649,7 @@ pub fn list() -> Result<Vec<Rule>> {
                 .map_err(|e| Error::bpf("reading cgroup_rules", e))?
                 .and_then(|v| decode(&v))
             {
-                let attached = cgroup_link_pin(id).exists();
+                let attached = link_live(&cgroup_link_pin(id), id);
                 out.push(to_rule(
                     Target::Cgroup { path, id, exists },
                     &r,

@@ -676,3 +676,42 @@ fn bad_input_is_refused_with_a_clear_message_and_changes_nothing() {
     policy::remove(&RuleSpec::Port(PORT.into())).unwrap();
     assert!(policy_leftovers().is_empty(), "{:?}", policy_leftovers());
 }
+
+/// A stale pin does not fool `policy add` (issue 29): the port rule's pinned link is cut
+/// with `bpftool link detach` (the pin stays, the program no longer runs). `policy list`
+/// shows the rule as not attached, and adding the rule again replaces the dead link, so
+/// that new connections get the rule's CC again.
+#[test]
+fn a_stale_link_pin_is_replaced_not_trusted() {
+    let _k = KERNEL.lock().unwrap_or_else(|e| e.into_inner());
+    let _rules = setup();
+    let ns = Netns::create("stale");
+    let (default, cc) = (ns.1.clone(), ns.other_cc());
+    policy::add(&RuleSpec::Port(PORT.into()), cc).expect("adding the rule");
+    assert_eq!(connect_pair(&ns.0, PORT), pair(cc));
+
+    let link = "/sys/fs/bpf/cctl-policy/port_link";
+    run(&["bpftool", "link", "detach", "pinned", link]);
+    assert!(Path::new(link).exists(), "bpftool leaves the pin");
+    assert_eq!(
+        connect_pair(&ns.0, PORT),
+        pair(&default),
+        "the detached program no longer chooses"
+    );
+    let r = rule_for(PORT).expect("the rule is still in the map");
+    assert!(!r.attached, "a detached link is not attached: {r:?}");
+
+    let again = policy::add(&RuleSpec::Port(PORT.into()), cc).expect("adding it again");
+    assert_eq!(
+        again.replaced, None,
+        "the dead rule was not replaced in place"
+    );
+    assert!(rule_for(PORT).unwrap().attached);
+    assert_eq!(
+        connect_pair(&ns.0, PORT),
+        pair(cc),
+        "the new link chooses again"
+    );
+    policy::remove(&RuleSpec::Port(PORT.into())).expect("removing the rule");
+    assert!(policy_leftovers().is_empty(), "{:?}", policy_leftovers());
+}

@@ -30,12 +30,9 @@ fn guest_modules() -> Vec<&'static str> {
 Results go to <out>/<UTC timestamp>/perf.json and perf.md. Figures are ratios of side-by-side \
 runs; --quick is a smoke run whose figures only show that the benchmark works.")]
 pub struct PerfArgs {
-    /// Parts to run, comma-separated: ack, live, collector, migrate, ceiling.
-    #[arg(
-        long,
-        value_delimiter = ',',
-        default_value = "ack,live,collector,migrate,ceiling"
-    )]
+    /// Parts to run, comma-separated: ack, live, collector, migrate, ceiling, delays
+    /// (default: all of them).
+    #[arg(long, value_delimiter = ',')]
     parts: Vec<String>,
     /// Short smoke version (CI): fewer and shorter rounds, fewer flows.
     #[arg(long)]
@@ -73,9 +70,16 @@ struct GuestResult {
 
 /// Runs `cctl bench perf`.
 pub fn run(a: PerfArgs) -> Result<i32> {
-    let parts: Vec<Part> = parse_parts(&a.parts)?;
+    let parts: Vec<Part> = if a.parts.is_empty() {
+        Part::ALL.to_vec()
+    } else {
+        parse_parts(&a.parts)?
+    };
     if parts.is_empty() {
-        usage!("--parts: give at least one of ack, live, collector, migrate, ceiling");
+        usage!(
+            "--parts: give at least one of {}",
+            Part::ALL.map(Part::name).join(", ")
+        );
     }
     check_clock(a.clock, a.vm)?;
     cctl_loader::kernel::require_privileges("measuring cctl's performance")?;
