@@ -45,3 +45,37 @@ pub fn spawn_in_netns<T: Send + 'static>(
             Ok(f())
         })
 }
+
+/// A UDP socket made in network namespace `ns` (on a thread that joins it): `IP_TOS` set
+/// to `tos`, bound to `bind`, connected to `peer` if given, reads timing out after
+/// `read_timeout`. The probes and the constant-bit-rate streams both use it.
+///
+/// Errors: the namespace cannot be joined, or the socket calls fail (with `bind` and `ns`).
+pub fn udp_socket_in(
+    ns: &str,
+    bind: std::net::SocketAddrV4,
+    peer: Option<std::net::SocketAddrV4>,
+    tos: u32,
+    read_timeout: std::time::Duration,
+) -> anyhow::Result<std::net::UdpSocket> {
+    use anyhow::Context as _;
+    use socket2::{Domain, Protocol, Socket, Type};
+    let make = move || -> io::Result<std::net::UdpSocket> {
+        let s = Socket::new(Domain::IPV4, Type::DGRAM, Some(Protocol::UDP))?;
+        s.set_tos(tos)?;
+        s.bind(&std::net::SocketAddr::V4(bind).into())?;
+        if let Some(p) = peer {
+            s.connect(&std::net::SocketAddr::V4(p).into())?;
+        }
+        let s: std::net::UdpSocket = s.into();
+        s.set_read_timeout(Some(read_timeout))?;
+        Ok(s)
+    };
+    spawn_in_netns(ns, make)
+        .and_then(|h| {
+            h.join()
+                .unwrap_or_else(|_| Err(io::Error::other("the thread panicked")))
+        })
+        .and_then(|s| s)
+        .with_context(|| format!("UDP socket on {bind} in network namespace {ns}"))
+}

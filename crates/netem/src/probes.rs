@@ -20,7 +20,7 @@
 
 use std::collections::HashMap;
 use std::io;
-use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, UdpSocket};
+use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
@@ -30,9 +30,8 @@ use anyhow::{anyhow, bail, Context};
 use cctl_metrics::delay::DelayStats;
 use nix::time::{clock_gettime, ClockId};
 use serde::{Deserialize, Serialize};
-use socket2::{Domain, Protocol, Socket, Type};
 
-use crate::netns::spawn_in_netns;
+use crate::netns::udp_socket_in;
 
 /// Bytes of a probe's header, the smallest probe payload (irtt's default `-l 0` likewise
 /// sends the smallest packet its headers allow), in bytes.
@@ -257,34 +256,6 @@ impl Header {
     }
 }
 
-/// A UDP socket with `IP_TOS` and a read timeout, created in network namespace `ns`: bound to
-/// `bind`, and connected to `peer` if given.
-fn udp_socket_in(
-    ns: &str,
-    bind: SocketAddrV4,
-    peer: Option<SocketAddrV4>,
-    tos: u32,
-) -> anyhow::Result<UdpSocket> {
-    let make = move || -> io::Result<UdpSocket> {
-        let s = Socket::new(Domain::IPV4, Type::DGRAM, Some(Protocol::UDP))?;
-        s.set_tos(tos)?;
-        s.bind(&SocketAddr::V4(bind).into())?;
-        if let Some(p) = peer {
-            s.connect(&SocketAddr::V4(p).into())?;
-        }
-        let s: UdpSocket = s.into();
-        s.set_read_timeout(Some(Duration::from_millis(POLL_MS)))?;
-        Ok(s)
-    };
-    spawn_in_netns(ns, make)
-        .and_then(|h| {
-            h.join()
-                .unwrap_or_else(|_| Err(io::Error::other("the thread panicked")))
-        })
-        .and_then(|s| s)
-        .with_context(|| format!("UDP socket on {bind} in network namespace {ns}"))
-}
-
 /// Whether `e` is a read timeout (`SO_RCVTIMEO` expiry shows as EAGAIN).
 fn is_timeout(e: &io::Error) -> bool {
     matches!(
@@ -336,13 +307,20 @@ pub fn start(
 ) -> anyhow::Result<Probes> {
     spec.validate().map_err(|e| anyhow!("probes: {e}"))?;
     let server_at = SocketAddrV4::new(server_addr, port);
-    let server_sock = udp_socket_in(server_ns, server_at, None, spec.tos())
-        .context("starting the probe server")?;
+    let server_sock = udp_socket_in(
+        server_ns,
+        server_at,
+        None,
+        spec.tos(),
+        Duration::from_millis(POLL_MS),
+    )
+    .context("starting the probe server")?;
     let client_sock = udp_socket_in(
         client_ns,
         SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0),
         Some(server_at),
         spec.tos(),
+        Duration::from_millis(POLL_MS),
     )
     .context("starting the probe client")?;
     let client_rx = client_sock

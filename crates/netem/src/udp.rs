@@ -10,7 +10,7 @@
 //! bottleneck, its qdisc counts the same drops).
 
 use std::io;
-use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, UdpSocket};
+use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::{self, JoinHandle};
@@ -18,9 +18,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context};
 use serde::{Deserialize, Serialize};
-use socket2::{Domain, Protocol, Socket, Type};
 
-use crate::netns::spawn_in_netns;
+use crate::netns::udp_socket_in;
 
 /// Default UDP payload of a datagram, in bytes: below any tunnel's MTU, as QUIC's and
 /// VoIP-trunk-sized traffic; 1228-byte IPv4 packets.
@@ -196,13 +195,14 @@ pub fn start(
         .map_err(|e| anyhow!("UDP stream {}: {e}", spec.id))?;
     let dst = SocketAddrV4::new(receiver_addr, port);
     let tos = u32::from(spec.dscp) << 2;
-    let rx_sock = socket_in(receiver_ns, dst, None, tos)
+    let rx_sock = udp_socket_in(receiver_ns, dst, None, tos, Duration::from_millis(POLL_MS))
         .with_context(|| format!("UDP stream {}: receiver", spec.id))?;
-    let tx_sock = socket_in(
+    let tx_sock = udp_socket_in(
         sender_ns,
         SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0),
         Some(dst),
         tos,
+        Duration::from_millis(POLL_MS),
     )
     .with_context(|| format!("UDP stream {}: sender", spec.id))?;
     let sender_done = Arc::new(AtomicBool::new(false));
@@ -277,34 +277,6 @@ impl CbrTraffic {
             error: tx_err.or(rx_err),
         })
     }
-}
-
-/// A UDP socket with `IP_TOS` and a read timeout, created in network namespace `ns`: bound to
-/// `bind`, and connected to `peer` if given.
-fn socket_in(
-    ns: &str,
-    bind: SocketAddrV4,
-    peer: Option<SocketAddrV4>,
-    tos: u32,
-) -> anyhow::Result<UdpSocket> {
-    let make = move || -> io::Result<UdpSocket> {
-        let s = Socket::new(Domain::IPV4, Type::DGRAM, Some(Protocol::UDP))?;
-        s.set_tos(tos)?;
-        s.bind(&SocketAddr::V4(bind).into())?;
-        if let Some(p) = peer {
-            s.connect(&SocketAddr::V4(p).into())?;
-        }
-        let s: UdpSocket = s.into();
-        s.set_read_timeout(Some(Duration::from_millis(POLL_MS)))?;
-        Ok(s)
-    };
-    spawn_in_netns(ns, make)
-        .and_then(|h| {
-            h.join()
-                .unwrap_or_else(|_| Err(io::Error::other("the thread panicked")))
-        })
-        .and_then(|s| s)
-        .with_context(|| format!("UDP socket on {bind} in network namespace {ns}"))
 }
 
 /// The sender: datagram `k` at `start + k·gap` until `stop` (or the stop flag).
