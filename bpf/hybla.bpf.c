@@ -139,12 +139,15 @@ void BPF_PROG(hybla_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 	hybla_update_rho(ca, tp, &p);
 	if (!cc_cwnd_limited(sk))
 		return;
-	if (ack_counting)
-		acked = 1;
 	if (!ca->hybla_en) {
+		/* outside Open, Reno with the packets acked, as tcp_hybla.c: ack_counting
+		 * is Hybla's own per-ACK rule, not Reno's (found by conform delayed-acks
+		 * at 100 ms: Disorder with 2-segment ACKs grew 1 instead of 2) */
 		tcp_reno_cong_avoid(sk, ack, acked);
 		return;
 	}
+	if (ack_counting)
+		acked = 1;
 
 	s.credit = ca->ca_credit;
 	s.cwnd = tp->snd_cwnd;

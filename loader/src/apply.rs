@@ -50,7 +50,7 @@ use crate::error::{Error, Result};
 use crate::policy::{self, RuleSpec, Target};
 use crate::registry::{self, LoadOptions};
 use crate::upgrade::{self, UpgradeOptions};
-use crate::{kernel, migrate, security};
+use crate::{kernel, migrate};
 
 /// A name cctl loaded, as [`observe`] found it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -582,7 +582,7 @@ pub fn plan(cfg: &Config, obs: &Observed) -> Result<Plan> {
 }
 
 /// Reads the state [`plan`] needs: cctl's loaded names (after checking that cctl's
-/// metadata directories are trusted, [`security::check_trusted_dir`]), the registered
+/// metadata directories are trusted, [`registry::check_trusted_state`], [`policy::check_trusted_state`]), the registered
 /// congestion controls, the default, the policy rules, the file's cgroups, native
 /// modules named like the file's algorithms, and the established users of the names the
 /// file would unload. Reads only.
@@ -591,14 +591,8 @@ pub fn plan(cfg: &Config, obs: &Observed) -> Result<Plan> {
 /// write), [`Error::NotPrivileged`] (reading policy maps, walking namespaces), [`Error::Io`],
 /// [`Error::Bpf`].
 pub fn observe(cfg: &Config) -> Result<Observed> {
-    security::check_trusted_dir(
-        std::path::Path::new(registry::META_DIR),
-        "cctl's metadata directory",
-    )?;
-    security::check_trusted_dir(
-        std::path::Path::new(policy::META_DIR),
-        "the policy's metadata directory",
-    )?;
+    registry::check_trusted_state()?;
+    policy::check_trusted_state()?;
     let mut records = registry::list_loaded()?;
     // Live tunables as they are in the kernel (`cctl set` by hand included).
     records.iter_mut().for_each(crate::live::refresh);

@@ -81,6 +81,7 @@ fn open_live(name: &str, v: &Version) -> Result<Option<LiveMap>> {
             ),
         });
     }
+    crate::security::check_pin(pin, &format!("the live tunables' pin of {name}"))?;
     let map = libbpf_rs::MapHandle::from_pinned_path(pin).map_err(|e| Error::NoVersion {
         name: name.into(),
         detail: format!(
@@ -336,10 +337,7 @@ pub fn check(
 pub fn set(arg: &str, assignments: &[String]) -> Result<SetReport> {
     let name = registry::resolve_loaded(arg)?;
     crate::kernel::require_privileges(&format!("setting live tunables of {name}"))?;
-    crate::security::check_trusted_dir(
-        std::path::Path::new(registry::META_DIR),
-        "cctl's metadata directory",
-    )?;
+    registry::check_trusted_state()?;
     let _lock = crate::upgrade::lock_name(&name)?;
     let mut rec: LoadedCc = registry::list_loaded()?
         .into_iter()

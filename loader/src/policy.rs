@@ -293,11 +293,26 @@ fn lock() -> Result<Lock> {
     Ok(Lock(l))
 }
 
-fn read_meta() -> Meta {
-    std::fs::read(meta_path())
-        .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok())
-        .unwrap_or_default()
+/// Refuses the policy's state directories (`/run/cctl-policy`,
+/// `/sys/fs/bpf/cctl-policy`) when anyone but root could have planted or changed what is
+/// in them ([`crate::security::check_trusted_dir`]); missing ones pass.
+///
+/// Errors: [`Error::Untrusted`] with its fix; [`Error::Io`].
+pub fn check_trusted_state() -> Result<()> {
+    crate::security::check_trusted_dir(Path::new(META_DIR), "the policy's metadata directory")?;
+    crate::security::check_trusted_dir(Path::new(PIN_DIR), "the policy's pin directory")
+}
+
+/// The cgroup paths recorded for the rules (empty when none are), read through the trust
+/// check ([`crate::security::read_record`]).
+///
+/// Errors: [`Error::Untrusted`], [`Error::Io`].
+fn read_meta() -> Result<Meta> {
+    Ok(
+        crate::security::read_record(&meta_path(), "the policy's record of cgroup paths")?
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or_default(),
+    )
 }
 
 fn write_meta(meta: &Meta) -> Result<()> {
@@ -332,6 +347,7 @@ fn decode(bytes: &[u8]) -> Option<policy_rule> {
 }
 
 fn open_pinned(path: &Path) -> Result<Option<MapHandle>> {
+    crate::security::check_pin(path, "a policy pin")?;
     if !path.exists() {
         return Ok(None);
     }
@@ -482,7 +498,8 @@ fn attach_instance(
 /// v2 directory below the root. If attaching fails, no rule, map or link is left.
 ///
 /// Errors: [`Error::PolicyBadRule`], [`Error::PolicyUnknownCc`], [`Error::NotPrivileged`],
-/// [`Error::MissingFeature`], [`Error::Bpf`] (verifier, attach), [`Error::Io`].
+/// [`Error::MissingFeature`], [`Error::Untrusted`] ([`check_trusted_state`]),
+/// [`Error::Bpf`] (verifier, attach), [`Error::Io`].
 pub fn add(spec: &RuleSpec, cc: &str) -> Result<Added> {
     let target = match spec {
         RuleSpec::Port(p) => Target::Port {
@@ -505,6 +522,7 @@ pub fn add(spec: &RuleSpec, cc: &str) -> Result<Added> {
     kernel::require_privileges(&format!("adding a policy for {target}"))?;
     kernel::require_btf()?;
     kernel::ensure_bpffs()?;
+    check_trusted_state()?;
     let _lock = lock()?;
     std::fs::create_dir_all(PIN_DIR)
         .map_err(|e| Error::io("creating pin directory", PIN_DIR, e))?;
@@ -563,7 +581,7 @@ pub fn add(spec: &RuleSpec, cc: &str) -> Result<Added> {
         }
     }
     if let Target::Cgroup { path, id, .. } = &target {
-        let mut meta = read_meta();
+        let mut meta = read_meta()?;
         meta.cgroups.insert(*id, path.clone());
         if let Err(e) = write_meta(&meta) {
             if replaced.is_none() {
@@ -605,8 +623,10 @@ fn to_rule(target: Target, r: &policy_rule, available: &[String], attached: bool
 
 /// Every rule, port rules first (by port), then cgroup rules (by path), with counters.
 ///
-/// Errors: [`Error::Bpf`] when a pinned map cannot be read (not root: [`Error::NotPrivileged`]).
+/// Errors: [`Error::Untrusted`] ([`check_trusted_state`], a planted pin or record),
+/// [`Error::Bpf`] when a pinned map cannot be read (not root: [`Error::NotPrivileged`]).
 pub fn list() -> Result<Vec<Rule>> {
+    check_trusted_state()?;
     if !Path::new(PIN_DIR).exists() {
         return Ok(Vec::new());
     }
@@ -631,7 +651,7 @@ pub fn list() -> Result<Vec<Rule>> {
             }
         }
     }
-    let meta = read_meta();
+    let meta = read_meta()?;
     if let Some(map) = open_pinned(&cgroup_map_pin())? {
         for key in map.keys() {
             let Ok(kb) = <[u8; 8]>::try_from(key.as_slice()) else {
@@ -733,7 +753,7 @@ fn remove_locked(target: &Target) -> Result<bool> {
         if link.exists() {
             std::fs::remove_file(&link).map_err(|e| Error::io("removing pinned link", &link, e))?;
         }
-        let mut meta = read_meta();
+        let mut meta = read_meta()?;
         meta.cgroups.remove(id);
         write_meta(&meta)?;
     }

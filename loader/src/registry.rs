@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 use crate::catalogue::{self, Algorithm};
 use crate::error::{Error, Result};
 use crate::kernel;
+use crate::security;
 
 /// Directory of cctl's pinned struct_ops links.
 pub const PIN_DIR: &str = "/sys/fs/bpf/cctl";
@@ -312,30 +313,47 @@ pub fn load(algo: &str, opts: &LoadOptions) -> Result<LoadedCc> {
     Ok(record)
 }
 
+/// Refuses cctl's state directories (`/run/cctl`, `/sys/fs/bpf/cctl`,
+/// `/sys/fs/bpf/cctl-versions`) when anyone but root could have planted or changed
+/// what is in them ([`security::check_trusted_dir`]); missing ones pass.
+///
+/// Errors: [`Error::Untrusted`] with its fix; [`Error::Io`].
+pub fn check_trusted_state() -> Result<()> {
+    security::check_trusted_dir(Path::new(META_DIR), "cctl's metadata directory")?;
+    security::check_trusted_dir(Path::new(PIN_DIR), "cctl's pin directory")?;
+    security::check_trusted_dir(Path::new(VERSION_DIR), "cctl's version pin directory")
+}
+
 /// The congestion controls cctl has loaded (pinned), with their metadata, sorted by
-/// name. Reads only: leftovers of crashed runs stay (see [`leftovers`]).
+/// name. Reads only: leftovers of crashed runs stay (see [`leftovers`]). A caller who
+/// may not read bpffs (an unprivileged `cctl list`) sees none.
+///
+/// Errors: [`Error::Untrusted`] (a state directory, pin or record someone but root could
+/// have planted or changed: [`check_trusted_state`], [`security::read_record`]);
+/// [`Error::Io`].
 pub fn list_loaded() -> Result<Vec<LoadedCc>> {
     let mut out = Vec::new();
-    if let Ok(dir) = std::fs::read_dir(PIN_DIR) {
-        for entry in dir.flatten() {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            let record = std::fs::read(meta_path(&name))
-                .ok()
-                .and_then(|b| serde_json::from_slice::<LoadedCc>(&b).ok())
-                .unwrap_or_else(|| LoadedCc {
-                    name: name.clone(),
-                    algo: "?".into(),
-                    profile: None,
-                    params: BTreeMap::new(),
-                    loaded_at: 0,
-                    kernel: String::new(),
-                    cctl_version: String::new(),
-                    owner_pid: None,
-                    version: 1,
-                    versions: Vec::new(),
-                });
-            out.push(record);
-        }
+    let Ok(dir) = std::fs::read_dir(PIN_DIR) else {
+        return Ok(out);
+    };
+    check_trusted_state()?;
+    for entry in dir.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let record = security::read_record(&meta_path(&name), &format!("the record of {name}"))?
+            .and_then(|b| serde_json::from_slice::<LoadedCc>(&b).ok())
+            .unwrap_or_else(|| LoadedCc {
+                name: name.clone(),
+                algo: "?".into(),
+                profile: None,
+                params: BTreeMap::new(),
+                loaded_at: 0,
+                kernel: String::new(),
+                cctl_version: String::new(),
+                owner_pid: None,
+                version: 1,
+                versions: Vec::new(),
+            });
+        out.push(record);
     }
     out.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(out)
@@ -344,7 +362,11 @@ pub fn list_loaded() -> Result<Vec<LoadedCc>> {
 /// Leftovers of crashed runs: metadata files (`/run/cctl/<name>.json`) and version pin
 /// directories (`/sys/fs/bpf/cctl-versions/<name>`) of names without a link pin, sorted.
 /// Reads only; [`clean_leftovers`] removes them.
-pub fn leftovers() -> Vec<PathBuf> {
+///
+/// Errors: [`Error::Untrusted`] ([`check_trusted_state`]).
+pub fn leftovers() -> Result<Vec<PathBuf>> {
+    check_trusted_state()?;
+    let pinned = |n: &str| std::fs::symlink_metadata(pin_path(n)).is_ok();
     let mut out = Vec::new();
     if let Ok(dir) = std::fs::read_dir(META_DIR) {
         for entry in dir.flatten() {
@@ -353,7 +375,7 @@ pub fn leftovers() -> Vec<PathBuf> {
             let name = file
                 .strip_suffix(".json")
                 .or_else(|| file.strip_suffix(".json.tmp"));
-            if name.is_some_and(|n| !pin_path(n).exists()) {
+            if name.is_some_and(|n| !pinned(n)) {
                 out.push(entry.path());
             }
         }
@@ -361,13 +383,13 @@ pub fn leftovers() -> Vec<PathBuf> {
     if let Ok(dir) = std::fs::read_dir(VERSION_DIR) {
         for entry in dir.flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();
-            if !pin_path(&name).exists() {
+            if !pinned(&name) {
                 out.push(entry.path());
             }
         }
     }
     out.sort();
-    out
+    Ok(out)
 }
 
 /// Removes the leftovers of crashed runs ([`leftovers`]): metadata files and version
@@ -378,11 +400,13 @@ pub fn leftovers() -> Vec<PathBuf> {
 ///
 /// Returns the paths removed; a path that vanished meanwhile is not an error.
 ///
-/// Errors: [`Error::Io`] for a path that could not be removed (the others still are).
+/// Errors: [`Error::Untrusted`] (nothing is removed from a directory someone but root
+/// could have planted things in); [`Error::Io`] for a path that could not be removed
+/// (the others still are).
 pub fn clean_leftovers() -> Result<Vec<PathBuf>> {
     let mut removed = Vec::new();
     let mut first_error = None;
-    for path in leftovers() {
+    for path in leftovers()? {
         let r = if path.starts_with(VERSION_DIR) {
             std::fs::remove_dir_all(&path)
         } else {

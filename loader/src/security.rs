@@ -9,6 +9,11 @@
 //! group/other-writable only when it is sticky (`/tmp`): then nobody but the owner can
 //! rename or remove what is inside it. Symbolic links are followed and the target's
 //! directories are checked as well as the link's.
+//!
+//! Records and pins cctl wrote itself are read more strictly ([`read_record`],
+//! [`check_pin`], [`check_trusted_dir`]): cctl never writes a symbolic link there, so
+//! one is refused rather than followed (a record is opened with `O_NOFOLLOW` and judged
+//! by the descriptor it opened, so it cannot be swapped between the check and the read).
 
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -122,14 +127,16 @@ pub fn check_trusted_file(path: &Path, what: &str) -> Result<()> {
 }
 
 /// As [`check_trusted_file`], for a directory whose files cctl reads for decisions
-/// (the registry's `/run/cctl`): the directory, every directory above it, and each
-/// regular file directly inside it must be trusted. A directory that does not exist is
+/// (the registry's `/run/cctl`, the pin directories in bpffs): the directory, every
+/// directory above it, and each regular file and directory directly inside it must be
+/// trusted, and no entry may be a symbolic link. A directory that does not exist is
 /// accepted (nothing is recorded yet).
 ///
 /// Errors: as [`check_trusted_file`].
 pub fn check_trusted_dir(path: &Path, what: &str) -> Result<()> {
     match std::fs::symlink_metadata(path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Ok(m) if m.file_type().is_symlink() => return Err(symlink_refused(path, what)),
         _ => {}
     }
     check(path, what, true)?;
@@ -150,13 +157,95 @@ pub fn check_trusted_dir(path: &Path, what: &str) -> Result<()> {
                 fix: format!("rm {}", p.display()),
             });
         }
-        if m.is_file() {
+        if m.is_file() || m.is_dir() {
             if let Some(e) = judge(&p, &m, euid, false) {
                 return Err(e);
             }
         }
     }
     Ok(())
+}
+
+fn symlink_refused(path: &Path, what: &str) -> Error {
+    Error::Untrusted {
+        path: path.to_path_buf(),
+        reason: format!("{what} is a symbolic link; cctl writes only regular files there"),
+        fix: format!("rm {}", path.display()),
+    }
+}
+
+/// Reads a record cctl wrote (`/run/cctl/<name>.json`, `/run/cctl-policy/cgroups.json`):
+/// its directory and every one above must be trusted (as [`check_trusted_file`]); the
+/// file is opened with `O_NOFOLLOW` and the opened descriptor must be a regular file
+/// owned by root (or this effective user) and not writable by group or others.
+/// `Ok(None)` when there is no such file. `what` names it in errors (`the record of
+/// bpf_htcp`).
+///
+/// Errors: [`Error::Untrusted`] (a symbolic link, another owner, a writable file or
+/// directory, or not a regular file; with the `rm`/`chown`/`chmod` that fixes it);
+/// [`Error::Io`] (unreadable).
+pub fn read_record(path: &Path, what: &str) -> Result<Option<Vec<u8>>> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    if let Some(dir) = path.parent() {
+        match std::fs::symlink_metadata(dir) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            _ => check(dir, &format!("the directory of {what}"), true)?,
+        }
+    }
+    let mut file = match std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK | nix::libc::O_CLOEXEC)
+        .open(path)
+    {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) if e.raw_os_error() == Some(nix::libc::ELOOP) => {
+            return Err(symlink_refused(path, what))
+        }
+        Err(e) => return Err(Error::io(format!("reading {what}"), path, e)),
+    };
+    let meta = file
+        .metadata()
+        .map_err(|e| Error::io(format!("reading {what}"), path, e))?;
+    if !meta.is_file() {
+        return Err(Error::Untrusted {
+            path: path.to_path_buf(),
+            reason: format!("{what} must be a regular file"),
+            fix: format!("rm {}", path.display()),
+        });
+    }
+    if let Some(e) = judge(path, &meta, nix::unistd::geteuid().as_raw(), false) {
+        return Err(e);
+    }
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)
+        .map_err(|e| Error::io(format!("reading {what}"), path, e))?;
+    Ok(Some(bytes))
+}
+
+/// Checks a pin before cctl opens it (`bpf_obj_get` follows links in bpffs and has no
+/// `O_NOFOLLOW`): the pin must not be a symbolic link, must be owned by root (or this
+/// effective user), not writable by group or others, and its directories must be
+/// trusted. A missing pin passes (the caller reports it as it always has).
+///
+/// Errors: [`Error::Untrusted`] with its fix; [`Error::Io`] (cannot be examined).
+pub fn check_pin(path: &Path, what: &str) -> Result<()> {
+    let meta = match std::fs::symlink_metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(Error::io(format!("checking {what}"), path, e)),
+        Ok(m) => m,
+    };
+    if meta.file_type().is_symlink() {
+        return Err(symlink_refused(path, what));
+    }
+    if let Some(e) = judge(path, &meta, nix::unistd::geteuid().as_raw(), false) {
+        return Err(e);
+    }
+    match path.parent() {
+        Some(dir) => check(dir, &format!("the directory of {what}"), true),
+        None => Ok(()),
+    }
 }
 
 #[cfg(test)]

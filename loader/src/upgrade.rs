@@ -137,6 +137,7 @@ fn pin_version(map: &libbpf_rs::MapHandle, name: &str, n: u32) -> Result<PathBuf
 
 fn open_link(name: &str) -> Result<libbpf_rs::Link> {
     let pin = Path::new(registry::PIN_DIR).join(name);
+    crate::security::check_pin(&pin, &format!("the link pin of {name}"))?;
     libbpf_rs::Link::open(&pin)
         .map_err(|e| Error::bpf(format!("opening the pinned link {}", pin.display()), e))
 }
@@ -364,6 +365,7 @@ pub fn rollback(arg: &str, to: Option<u32>) -> Result<Swap> {
             })?,
     };
     let pin = registry::version_pin(&name, target.version);
+    crate::security::check_pin(&pin, &format!("v{}'s map pin of {name}", target.version))?;
     let map = libbpf_rs::MapHandle::from_pinned_path(&pin).map_err(|e| Error::NoVersion {
         name: name.clone(),
         detail: format!(

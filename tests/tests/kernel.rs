@@ -399,7 +399,7 @@ fn listing_changes_nothing_and_a_change_of_state_removes_leftovers() {
     std::fs::create_dir_all(registry::META_DIR).unwrap();
     std::fs::write(&meta, b"{}").unwrap();
     std::fs::create_dir_all(&versions).unwrap();
-    let found = registry::leftovers();
+    let found = registry::leftovers().unwrap();
     assert!(
         found.contains(&meta) && found.contains(&versions),
         "{found:?}"

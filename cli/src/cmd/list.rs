@@ -47,10 +47,11 @@ pub fn run(args: Args) -> Result<i32> {
     let available = kernel::available_ccs().unwrap_or_default();
     let default = kernel::default_cc().unwrap_or_default();
     // Reads only: a listing changes nothing, leftovers of crashed runs included.
-    let mut loaded = registry::list_loaded().unwrap_or_default();
+    // A planted or writable record or pin is refused (exit 9), not shown as if cctl made it.
+    let mut loaded = registry::list_loaded()?;
     // Live tunables as they are in the kernel now (`cctl set`), not as recorded.
     loaded.iter_mut().for_each(cctl_loader::live::refresh);
-    let leftovers = registry::leftovers();
+    let leftovers = registry::leftovers()?;
     // Established sockets per (name, version), from a socket census of every network
     // namespace (a BPF iterator, root only); empty = unknown, not shown.
     let counts = if loaded.is_empty() {
