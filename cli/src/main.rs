@@ -13,7 +13,7 @@ use clap::{Parser, Subcommand};
 #[derive(Debug, Parser)]
 #[command(
     name = "cctl",
-    version,
+    version = cctl_loader::version(),
     about,
     propagate_version = true,
     arg_required_else_help = true,

@@ -756,3 +756,21 @@ fn exporter_without_root_says_so() {
         "{e}"
     );
 }
+
+#[test]
+fn version_names_the_commit_it_was_built_from() {
+    let out = cctl(&["--version"]);
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    let commit = text
+        .trim()
+        .strip_prefix(&format!("cctl {} (", env!("CARGO_PKG_VERSION")))
+        .and_then(|rest| rest.strip_suffix(')'))
+        .unwrap_or_else(|| panic!("`cctl --version` is `cctl VERSION (COMMIT)`: {text}"));
+    let hex = commit.trim_end_matches("-modified");
+    assert!(
+        hex == "unknown" || (hex.len() >= 7 && hex.chars().all(|c| c.is_ascii_hexdigit())),
+        "the commit is a git hash (or `unknown` outside a checkout): {commit}"
+    );
+    assert_eq!(commit, cctl_loader::COMMIT);
+}

@@ -292,7 +292,7 @@ pub fn load(algo: &str, opts: &LoadOptions) -> Result<LoadedCc> {
         params: params.clone(),
         loaded_at,
         kernel: kernel::release(),
-        cctl_version: env!("CARGO_PKG_VERSION").into(),
+        cctl_version: crate::version().into(),
         owner_pid: opts.owned.then(std::process::id),
         version: 1,
         versions: vec![Version {

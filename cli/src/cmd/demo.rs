@@ -363,7 +363,7 @@ fn run_on(args: &Args, cc: &str, bed: &Testbed, stop: Arc<AtomicBool>) -> Result
         "queue_pkts": args.queue_pkts,
         "duration_s": args.duration_s,
         "kernel": kernel::release(),
-        "cctl_version": env!("CARGO_PKG_VERSION"),
+        "cctl_version": cctl_loader::version(),
         "flows": reports,
         "trace": stats,
     });

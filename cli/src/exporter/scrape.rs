@@ -254,7 +254,7 @@ impl Snapshot {
                 ))
             }
             "cctl_exporter_build_info" => gauges(vec![(
-                vec![("version", env!("CARGO_PKG_VERSION").to_string())],
+                vec![("version", cctl_loader::version().to_string())],
                 1.0,
             )]),
             _ => None,

@@ -136,7 +136,7 @@ pub fn run_scenario(
         repeat,
         seed,
         kernel: kernel::release(),
-        cctl_version: env!("CARGO_PKG_VERSION").into(),
+        cctl_version: cctl_loader::version().into(),
         algorithms: resolved.clone(),
         interval_ms: opts.interval.as_millis() as u64,
         queue_interval_ms: opts.queue_interval.as_millis() as u64,

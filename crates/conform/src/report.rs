@@ -228,7 +228,7 @@ pub fn write_all(dir: &Path, outcomes: &[Outcome], kernel: &str) -> Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let json = serde_json::json!({
         "kernel": kernel,
-        "cctl_version": env!("CARGO_PKG_VERSION"),
+        "cctl_version": cctl_loader::version(),
         "outcomes": outcomes.iter().map(|o| {
             let mut v = serde_json::to_value(o).unwrap_or_default();
             // Trajectories go to the CSVs; keep validity and receiver counters here.
@@ -349,7 +349,7 @@ pub fn combine(dir: &Path, parts: &[std::path::PathBuf], labels: &[String]) -> R
     all.sort_by_key(|x| x.0);
     let json = serde_json::json!({
         "kernel": kernel,
-        "cctl_version": env!("CARGO_PKG_VERSION"),
+        "cctl_version": cctl_loader::version(),
         "outcomes": all.iter().map(|x| x.1.clone()).collect::<Vec<_>>(),
     });
     let write = |name: &str, text: String| {
