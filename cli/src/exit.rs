@@ -17,7 +17,8 @@ exit_codes! {
     pub const OK: i32 = 0;
     /// A runtime failure: the kernel, a file or a command failed.
     pub const FAILURE: i32 = 1;
-    /// Bad input: unknown algorithm, invalid name or parameter (clap uses 2 as well).
+    /// Bad input: unknown algorithm, invalid name or parameter, a name that is not loaded, a
+    /// missing file or directory named on the command line (clap uses 2 as well).
     pub const USAGE: i32 = 2;
     /// Not root / missing capabilities.
     pub const NOT_PRIVILEGED: i32 = 3;
@@ -75,6 +76,24 @@ macro_rules! usage {
 }
 pub(crate) use usage;
 
+/// The message for an error chain: its causes joined with ": ", leaving out a cause
+/// whose text the one before already ends with (an error that prints its own source,
+/// such as a loader `Io` error's OS error, would otherwise say it twice).
+pub fn message(err: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in err.chain() {
+        let text = cause.to_string();
+        if out.ends_with(&text) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&text);
+    }
+    out
+}
+
 /// The exit code for an error chain: the first loader error in it decides.
 pub fn code_for(err: &anyhow::Error) -> i32 {
     for cause in err.chain() {
@@ -88,6 +107,9 @@ pub fn code_for(err: &anyhow::Error) -> i32 {
         if cause
             .downcast_ref::<cctl_bench::resolve::UnknownAlgorithm>()
             .is_some()
+            || cause
+                .downcast_ref::<cctl_bench::network::DctcpWithoutEcn>()
+                .is_some()
         {
             return USAGE;
         }
@@ -135,6 +157,7 @@ pub fn code_for(err: &anyhow::Error) -> i32 {
                 | Error::PolicyUnknownCc { .. }
                 | Error::PolicyNoSuchRule { .. } => USAGE,
                 Error::NameTaken { .. } | Error::NotOurs { .. } => CONFLICT,
+                Error::NotLoaded { .. } => USAGE,
                 Error::Bpf { .. } | Error::Io { .. } => FAILURE,
                 Error::Rejected { .. } => FAILURE,
                 Error::BadObject { .. } | Error::NoVersion { .. } => USAGE,

@@ -90,8 +90,22 @@ enum Command {
     Exporter(cmd::exporter::Args),
 }
 
+/// `cmd` and every subcommand below it taking `-1` as a value, so that a negative number
+/// is refused by the option's own parser, naming the option (`invalid value '-1' for
+/// '--to <N>'`), instead of as an unexpected argument.
+fn negative_numbers_as_values(cmd: clap::Command) -> clap::Command {
+    cmd.allow_negative_numbers(true)
+        .mut_subcommands(negative_numbers_as_values)
+}
+
 fn main() {
-    let cli = Cli::parse();
+    let cli = match negative_numbers_as_values(<Cli as clap::CommandFactory>::command())
+        .try_get_matches()
+        .and_then(|m| <Cli as clap::FromArgMatches>::from_arg_matches(&m))
+    {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
     if cli.markdown_help {
         print!("{}", markdown_help());
         std::process::exit(exit::OK);
@@ -131,7 +145,7 @@ fn main() {
         // `set -o pipefail` scripts taking the first lines do not fail.
         Err(e) if out::is_stdout_closed(&e) => std::process::exit(exit::OK),
         Err(e) => {
-            eprintln!("cctl: {e:#}");
+            eprintln!("cctl: {}", exit::message(&e));
             std::process::exit(exit::code_for(&e));
         }
     }

@@ -48,7 +48,18 @@ pub enum Error {
         detail: String,
     },
 
-    /// `cctl unload X` for an X that cctl did not load.
+    /// `cctl unload|upgrade|rollback|set X` for an X that is not registered at all (bad
+    /// input: a typo or a name already gone; exit 2), with what is loaded.
+    #[error("'{name}' is not loaded; {loaded}")]
+    NotLoaded {
+        /// The name or algorithm key given.
+        name: String,
+        /// What cctl has loaded, as a sentence (`cctl list` shows more).
+        loaded: String,
+    },
+
+    /// `cctl unload X` for an X that is registered but not cctl's (built-in, a module,
+    /// another loader), or that is the namespace's default (a conflict; exit 5).
     #[error("'{name}' {detail}")]
     NotOurs {
         /// The name.

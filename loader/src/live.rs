@@ -342,10 +342,7 @@ pub fn set(arg: &str, assignments: &[String]) -> Result<SetReport> {
     let mut rec: LoadedCc = registry::list_loaded()?
         .into_iter()
         .find(|r| r.name == name)
-        .ok_or_else(|| Error::NotOurs {
-            name: name.clone(),
-            detail: "is not loaded; `cctl list` shows what is".into(),
-        })?;
+        .ok_or_else(|| registry::not_loaded(&name))?;
     let assigned = parse_assignments(&rec.algo, assignments)?;
     let keys: Vec<&str> = assigned.iter().map(|(k, _)| k.as_str()).collect();
 

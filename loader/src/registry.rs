@@ -432,29 +432,59 @@ pub fn clean_leftovers() -> Result<Vec<PathBuf>> {
 
 /// Resolves what `cctl unload ARG` means: a name cctl pinned, or an algorithm key
 /// whose default name cctl pinned.
+///
+/// Errors: [`Error::InvalidName`] (neither a valid name nor an algorithm key);
+/// [`Error::NotOurs`] (registered, but not by cctl); [`Error::NotLoaded`] (not registered).
 pub(crate) fn resolve_loaded(arg: &str) -> Result<String> {
-    if catalogue::validate_cc_name(arg).is_ok() && pin_path(arg).exists() {
+    let valid = catalogue::validate_cc_name(arg);
+    let pinned = |n: &str| std::fs::symlink_metadata(pin_path(n)).is_ok();
+    if valid.is_ok() && pinned(arg) {
         return Ok(arg.to_string());
     }
     if let Ok(a) = catalogue::find(arg) {
-        if pin_path(a.cc_name).exists() {
+        if pinned(a.cc_name) {
             return Ok(a.cc_name.to_string());
         }
+    } else {
+        valid?;
     }
     let registered = kernel::available_ccs()
         .unwrap_or_default()
         .iter()
         .any(|n| n == arg);
-    Err(Error::NotOurs {
+    if registered {
+        return Err(Error::NotOurs {
+            name: arg.into(),
+            detail: "is registered in the kernel but was not loaded by cctl (built-in, module or \
+                     another loader); cctl only changes what it loaded"
+                .into(),
+        });
+    }
+    Err(not_loaded(arg))
+}
+
+/// [`Error::NotLoaded`] for `arg`, listing what cctl has loaded.
+pub(crate) fn not_loaded(arg: &str) -> Error {
+    let names: Vec<String> = std::fs::read_dir(PIN_DIR)
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut names = names;
+    names.sort();
+    Error::NotLoaded {
         name: arg.into(),
-        detail: if registered {
-            "is registered in the kernel but was not loaded by cctl (built-in, module or another \
-             loader); cctl only unloads what it loaded"
-                .into()
+        loaded: if names.is_empty() {
+            "cctl has loaded nothing (`cctl load ALGO` loads one)".into()
         } else {
-            "is not loaded; `cctl list` shows what is".into()
+            format!(
+                "cctl has loaded: {} (`cctl list` shows them)",
+                names.join(", ")
+            )
         },
-    })
+    }
 }
 
 /// Unregisters a congestion control cctl loaded (by name or algorithm key), with

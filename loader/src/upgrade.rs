@@ -72,10 +72,7 @@ fn current_record(name: &str, link: &libbpf_rs::Link) -> Result<LoadedCc> {
     let mut rec = registry::list_loaded()?
         .into_iter()
         .find(|r| r.name == name)
-        .ok_or_else(|| Error::NotOurs {
-            name: name.into(),
-            detail: "is not loaded; `cctl list` shows what is".into(),
-        })?;
+        .ok_or_else(|| registry::not_loaded(name))?;
     if rec.algo == "?" {
         return Err(Error::NoVersion {
             name: name.into(),

@@ -8,7 +8,7 @@ use cctl_loader::apply::{self, Done, Plan};
 use cctl_loader::config::{self, Config};
 use cctl_loader::{kernel, Error};
 
-use crate::exit;
+use crate::exit::{self, usage};
 use crate::out::outln;
 
 /// Arguments of `cctl apply`.
@@ -67,6 +67,11 @@ fn print_plan(cfg: &Config, plan: &Plan) -> Result<()> {
 }
 
 /// Runs `cctl apply`.
+/// Whether `path` is the file `cctl apply` reads when given none.
+fn args_default(path: &std::path::Path) -> bool {
+    path == std::path::Path::new(config::DEFAULT_PATH)
+}
+
 pub fn run(args: Args) -> Result<i32> {
     let path = args
         .file
@@ -84,6 +89,26 @@ pub fn run(args: Args) -> Result<i32> {
             e.context(format!("applying {}", path.display()))
         }
     };
+    // A file that is not there, or a directory, is bad input (exit 2), as for every
+    // command that takes a file.
+    match std::fs::metadata(&path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => usage!(
+            "the configuration file {} does not exist: give one (`cctl apply FILE`){}; \
+             `cctl apply --help` shows its format",
+            path.display(),
+            if args_default(&path) {
+                format!(" or create {}", config::DEFAULT_PATH)
+            } else {
+                String::new()
+            }
+        ),
+        Ok(m) if m.is_dir() => usage!(
+            "{} is a directory; `cctl apply` takes a configuration file (e.g. {})",
+            path.display(),
+            config::DEFAULT_PATH
+        ),
+        _ => {}
+    }
     let cfg = Config::load(&path).map_err(ctx)?;
     let _lock = if args.dry_run {
         None

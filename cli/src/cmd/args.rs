@@ -57,3 +57,9 @@ where
     parts.sort();
     Ok(parts)
 }
+
+/// `--port N` of every command: a TCP port, 1 to 65535 (0 is refused with exit 2 and
+/// clap's message naming the flag and the range; omit the flag for every port).
+pub fn port_parser() -> clap::builder::RangedI64ValueParser<u16> {
+    clap::value_parser!(u16).range(1..)
+}

@@ -17,12 +17,21 @@ Example: cctl default bpf_htcp"
 pub struct Args {
     /// Registered congestion-control name; without it, print the current default.
     name: Option<String>,
+    /// Print the result as one JSON object: `{"default": NAME}`, or `{"old": .., "new": ..}`
+    /// after a change.
+    #[arg(long)]
+    json: bool,
 }
 
 /// Runs `cctl default`.
 pub fn run(args: Args) -> Result<i32> {
     let Some(name) = args.name else {
-        outln!("{}", kernel::default_cc()?)?;
+        let current = kernel::default_cc()?;
+        if args.json {
+            outln!("{}", serde_json::json!({ "default": current }))?;
+        } else {
+            outln!("{current}")?;
+        }
         return Ok(exit::OK);
     };
     catalogue::validate_cc_name(&name)?;
@@ -44,6 +53,10 @@ pub fn run(args: Args) -> Result<i32> {
     kernel::require_privileges("setting the default congestion control")?;
     let old = kernel::default_cc()?;
     kernel::set_default_cc(&name)?;
+    if args.json {
+        outln!("{}", serde_json::json!({ "old": old, "new": name }))?;
+        return Ok(exit::OK);
+    }
     outln!(
         "default congestion control of this network namespace: {old} -> {name}\n\
          (new sockets here use it; network namespaces created from now on inherit the initial \

@@ -9,7 +9,7 @@ use cctl_loader::migrate::SocketFilter;
 #[derive(Debug, Clone, clap::Args)]
 pub struct FilterArgs {
     /// Only sockets with this local or remote port.
-    #[arg(long)]
+    #[arg(long, value_parser = crate::cmd::args::port_parser())]
     pub port: Option<u16>,
     /// Only sockets with this local or remote address (IPv4 or IPv6).
     #[arg(long)]

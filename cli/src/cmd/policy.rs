@@ -73,6 +73,9 @@ struct RemoveArgs {
     /// Remove every rule and every pin of the policy.
     #[arg(long)]
     all: bool,
+    /// Print the removed rules as one JSON object (`{"removed": [RULE, ...]}`).
+    #[arg(long)]
+    json: bool,
 }
 
 fn spec(port: Option<u32>, cgroup: Option<PathBuf>) -> RuleSpec {
@@ -174,6 +177,10 @@ fn list(a: ListArgs) -> Result<i32> {
 fn remove(a: RemoveArgs) -> Result<i32> {
     if a.all {
         let rules = policy::remove_all().context("removing every policy rule")?;
+        if a.json {
+            outln!("{}", serde_json::json!({ "removed": rules }))?;
+            return Ok(exit::OK);
+        }
         outln!(
             "policy: removed {} rule(s); nothing is attached any more",
             rules.len()
@@ -182,6 +189,10 @@ fn remove(a: RemoveArgs) -> Result<i32> {
     }
     let spec = spec(a.port, a.cgroup);
     let rule = policy::remove(&spec).context("removing a policy rule")?;
+    if a.json {
+        outln!("{}", serde_json::json!({ "removed": [rule] }))?;
+        return Ok(exit::OK);
+    }
     outln!(
         "policy: removed {} → {} (it had applied {} connection(s))",
         rule.target,

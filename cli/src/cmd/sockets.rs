@@ -33,6 +33,10 @@ pub struct Args {
 
 /// Runs `cctl sockets`.
 pub fn run(args: Args) -> Result<i32> {
+    if let Some(cc) = &args.cc {
+        cctl_loader::catalogue::validate_cc_name(cc)?;
+    }
+    let wanted = args.cc.clone();
     let filter = args.filter.to_filter(args.cc);
     let list = if args.filter.all_netns {
         migrate::sockets_all_namespaces(&filter)
@@ -40,6 +44,18 @@ pub fn run(args: Args) -> Result<i32> {
         migrate::sockets(&filter)
     }
     .map_err(|e| anyhow::Error::new(e).context("listing TCP sockets"))?;
+    // A filter on a name nothing is registered as: say so (a socket may still run a name
+    // unregistered since, so this is a hint, not a refusal).
+    if let Some(cc) = wanted.filter(|_| list.is_empty()) {
+        let registered = cctl_loader::kernel::available_ccs().unwrap_or_default();
+        if !registered.contains(&cc) {
+            eprintln!(
+                "cctl: no socket runs '{cc}', and no congestion control of that name is \
+                 registered; registered: {}",
+                registered.join(" ")
+            );
+        }
+    }
 
     if args.summary {
         let mut by: BTreeMap<(String, String, Option<u32>), u64> = BTreeMap::new();

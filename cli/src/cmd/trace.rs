@@ -25,7 +25,7 @@ pub struct Args {
     #[arg(long)]
     cc: Option<String>,
     /// Only flows with this local or remote port.
-    #[arg(long)]
+    #[arg(long, value_parser = crate::cmd::args::port_parser())]
     port: Option<u16>,
     /// Only flows of this network namespace: a name from `ip netns list` or a path
     /// (/proc/<pid>/ns/net); samples carry each flow's namespace cookie (`netns_cookie`).

@@ -28,6 +28,10 @@ pub struct Args {
     /// in non-initial namespaces.
     #[arg(long, requires = "migrate_to")]
     allow_restricted: bool,
+    /// Print the result as one JSON object: the record of what was unloaded
+    /// (`unloaded`) and the migrations done first (`migrated`).
+    #[arg(long)]
+    json: bool,
 }
 
 /// The registered name `cctl unload ARG` means, if cctl loaded it.
@@ -59,6 +63,7 @@ fn in_use(name: &str, users: &std::collections::BTreeMap<String, u64>, hint: Str
 /// Runs `cctl unload`.
 pub fn run(args: Args) -> Result<i32> {
     let ctx = |e: Error| anyhow::Error::new(e).context(format!("unloading {}", args.name));
+    let mut migrated = Vec::new();
     // Names cctl did not load get registry::unload's own refusal below.
     if let Some(name) = registered_name(&args.name) {
         // A policy rule naming it would make new connections fail back to the default.
@@ -107,7 +112,10 @@ pub fn run(args: Args) -> Result<i32> {
                     // A closed stdout must not stop the unload halfway: the report is
                     // lost, and the closing line below ends the command after the unload.
                     Ok(r) => {
-                        let _ = super::migrate::print_report(&r, false);
+                        if !args.json {
+                            let _ = super::migrate::print_report(&r, false);
+                        }
+                        migrated.push(r);
                     }
                     // Closed since the census: nothing left there.
                     Err(Error::NoMatch { .. }) => {}
@@ -125,6 +133,13 @@ pub fn run(args: Args) -> Result<i32> {
         }
     }
     let rec = registry::unload(&args.name).map_err(ctx)?;
+    if args.json {
+        outln!(
+            "{}",
+            serde_json::json!({ "unloaded": rec, "migrated": migrated })
+        )?;
+        return Ok(exit::OK);
+    }
     outln!("unloaded '{}' ({})", rec.name, rec.algo)?;
     Ok(exit::OK)
 }

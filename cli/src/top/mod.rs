@@ -40,7 +40,7 @@ Example: cctl top --port 5201 --refresh-hz 10"
 )]
 pub struct Args {
     /// Only flows with this local or remote port (in-kernel filter).
-    #[arg(long)]
+    #[arg(long, value_parser = crate::cmd::args::port_parser())]
     port: Option<u16>,
     /// Only flows of this network namespace: a name from `ip netns list` or a path
     /// (/proc/<pid>/ns/net); samples carry each flow's namespace cookie (`netns_cookie`).

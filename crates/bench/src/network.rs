@@ -87,23 +87,43 @@ pub fn setup_of(point: &cctl_scenario::RunPoint, algos: &[String]) -> Bottleneck
     }
 }
 
+/// `--algo dctcp` at a point whose bottleneck does not mark ECN (bad input: exit 2).
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "--algo dctcp needs ECN marking at the bottleneck, but point {index} ({label}) has qdisc = \
+     {qdisc}, ecn = {ecn}: set ecn = true and a marking qdisc (red with red_min_pkts = \
+     red_max_pkts = K and red_probability = 1, or fq_codel with ce_threshold_ms)"
+)]
+pub struct DctcpWithoutEcn {
+    /// The point's index.
+    pub index: usize,
+    /// The point's label (`rate_mbit=10,rtt_ms=42`).
+    pub label: String,
+    /// Its bottleneck qdisc.
+    pub qdisc: String,
+    /// Whether it has ECN on.
+    pub ecn: bool,
+}
+
 /// Refuses dctcp under test (`algos`) at a point whose bottleneck does not mark ECN: dctcp
 /// reacts only to CE marks, and behind a drop-tail queue without ECN it is not the algorithm
 /// its papers describe. (Named dctcp flows are refused when the scenario is parsed.)
-pub fn check_dctcp(algos: &[String], points: &[cctl_scenario::RunPoint]) -> anyhow::Result<()> {
+///
+/// Errors: [`DctcpWithoutEcn`].
+pub fn check_dctcp(
+    algos: &[String],
+    points: &[cctl_scenario::RunPoint],
+) -> Result<(), DctcpWithoutEcn> {
     if !algos.iter().any(|a| cctl_scenario::is_dctcp(a)) {
         return Ok(());
     }
     if let Some(p) = points.iter().find(|p| !p.aqm.marks()) {
-        anyhow::bail!(
-            "--algo dctcp needs ECN marking at the bottleneck, but point {} ({}) has qdisc = {}, \
-             ecn = {}: set ecn = true and a marking qdisc (red with red_min_pkts = red_max_pkts \
-             = K and red_probability = 1, or fq_codel with ce_threshold_ms)",
-            p.index,
-            p.label(),
-            p.aqm.qdisc,
-            p.aqm.ecn
-        );
+        return Err(DctcpWithoutEcn {
+            index: p.index,
+            label: p.label(),
+            qdisc: p.aqm.qdisc.to_string(),
+            ecn: p.aqm.ecn,
+        });
     }
     Ok(())
 }

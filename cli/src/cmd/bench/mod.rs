@@ -112,7 +112,8 @@ struct RunArgs {
     /// under KVM and on the host. Recorded in metadata.json and run.json.
     #[arg(long, value_parser = clock_parser())]
     clock: Option<vm::Clock>,
-    /// Print the summary as JSON lines instead of a table.
+    /// Print the summary as JSON lines instead of a table (with --dry-run: the plan as one
+    /// JSON object).
     #[arg(long)]
     json: bool,
     /// Check the scenario and print the planned runs without running anything.
@@ -209,6 +210,22 @@ struct ReportArgs {
     /// Exit 8 when one of the scenario's expectations (`[[expect]]`) fails.
     #[arg(long)]
     strict: bool,
+    /// Print the summary (summary.json's content) as one JSON object instead of the table.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Refuses (exit 2) a directory that holds no results of `cctl bench run`.
+fn results_dir(d: &Path) -> Result<()> {
+    if !d.join("metadata.json").is_file() {
+        usage!(
+            "{} is not a results directory: it has no metadata.json (give directories \
+             written by `cctl bench run`, e.g. results/<scenario>/<timestamp> or a \
+             --resume directory)",
+            d.display()
+        );
+    }
+    Ok(())
 }
 
 /// Runs `cctl bench`.
@@ -225,14 +242,19 @@ pub fn run(args: Args) -> Result<i32> {
             gate(&a.results, &baseline, &tol, a.json)
         }
         Cmd::Report(a) => {
+            results_dir(&a.dir)?;
             let s = cctl_report::write::rebuild(&a.dir, cctl_bench::resolve::native_of)?;
-            let sc = scenario::find(&s.metadata.scenario_path)
-                .or_else(|_| scenario::find(&s.metadata.scenario))?;
-            out!("{}", summary::terminal_table(&s, &sc.metrics))?;
-            for l in expect::lines(&s.expectations) {
-                outln!("{l}")?;
+            if a.json {
+                outln!("{}", serde_json::to_string(&s)?)?;
+            } else {
+                let sc = scenario::find(&s.metadata.scenario_path)
+                    .or_else(|_| scenario::find(&s.metadata.scenario))?;
+                out!("{}", summary::terminal_table(&s, &sc.metrics))?;
+                for l in expect::lines(&s.expectations) {
+                    outln!("{l}")?;
+                }
+                outln!("report: {}", a.dir.join("summary.md").display())?;
             }
-            outln!("report: {}", a.dir.join("summary.md").display())?;
             if a.strict && expect::any_failed(&s.expectations) {
                 return Ok(exit::REGRESSION);
             }
@@ -300,14 +322,7 @@ fn list(a: ListArgs) -> Result<i32> {
 
 fn merge(a: MergeArgs) -> Result<i32> {
     for d in &a.dirs {
-        if !d.join("metadata.json").is_file() {
-            usage!(
-                "{} is not a results directory: it has no metadata.json (give directories \
-                 written by `cctl bench run`, e.g. results/<scenario>/<timestamp> or a \
-                 --resume directory)",
-                d.display()
-            );
-        }
+        results_dir(d)?;
     }
     let m = cctl_report::merge::merge(&a.dirs, &a.out, cctl_bench::resolve::native_of)?;
     let sc = scenario::find(&m.summary.metadata.scenario_path)
@@ -435,6 +450,36 @@ fn run_bench(a: RunArgs) -> Result<i32> {
         check_algorithms(&a.algo, kernel)?;
         cctl_bench::network::check_dctcp(&a.algo, &points)?;
         let repeat = a.repeat.unwrap_or_else(|| sc.repeat(profile));
+        if a.json {
+            check_supported(&sc, &points)?;
+            let mut runs = run_list(&point_indices(&points), &a.algo, repeat);
+            if let Some(shard) = shard {
+                runs = shard.select(runs);
+            }
+            let secs: f64 = points.iter().map(|p| p.duration_s).sum::<f64>()
+                * f64::from(repeat)
+                * a.algo.len() as f64;
+            let plan = serde_json::json!({
+                "scenario": sc.name,
+                "id": sc.id,
+                "profile": profile.to_string(),
+                "algorithms": a.algo,
+                "repeat": repeat,
+                "points": points.iter().map(|p| serde_json::json!({
+                    "index": p.index,
+                    "label": p.label(),
+                    "flows": p.flows.len(),
+                    "duration_s": p.duration_s,
+                })).collect::<Vec<_>>(),
+                "runs": runs.iter().map(|r| r.to_string()).collect::<Vec<_>>(),
+                "traffic_s": secs,
+                "expectations": sc.expectations.iter().map(|e| format!(
+                    "{} {} ({})", e.metric, e.bounds(), e.selector()
+                )).collect::<Vec<_>>(),
+            });
+            outln!("{plan}")?;
+            return Ok(exit::OK);
+        }
         if let Some(shard) = shard {
             let list = shard.select(run_list(&point_indices(&points), &a.algo, repeat));
             for id in &list {
