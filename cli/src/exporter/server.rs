@@ -101,18 +101,81 @@ async fn metrics(axum::extract::State(exporter): axum::extract::State<Arc<Export
     }
 }
 
-/// Serves `router` on `listener` until `shutdown` completes, then finishes the requests
-/// under way.
+/// Most connections served at once; further ones wait in the listen backlog until a slot
+/// frees (a slow client holds one for at most [`HEADER_TIMEOUT`]).
+pub const MAX_CONNECTIONS: usize = 64;
+/// Time a client has to send a request's headers (from the connection, or the previous
+/// response on a kept-alive one); a slower client is disconnected.
+pub const HEADER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+/// Most bytes a request's line and headers may take (hyper's read buffer; its minimum is
+/// 8 KiB); a larger request gets `431` and is disconnected.
+pub const MAX_REQUEST_BYTES: usize = 16 * 1024;
+/// Time the requests under way get to finish after `shutdown`.
+const DRAIN: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Serves `router` on `listener` until `shutdown` completes, then lets the requests under
+/// way finish (for at most 5 s). A network server's limits hold: at most
+/// [`MAX_CONNECTIONS`] connections at once, [`HEADER_TIMEOUT`] to send the headers, and
+/// [`MAX_REQUEST_BYTES`] of them, so that slow or oversized clients cannot keep
+/// `/metrics` from answering.
 pub async fn serve(
     listener: std::net::TcpListener,
     exporter: Arc<Exporter>,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    use hyper_util::rt::{TokioIo, TokioTimer};
+    use hyper_util::service::TowerToHyperService;
+
     listener.set_nonblocking(true)?;
     let listener = tokio::net::TcpListener::from_std(listener)?;
-    axum::serve(listener, router(exporter))
-        .with_graceful_shutdown(shutdown)
-        .await
+    let app = router(exporter);
+    let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let mut connections = tokio::task::JoinSet::new();
+    tokio::pin!(shutdown);
+    loop {
+        // A slot first: over the limit, new connections wait in the backlog.
+        let permit = tokio::select! {
+            _ = &mut shutdown => break,
+            p = slots.clone().acquire_owned() => p.expect("the semaphore is never closed"),
+        };
+        let stream = tokio::select! {
+            _ = &mut shutdown => break,
+            a = listener.accept() => match a {
+                Ok((stream, _)) => stream,
+                // Out of descriptors or a connection reset before accept: try again.
+                Err(_) => {
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+        };
+        let service = TowerToHyperService::new(app.clone());
+        let mut stop = stop_rx.clone();
+        connections.spawn(async move {
+            let _permit = permit;
+            let conn = hyper::server::conn::http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(HEADER_TIMEOUT)
+                .max_buf_size(MAX_REQUEST_BYTES)
+                .serve_connection(TokioIo::new(stream), service);
+            tokio::pin!(conn);
+            tokio::select! {
+                _ = conn.as_mut() => {}
+                _ = stop.changed() => {
+                    conn.as_mut().graceful_shutdown();
+                    let _ = conn.await;
+                }
+            }
+        });
+        while connections.try_join_next().is_some() {}
+    }
+    let _ = stop_tx.send(true);
+    let _ = tokio::time::timeout(DRAIN, async {
+        while connections.join_next().await.is_some() {}
+    })
+    .await;
+    Ok(())
 }
 
 #[cfg(test)]
@@ -164,6 +227,88 @@ mod tests {
             let (status, _) = request(addr, method, path);
             assert!(status.contains(code), "{method} {path}: {status}");
         }
+        let _ = tx.send(());
+        rt.block_on(server).unwrap().unwrap();
+    }
+
+    #[test]
+    fn slow_and_oversized_clients_do_not_keep_metrics_from_answering() {
+        use std::time::Instant;
+        let listener = bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let addr = listener.local_addr().unwrap();
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let exporter = Arc::new(Exporter::new(Default::default()));
+        let server = rt.spawn(serve(listener, exporter, async {
+            let _ = rx.await;
+        }));
+        // Every slot taken by a client that sends half a request and stalls, and more of
+        // them waiting in the backlog.
+        let extra = 8;
+        let slow: Vec<std::net::TcpStream> = (0..MAX_CONNECTIONS + extra)
+            .map(|_| {
+                let mut s = std::net::TcpStream::connect(addr).unwrap();
+                s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")
+                    .unwrap();
+                s
+            })
+            .collect();
+        // Clients whose headers are far above the limit.
+        let big: Vec<std::thread::JoinHandle<String>> = (0..4)
+            .map(|_| {
+                std::thread::spawn(move || {
+                    let mut s = std::net::TcpStream::connect(addr).unwrap();
+                    let header = "a".repeat(8 * MAX_REQUEST_BYTES);
+                    let _ = write!(
+                        s,
+                        "GET /metrics HTTP/1.1\r\nHost: x\r\nX-Big: {header}\r\n\r\n"
+                    );
+                    let mut out = String::new();
+                    let _ = s.read_to_string(&mut out);
+                    out.lines().next().unwrap_or("").to_string()
+                })
+            })
+            .collect();
+        let t = Instant::now();
+        let (status, body) = request(addr, "GET", "/metrics");
+        let waited = t.elapsed();
+        println!(
+            "/metrics answered after {:.2} s with {} slow clients and 4 of {} KiB",
+            waited.as_secs_f64(),
+            MAX_CONNECTIONS + extra,
+            8 * MAX_REQUEST_BYTES / 1024
+        );
+        assert!(status.contains(" 200 "), "{status}");
+        assert!(body.contains("# EOF"), "an OpenMetrics body: {body}");
+        assert!(
+            waited < HEADER_TIMEOUT * 2,
+            "the slow clients are cut after {HEADER_TIMEOUT:?}: waited {waited:?}"
+        );
+        for h in big {
+            let status = h.join().unwrap();
+            assert!(
+                status.is_empty() || status.contains(" 431 "),
+                "an oversized request is refused: {status}"
+            );
+        }
+        // The first slow clients were disconnected by the header timeout.
+        let mut cut = 0;
+        for mut s in slow.into_iter().take(MAX_CONNECTIONS) {
+            s.set_read_timeout(Some(std::time::Duration::from_secs(1)))
+                .unwrap();
+            // Closed by the server: the read reaches the end (a 408 at most before it).
+            let mut rest = Vec::new();
+            cut += usize::from(s.read_to_end(&mut rest).is_ok());
+        }
+        println!("{cut} of the first {MAX_CONNECTIONS} slow clients were disconnected");
+        assert!(
+            cut >= MAX_CONNECTIONS / 2,
+            "slow clients disconnected: {cut}"
+        );
         let _ = tx.send(());
         rt.block_on(server).unwrap().unwrap();
     }
