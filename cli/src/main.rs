@@ -99,6 +99,7 @@ fn negative_numbers_as_values(cmd: clap::Command) -> clap::Command {
 }
 
 fn main() {
+    cctl_loader::faults::setup();
     let cli = match negative_numbers_as_values(<Cli as clap::CommandFactory>::command())
         .try_get_matches()
         .and_then(|m| <Cli as clap::FromArgMatches>::from_arg_matches(&m))

@@ -888,7 +888,12 @@ pub fn execute(plan: &Plan, progress: &mut dyn FnMut(&Done)) -> Result<Vec<Done>
     let mut done = Vec::new();
     let mut undo: Vec<Undo> = Vec::new();
     for (i, step) in plan.steps.iter().enumerate() {
-        match run_step(step) {
+        let ran = if i == 1 {
+            crate::faults::step("apply.after-first-step").and_then(|()| run_step(step))
+        } else {
+            run_step(step)
+        };
+        match ran {
             Ok((result, u)) => {
                 undo.extend(u);
                 let d = Done {

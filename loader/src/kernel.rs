@@ -1,6 +1,6 @@
 //! Kernel feature probes and the TCP congestion-control sysctls.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 
@@ -193,4 +193,26 @@ pub fn release() -> String {
     nix::sys::utsname::uname()
         .map(|u| u.release().to_string_lossy().into_owned())
         .unwrap_or_else(|_| "unknown".into())
+}
+
+/// The kernel's information about the BPF link pinned at `pin` (`bpf_link_get_info_by_fd`):
+/// its type and, in the union, what it attaches (a cgroup link's cgroup id, a struct_ops
+/// link's map id). `None` when the pin is missing, not a link, or cannot be read.
+pub fn pinned_link_info(pin: &Path) -> Option<libbpf_rs::libbpf_sys::bpf_link_info> {
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    let c = std::ffi::CString::new(pin.as_os_str().as_encoded_bytes()).ok()?;
+    // SAFETY: `c` is a valid NUL-terminated path for the call.
+    let fd = unsafe { libbpf_rs::libbpf_sys::bpf_obj_get(c.as_ptr()) };
+    if fd < 0 {
+        return None;
+    }
+    // SAFETY: bpf_obj_get returned a new descriptor we own.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    let mut info = libbpf_rs::libbpf_sys::bpf_link_info::default();
+    let mut len = std::mem::size_of_val(&info) as u32;
+    // SAFETY: `info` is a bpf_link_info of `len` bytes the kernel fills.
+    let rc = unsafe {
+        libbpf_rs::libbpf_sys::bpf_link_get_info_by_fd(fd.as_raw_fd(), &mut info, &mut len)
+    };
+    (rc == 0).then_some(info)
 }

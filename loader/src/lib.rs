@@ -11,6 +11,7 @@ pub mod collector;
 pub mod config;
 pub mod delays;
 pub mod error;
+pub mod faults;
 pub mod kernel;
 pub mod live;
 pub mod math {

@@ -197,6 +197,7 @@ impl LiveMap {
             mem[off..off + g.size].copy_from_slice(&u64::from(*v).to_ne_bytes()[..g.size]);
         }
         fence(Ordering::SeqCst);
+        crate::faults::step("set.after-slot-write")?;
         index.store(next as u32, Ordering::Release);
         drop(mem);
         grace_period();
@@ -338,7 +339,7 @@ pub fn set(arg: &str, assignments: &[String]) -> Result<SetReport> {
     let name = registry::resolve_loaded(arg)?;
     crate::kernel::require_privileges(&format!("setting live tunables of {name}"))?;
     registry::check_trusted_state()?;
-    let _lock = crate::upgrade::lock_name(&name)?;
+    let _lock = registry::lock_name(&name)?;
     let mut rec: LoadedCc = registry::list_loaded()?
         .into_iter()
         .find(|r| r.name == name)
@@ -427,6 +428,7 @@ pub fn set(arg: &str, assignments: &[String]) -> Result<SetReport> {
             rec.params.extend(new.iter().map(|(k, v)| (k.clone(), *v)));
         }
     }
+    crate::faults::step("set.after-flip")?;
     registry::write_meta(&rec)?;
     Ok(SetReport {
         name,

@@ -361,23 +361,10 @@ fn open_pinned(path: &Path) -> Result<Option<MapHandle>> {
 /// stays pinned but reports cgroup id 0 and attaches nothing. `false` also when the pin
 /// is missing or not a cgroup link.
 fn link_live(pin: &Path, cgroup_id: u64) -> bool {
-    let Ok(c) = std::ffi::CString::new(pin.as_os_str().as_encoded_bytes()) else {
+    let Some(info) = kernel::pinned_link_info(pin) else {
         return false;
     };
-    // SAFETY: `c` is a valid NUL-terminated path for the call.
-    let fd = unsafe { libbpf_rs::libbpf_sys::bpf_obj_get(c.as_ptr()) };
-    if fd < 0 {
-        return false;
-    }
-    // SAFETY: bpf_obj_get returned a new descriptor we own.
-    let fd = unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) };
-    let mut info = libbpf_rs::libbpf_sys::bpf_link_info::default();
-    let mut len = std::mem::size_of_val(&info) as u32;
-    // SAFETY: `info` is a bpf_link_info of `len` bytes the kernel fills.
-    let rc = unsafe {
-        libbpf_rs::libbpf_sys::bpf_link_get_info_by_fd(fd.as_raw_fd(), &mut info, &mut len)
-    };
-    if rc != 0 || info.type_ != libbpf_rs::libbpf_sys::BPF_LINK_TYPE_CGROUP {
+    if info.type_ != libbpf_rs::libbpf_sys::BPF_LINK_TYPE_CGROUP {
         return false;
     }
     // SAFETY: a cgroup link's info fills the union's `cgroup` member.
@@ -580,6 +567,12 @@ pub fn add(spec: &RuleSpec, cc: &str) -> Result<Added> {
             }
         }
     }
+    if let Err(e) = crate::faults::step("policy.add.after-attach") {
+        if replaced.is_none() {
+            let _ = remove_locked(&target);
+        }
+        return Err(e);
+    }
     if let Target::Cgroup { path, id, .. } = &target {
         let mut meta = read_meta()?;
         meta.cgroups.insert(*id, path.clone());
@@ -757,6 +750,7 @@ fn remove_locked(target: &Target) -> Result<bool> {
         meta.cgroups.remove(id);
         write_meta(&meta)?;
     }
+    crate::faults::step("policy.remove.after-unpin")?;
     map.delete(&key)
         .map_err(|e| Error::bpf("deleting the rule", e))?;
     cleanup_if_empty();

@@ -112,8 +112,39 @@ pub(crate) fn meta_path(name: &str) -> PathBuf {
 }
 
 /// Directory of the version pins of `name`.
-pub(crate) fn versions_dir(name: &str) -> PathBuf {
+pub fn versions_dir(name: &str) -> PathBuf {
     Path::new(VERSION_DIR).join(name)
+}
+
+/// Holds an exclusive `flock` on a name's version directory: one load, unload, upgrade,
+/// rollback or set of a name at a time, so that they do not interleave their pins and
+/// records.
+pub struct NameLock {
+    _lock: nix::fcntl::Flock<std::fs::File>,
+}
+
+/// Takes `name`'s lock ([`NameLock`]), creating its version directory; waits while
+/// another process holds it. Released when dropped (or when the process dies).
+///
+/// Errors: [`Error::Io`] (the directory cannot be made, opened or locked).
+pub fn lock_name(name: &str) -> Result<NameLock> {
+    let dir = versions_dir(name);
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| Error::io("creating version pin directory", &dir, e))?;
+    let file = std::fs::File::open(&dir).map_err(|e| Error::io("opening", &dir, e))?;
+    let lock = nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive)
+        .map_err(|(_, e)| Error::io("locking", &dir, e.into()))?;
+    Ok(NameLock { _lock: lock })
+}
+
+/// Whether another process holds `name`'s lock ([`lock_name`]) right now: a load,
+/// unload, upgrade, rollback or set of it is under way. `false` when it has no version
+/// directory.
+pub(crate) fn name_busy(name: &str) -> bool {
+    let Ok(file) = std::fs::File::open(versions_dir(name)) else {
+        return false;
+    };
+    nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock).is_err()
 }
 
 /// Where version `n` of `name` keeps its struct_ops map pinned.
@@ -166,6 +197,23 @@ pub(crate) fn now_s() -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs())
         .unwrap_or(0)
+}
+
+/// Removes the version pins inside `name`'s version directory, keeping the directory
+/// (whose lock the caller holds).
+fn clear_version_pins(name: &str) -> Result<()> {
+    let dir = versions_dir(name);
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return Ok(());
+    };
+    for e in entries.flatten() {
+        match std::fs::remove_file(e.path()) {
+            Ok(()) => {}
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
+            Err(err) => return Err(Error::io("removing a leftover version pin", e.path(), err)),
+        }
+    }
+    Ok(())
 }
 
 /// Removes the version pins of `name` (all of them).
@@ -240,14 +288,18 @@ pub fn load(algo: &str, opts: &LoadOptions) -> Result<LoadedCc> {
     kernel::require_struct_ops_links()?;
     kernel::require_kfuncs(algorithm.key, &algorithm.kfuncs()?)?;
     kernel::ensure_bpffs()?;
-    check_name_free(&name)?;
     std::fs::create_dir_all(PIN_DIR)
         .map_err(|e| Error::io("creating pin directory", PIN_DIR, e))?;
     std::fs::create_dir_all(META_DIR)
         .map_err(|e| Error::io("creating metadata directory", META_DIR, e))?;
+    check_trusted_state()?;
+    // One command at a time per name (load, unload, upgrade, rollback, set), and a
+    // name being loaded is not a leftover to another command's clean-up.
+    let _lock = lock_name(&name)?;
+    check_name_free(&name)?;
     // Version pins of a name without link pin are leftovers of a crashed run: this
     // name's must go; the others' go too, best effort (a state-changing command).
-    remove_version_pins(&name)?;
+    clear_version_pins(&name)?;
     let _ = clean_leftovers();
 
     let mut reg = algorithm.load(&name, &params)?;
@@ -258,12 +310,12 @@ pub fn load(algo: &str, opts: &LoadOptions) -> Result<LoadedCc> {
         });
     };
     let map_id = map_id(&reg.map, &name)?;
-    let pin = pin_path(&name);
-    // Dropping `link` on any error below unregisters the algorithm again.
-    link.pin(&pin)
-        .map_err(|e| Error::bpf(format!("pinning the link at {}", pin.display()), e))?;
-    let undo = |link: &mut libbpf_rs::Link| {
-        let _ = link.unpin();
+    // Pinning the link is the commit: the version pins and the record are written first,
+    // so a crash before it leaves only leftovers without a link pin (removed by the next
+    // change of state) and the name unregistered (the link dies with this process); a
+    // crash after it leaves everything consistent.
+    let undo = || {
+        let _ = std::fs::remove_file(meta_path(&name));
         let _ = remove_version_pins(&name);
     };
     let vpin = version_pin(&name, 1);
@@ -278,7 +330,7 @@ pub fn load(algo: &str, opts: &LoadOptions) -> Result<LoadedCc> {
     {
         Ok(p) => p,
         Err(e) => {
-            undo(&mut link);
+            undo();
             return Err(e);
         }
     };
@@ -306,8 +358,19 @@ pub fn load(algo: &str, opts: &LoadOptions) -> Result<LoadedCc> {
             loaded_at,
         }],
     };
-    if let Err(e) = write_meta(&record) {
-        undo(&mut link);
+    if let Err(e) = write_meta(&record).and_then(|()| crate::faults::step("load.before-link-pin")) {
+        undo();
+        return Err(e);
+    }
+    let pin = pin_path(&name);
+    // Dropping `link` on an error below unregisters the algorithm again.
+    if let Err(e) = link
+        .pin(&pin)
+        .map_err(|e| Error::bpf(format!("pinning the link at {}", pin.display()), e))
+        .and_then(|()| crate::faults::step("load.after-link-pin"))
+    {
+        let _ = link.unpin();
+        undo();
         return Err(e);
     }
     Ok(record)
@@ -353,6 +416,8 @@ pub fn list_loaded() -> Result<Vec<LoadedCc>> {
                 version: 1,
                 versions: Vec::new(),
             });
+        let mut record = record;
+        record.follow_kernel();
         out.push(record);
     }
     out.sort_by(|a, b| a.name.cmp(&b.name));
@@ -407,6 +472,19 @@ pub fn clean_leftovers() -> Result<Vec<PathBuf>> {
     let mut removed = Vec::new();
     let mut first_error = None;
     for path in leftovers()? {
+        // A name another command is loading or unloading right now is not a leftover.
+        let name = path
+            .file_name()
+            .map(|f| f.to_string_lossy().into_owned())
+            .map(|f| {
+                f.trim_end_matches(".json.tmp")
+                    .trim_end_matches(".json")
+                    .to_string()
+            })
+            .unwrap_or_default();
+        if name_busy(&name) {
+            continue;
+        }
         let r = if path.starts_with(VERSION_DIR) {
             std::fs::remove_dir_all(&path)
         } else {
@@ -493,8 +571,14 @@ pub(crate) fn not_loaded(arg: &str) -> Error {
 /// Refuses names cctl did not load and the namespace's current default.
 /// Sockets still using it keep running it until they close.
 pub fn unload(arg: &str) -> Result<LoadedCc> {
+    // What a crashed earlier unload left (its link was unpinned) goes first, also when
+    // the name turns out to be gone already.
+    if nix::unistd::geteuid().is_root() {
+        let _ = clean_leftovers();
+    }
     let name = resolve_loaded(arg)?;
     kernel::require_privileges(&format!("unloading {name}"))?;
+    let _lock = lock_name(&name)?;
     if kernel::default_cc().ok().as_deref() == Some(name.as_str()) {
         return Err(Error::NotOurs {
             name: name.clone(),
@@ -508,7 +592,10 @@ pub fn unload(arg: &str) -> Result<LoadedCc> {
         .find(|r| r.name == name)
         .expect("pinned entry listed");
     let pin = pin_path(&name);
+    // Unpinning the link is the commit (the name unregisters); what follows left behind
+    // by a crash is a leftover the next change of state removes.
     std::fs::remove_file(&pin).map_err(|e| Error::io("removing pinned link", &pin, e))?;
+    crate::faults::step("unload.after-link-unpin")?;
     let _ = std::fs::remove_file(meta_path(&name));
     remove_version_pins(&name)?;
     // Other names' leftovers of crashed runs, best effort.
@@ -538,6 +625,34 @@ fn process_alive(pid: u32) -> bool {
 }
 
 impl LoadedCc {
+    /// Makes the record say which version the kernel runs: the struct_ops map its pinned
+    /// link points at now. A crash between writing the record and switching the link
+    /// (`cctl upgrade`, `cctl rollback`) leaves a record whose current version is not the
+    /// one running; readers correct it here (the record on disk is rewritten by the next
+    /// change). Unchanged when the link cannot be read or runs a map no version records.
+    pub fn follow_kernel(&mut self) {
+        let Some(info) = kernel::pinned_link_info(&pin_path(&self.name)) else {
+            return;
+        };
+        if info.type_ != libbpf_rs::libbpf_sys::BPF_LINK_TYPE_STRUCT_OPS {
+            return;
+        }
+        // SAFETY: a struct_ops link's info fills the union's `struct_ops` member.
+        let running = unsafe { info.__bindgen_anon_1.struct_ops.map_id };
+        let Some(v) = self.versions.iter().find(|v| v.map_id == running) else {
+            return;
+        };
+        if v.version != self.version {
+            let v = v.clone();
+            self.version = v.version;
+            if v.object.is_none() {
+                self.algo = v.algo;
+            }
+            self.profile = v.profile;
+            self.params = v.params;
+        }
+    }
+
     /// Whether the process that loaded it for its own use is gone (a crashed run).
     pub fn is_orphan(&self) -> bool {
         self.owner_pid.is_some_and(|p| !process_alive(p))

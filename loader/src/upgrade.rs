@@ -50,22 +50,6 @@ pub struct Swap {
     pub to: Version,
 }
 
-/// Holds an exclusive `flock` on a name's version directory, so that two upgrades
-/// or rollbacks of one name do not interleave their metadata updates.
-pub(crate) struct NameLock {
-    _lock: nix::fcntl::Flock<std::fs::File>,
-}
-
-pub(crate) fn lock_name(name: &str) -> Result<NameLock> {
-    let dir = registry::versions_dir(name);
-    std::fs::create_dir_all(&dir)
-        .map_err(|e| Error::io("creating version pin directory", &dir, e))?;
-    let file = std::fs::File::open(&dir).map_err(|e| Error::io("opening", &dir, e))?;
-    let lock = nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive)
-        .map_err(|(_, e)| Error::io("locking", &dir, e.into()))?;
-    Ok(NameLock { _lock: lock })
-}
-
 /// The record of `name` with its version history, made explicit for metadata of a
 /// cctl without versions (the running map becomes version 1, pinned now).
 fn current_record(name: &str, link: &libbpf_rs::Link) -> Result<LoadedCc> {
@@ -193,7 +177,7 @@ pub fn upgrade(arg: &str, opts: &UpgradeOptions) -> Result<Swap> {
     kernel::require_privileges(&format!("upgrading {name}"))?;
     // Leftovers of crashed runs go with every change of state, best effort.
     let _ = registry::clean_leftovers();
-    let _lock = lock_name(&name)?;
+    let _lock = registry::lock_name(&name)?;
     let link = open_link(&name)?;
     let mut rec = current_record(&name, &link)?;
     let from = current_version(&name, &rec)?;
@@ -291,10 +275,11 @@ pub fn upgrade(arg: &str, opts: &UpgradeOptions) -> Result<Swap> {
             return Err(e);
         }
     };
-    if let Err(e) = update_link(&link, &reg.map, &name) {
-        remove_pins(&to.data_pin);
-        return Err(e);
-    }
+    // The record names the new version before the link is switched (the commit): a
+    // crash in between leaves a record whose current version the kernel does not run,
+    // which every reader corrects from the link ([`LoadedCc::follow_kernel`]), and the
+    // new version loaded for a later rollback or upgrade.
+    let before = rec.clone();
     rec.version = n;
     if to.object.is_none() {
         rec.algo = to.algo.clone();
@@ -302,14 +287,28 @@ pub fn upgrade(arg: &str, opts: &UpgradeOptions) -> Result<Swap> {
     rec.profile = to.profile.clone();
     rec.params = to.params.clone();
     rec.versions.push(to.clone());
-    if let Err(e) = registry::write_meta(&rec) {
-        // Keep metadata and kernel consistent: go back to the version that ran.
-        if let Ok(old) =
-            libbpf_rs::MapHandle::from_pinned_path(registry::version_pin(&name, from.version))
-        {
-            let _ = update_link(&link, &old, &name);
-            remove_pins(&to.data_pin);
+    if let Err(e) =
+        registry::write_meta(&rec).and_then(|()| crate::faults::step("upgrade.after-version-pin"))
+    {
+        let _ = registry::write_meta(&before);
+        remove_pins(&to.data_pin);
+        return Err(e);
+    }
+    let outcome = match update_link(&link, &reg.map, &name) {
+        Err(e) => Err((e, false)),
+        Ok(()) => crate::faults::step("upgrade.after-link-update").map_err(|e| (e, true)),
+    };
+    if let Err((e, switched)) = outcome {
+        // Back to the version that ran, in the kernel and in the record.
+        if switched {
+            if let Ok(old) =
+                libbpf_rs::MapHandle::from_pinned_path(registry::version_pin(&name, from.version))
+            {
+                let _ = update_link(&link, &old, &name);
+            }
         }
+        let _ = registry::write_meta(&before);
+        remove_pins(&to.data_pin);
         return Err(e);
     }
     Ok(Swap { name, from, to })
@@ -326,7 +325,7 @@ pub fn rollback(arg: &str, to: Option<u32>) -> Result<Swap> {
     kernel::require_privileges(&format!("rolling back {name}"))?;
     // Leftovers of crashed runs go with every change of state, best effort.
     let _ = registry::clean_leftovers();
-    let _lock = lock_name(&name)?;
+    let _lock = registry::lock_name(&name)?;
     let link = open_link(&name)?;
     let mut rec = current_record(&name, &link)?;
     let listing = versions_summary(&rec);
@@ -388,7 +387,9 @@ pub fn rollback(arg: &str, to: Option<u32>) -> Result<Swap> {
     }
     rec.profile = target.profile.clone();
     rec.params = target.params.clone();
-    if let Err(e) = registry::write_meta(&rec) {
+    if let Err(e) =
+        crate::faults::step("rollback.after-link-update").and_then(|()| registry::write_meta(&rec))
+    {
         if let Ok(old) =
             libbpf_rs::MapHandle::from_pinned_path(registry::version_pin(&name, from.version))
         {

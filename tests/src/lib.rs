@@ -71,3 +71,55 @@ pub fn load_owned(algo: &str) -> LoadGuard {
 pub fn available() -> Vec<String> {
     cctl_loader::kernel::available_ccs().expect("reading tcp_available_congestion_control")
 }
+
+/// A `cctl apply` file of the state as it is: the namespace's default, every name cctl
+/// loaded that `skip_name` does not skip (with its algorithm and parameters) and every
+/// policy rule `skip_rule` does not skip. Tests that run `cctl apply` start their files
+/// with it, so that applying them leaves everything but their own names and rules alone.
+/// Names a running process loaded for itself (`owner_pid`) are left out too: apply does
+/// not touch them. Panics on a name whose algorithm the file cannot give (`?`, `object`).
+pub fn config_of_current_state(
+    skip_name: &dyn Fn(&str) -> bool,
+    skip_rule: &dyn Fn(&cctl_loader::policy::Target) -> bool,
+) -> String {
+    use cctl_loader::policy::{self, Target};
+    let mut s = format!(
+        "default = \"{}\"\n",
+        cctl_loader::kernel::default_cc().expect("the default congestion control")
+    );
+    for r in registry::list_loaded().expect("cctl's records") {
+        if skip_name(&r.name) || (r.owner_pid.is_some() && !r.is_orphan()) {
+            continue;
+        }
+        assert!(
+            r.algo != "?" && r.algo != "object",
+            "{}: the test cannot keep it in its file; unload it",
+            r.name
+        );
+        let params: Vec<String> = r.params.iter().map(|(k, v)| format!("{k} = {v}")).collect();
+        s += &format!(
+            "[[algorithm]]\nname = \"{}\"\nalgo = \"{}\"\nparams = {{ {} }}\n",
+            r.name,
+            r.algo,
+            params.join(", ")
+        );
+    }
+    for r in policy::list().expect("the policy rules") {
+        if skip_rule(&r.target) {
+            continue;
+        }
+        match &r.target {
+            Target::Port { port } => {
+                s += &format!("[[policy]]\nport = {port}\ncc = \"{}\"\n", r.cc)
+            }
+            Target::Cgroup { path, .. } => {
+                s += &format!(
+                    "[[policy]]\ncgroup = \"{}\"\ncc = \"{}\"\n",
+                    path.display(),
+                    r.cc
+                )
+            }
+        }
+    }
+    s
+}

@@ -144,42 +144,10 @@ impl Drop for Cleanup {
 /// The file's baseline: every name and rule there was before the test, as it is, and the
 /// default it had.
 fn baseline(default: &str) -> String {
-    let mut s = format!("default = \"{default}\"\n");
-    for r in registry::list_loaded().unwrap() {
-        if (r.owner_pid.is_some() && !r.is_orphan()) || NAMES.contains(&r.name.as_str()) {
-            continue; // a running process's own: apply leaves it alone
-        }
-        assert!(
-            r.algo != "?" && r.algo != "object",
-            "{}: the test cannot keep it; unload it",
-            r.name
-        );
-        let params: Vec<String> = r.params.iter().map(|(k, v)| format!("{k} = {v}")).collect();
-        s += &format!(
-            "[[algorithm]]\nname = \"{}\"\nalgo = \"{}\"\nparams = {{ {} }}\n",
-            r.name,
-            r.algo,
-            params.join(", ")
-        );
-    }
-    for r in policy::list().unwrap() {
-        if is_test_target(&r.target) {
-            continue;
-        }
-        match &r.target {
-            Target::Port { port } => {
-                s += &format!("[[policy]]\nport = {port}\ncc = \"{}\"\n", r.cc)
-            }
-            Target::Cgroup { path, .. } => {
-                s += &format!(
-                    "[[policy]]\ncgroup = \"{}\"\ncc = \"{}\"\n",
-                    path.display(),
-                    r.cc
-                )
-            }
-        }
-    }
-    s
+    let s = cctl_tests::config_of_current_state(&|n| NAMES.contains(&n), &is_test_target);
+    let (first, rest) = s.split_once('\n').expect("the default line");
+    assert!(first.starts_with("default = "));
+    format!("default = \"{default}\"\n{rest}")
 }
 
 fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
