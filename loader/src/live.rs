@@ -57,14 +57,14 @@ pub struct SetReport {
 
 /// An opened `.data` map of a loaded version with its live-tunable layout (read from
 /// the kernel's copy of the program's BTF).
-struct LiveMap {
-    map: libbpf_rs::MapHandle,
-    layout: LiveLayout,
-    value_size: usize,
+pub(crate) struct LiveMap {
+    pub(crate) map: libbpf_rs::MapHandle,
+    pub(crate) layout: LiveLayout,
+    pub(crate) value_size: usize,
 }
 
 /// Opens the pinned `.data` map of `v` (a version of `name`) and reads its layout.
-fn open_live(name: &str, v: &Version) -> Result<Option<LiveMap>> {
+pub(crate) fn open_live(name: &str, v: &Version) -> Result<Option<LiveMap>> {
     let Some(pin) = &v.data_pin else {
         return Ok(None);
     };

@@ -67,6 +67,22 @@ pub fn load_owned(algo: &str) -> LoadGuard {
     LoadGuard::new(rec.name)
 }
 
+/// Loads `algo` registered as `name` for this test: its record and the guard that
+/// unloads it, also when the test fails.
+pub fn load_owned_as(algo: &str, name: &str) -> (registry::LoadedCc, LoadGuard) {
+    let rec = registry::load(
+        algo,
+        &LoadOptions {
+            name: Some(name.into()),
+            owned: true,
+            ..Default::default()
+        },
+    )
+    .unwrap_or_else(|e| panic!("{algo} loads as {name}: {e}"));
+    let guard = LoadGuard::new(rec.name.clone());
+    (rec, guard)
+}
+
 /// Names in /proc/sys/net/ipv4/tcp_available_congestion_control.
 pub fn available() -> Vec<String> {
     cctl_loader::kernel::available_ccs().expect("reading tcp_available_congestion_control")

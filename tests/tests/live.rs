@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use cctl_loader::collector::{Trace, TraceConfig};
-use cctl_loader::registry::{self, LoadGuard, LoadOptions};
+use cctl_loader::registry;
 use cctl_loader::sample::{CaState, Sample};
 use cctl_netem::flows::{run_bulk_flows, FlowSpec};
 use cctl_netem::testbed::{PathSpec, Testbed};
@@ -46,16 +46,7 @@ fn cctl_set_changes_a_running_flows_internals_at_its_next_acks_without_a_reset()
     let _k = KERNEL.lock().unwrap_or_else(|e| e.into_inner());
     require_root();
     clean_slate("cctl-lv", &[NAME]);
-    let rec = registry::load(
-        "htcp",
-        &LoadOptions {
-            name: Some(NAME.into()),
-            owned: true,
-            ..Default::default()
-        },
-    )
-    .expect("bpf_htcp loads");
-    let guard = LoadGuard::new(rec.name.clone());
+    let (rec, guard) = cctl_tests::load_owned_as("htcp", NAME);
     assert!(
         rec.versions[0]
             .data_pin

@@ -325,16 +325,7 @@ fn bad_objects_and_bad_input_leave_the_running_version_in_place() {
     let prefix = format!("{PREFIX}b");
     clean_slate(&prefix, &[NAME]);
     let dir = fixtures();
-    let rec = registry::load(
-        "htcp",
-        &LoadOptions {
-            name: Some(NAME.into()),
-            owned: true,
-            ..Default::default()
-        },
-    )
-    .expect("htcp loads as up_htcp");
-    let guard = LoadGuard::new(NAME);
+    let (rec, guard) = cctl_tests::load_owned_as("htcp", NAME);
     let v1 = rec.versions[0].map_id;
     let unchanged = |what: &str| {
         let r = record();
