@@ -11,7 +11,7 @@ CCTL := target/release/cctl
 .PHONY: bench
 .PHONY: conform
 .PHONY: bench-jobs slurm-bench k8s-validate bench-papers bench-gating calibrate
-.PHONY: docs
+.PHONY: docs deb
 
 all: build
 
@@ -24,7 +24,7 @@ vm-deps:
 	bash scripts/install-vm-deps.sh
 
 build: deps
-	$(CARGO) build --release --workspace
+	$(CARGO) build --release --workspace --exclude cctl-tests
 
 # Installs the VM only where the running kernel lacks sch_netem (as on these hosts).
 vm-deps-if-needed:
@@ -198,6 +198,24 @@ fmt:
 
 install: build
 	install -m 0755 $(CCTL) /usr/local/bin/cctl
+
+# The Debian package (target/debian/cctl_<version>-1_<arch>.deb): the release binary, the
+# systemd units (ExecStart /usr/bin/cctl), /etc/cctl/cctl.toml as a conffile, a man page
+# per command and bash/zsh/fish completions generated from the CLI definition. Installs
+# cargo-deb (crates.io) when missing. `sudo dpkg -i target/debian/cctl_*.deb`.
+deb: deps
+	command -v cargo-deb >/dev/null || $(CARGO) install cargo-deb --locked
+	$(CARGO) build --release -p cctl
+	rm -rf target/deb && mkdir -p target/deb/systemd target/deb/completions
+	target/release/cctl --man-pages target/deb/man
+	target/release/cctl --completions bash > target/deb/completions/cctl
+	target/release/cctl --completions zsh > target/deb/completions/_cctl
+	target/release/cctl --completions fish > target/deb/completions/cctl.fish
+	for u in deploy/systemd/*.service; do \
+	  sed 's|/usr/local/bin/cctl|/usr/bin/cctl|g; s|/usr/local/share/doc|/usr/share/doc|g' $$u \
+	    > target/deb/systemd/$$(basename $$u); done
+	$(CARGO) deb -p cctl --no-build --strip
+	@ls -l target/debian/*.deb
 
 clean:
 	$(CARGO) clean

@@ -25,6 +25,14 @@ struct Cli {
     /// `make docs` writes it to docs/commands.md.
     #[arg(long, hide = true)]
     markdown_help: bool,
+    /// Write a man page per command (cctl.1, cctl-list.1, cctl-bench-run.1, ...) into DIR
+    /// and exit; `make deb` packages them.
+    #[arg(long, hide = true, value_name = "DIR")]
+    man_pages: Option<std::path::PathBuf>,
+    /// Print the shell completion script for SHELL (bash, zsh, fish, elvish, powershell)
+    /// and exit, e.g. `cctl --completions bash > /etc/bash_completion.d/cctl`.
+    #[arg(long, value_name = "SHELL")]
+    completions: Option<clap_complete::Shell>,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -45,6 +53,21 @@ fn markdown_help() -> String {
         "<!-- Generated from the clap definitions by `make docs` (cctl --markdown-help); do not edit. -->\n\n{}",
         clap_markdown::help_markdown_custom::<Cli>(&options)
     )
+}
+
+/// Writes a man page per command into `dir` (clap_mangen over the clap definitions):
+/// `cctl.1` and one per subcommand at every depth (`cctl-bench-run.1`).
+fn man_pages(dir: &std::path::Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    fn without_help_subcommands(cmd: clap::Command) -> clap::Command {
+        cmd.disable_help_subcommand(true)
+            .mut_subcommands(without_help_subcommands)
+    }
+    let mut cmd = without_help_subcommands(
+        <Cli as clap::CommandFactory>::command().version(cctl_loader::version()),
+    );
+    cmd.build();
+    clap_mangen::generate_to(cmd, dir)
 }
 
 #[derive(Debug, Subcommand)]
@@ -109,6 +132,25 @@ fn main() {
     };
     if cli.markdown_help {
         print!("{}", markdown_help());
+        std::process::exit(exit::OK);
+    }
+    if let Some(dir) = &cli.man_pages {
+        if let Err(e) = man_pages(dir) {
+            eprintln!("cctl: writing man pages into {}: {e}", dir.display());
+            std::process::exit(exit::FAILURE);
+        }
+        std::process::exit(exit::OK);
+    }
+    if let Some(shell) = cli.completions {
+        let mut script = Vec::new();
+        clap_complete::generate(
+            shell,
+            &mut <Cli as clap::CommandFactory>::command(),
+            "cctl",
+            &mut script,
+        );
+        // A reader that stops early (`| head`) is no failure, as everywhere.
+        let _ = std::io::Write::write_all(&mut std::io::stdout(), &script);
         std::process::exit(exit::OK);
     }
     if std::env::var_os(PARSE_ONLY_ENV).is_some() {

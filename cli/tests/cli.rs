@@ -774,3 +774,39 @@ fn version_names_the_commit_it_was_built_from() {
     );
     assert_eq!(commit, cctl_loader::COMMIT);
 }
+
+#[test]
+fn man_pages_and_completions_come_from_the_cli_definition() {
+    let dir = std::env::temp_dir().join(format!("cctl-man-{}", std::process::id()));
+    let o = cctl(&["--man-pages", dir.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let pages: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    for page in [
+        "cctl.1",
+        "cctl-load.1",
+        "cctl-bench-run.1",
+        "cctl-policy-add.1",
+    ] {
+        assert!(pages.iter().any(|p| p == page), "{page} in {pages:?}");
+    }
+    assert!(
+        !pages.iter().any(|p| p.contains("-help")),
+        "no pages for clap's help subcommands: {pages:?}"
+    );
+    let top = std::fs::read_to_string(dir.join("cctl.1")).unwrap();
+    assert!(
+        top.contains(cctl_loader::COMMIT),
+        "the page names the build"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+    for shell in ["bash", "zsh", "fish"] {
+        let o = cctl(&["--completions", shell]);
+        let script = String::from_utf8_lossy(&o.stdout);
+        assert!(o.status.success() && script.contains("unload") && script.contains("bench"));
+    }
+    let o = cctl(&["--completions", "tcsh"]);
+    assert_eq!(o.status.code(), Some(2), "an unknown shell is bad input");
+}
