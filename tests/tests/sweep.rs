@@ -534,3 +534,93 @@ fn a_real_run_judges_its_scenarios_expectations() {
     assert_eq!(o.status.code(), Some(8), "{}", stderr(&o));
     assert_nothing_left("after the run");
 }
+
+/// A results file system with room for the sweep's metadata and about two of its runs
+/// (a 4-s run of host-sweep writes about 90 KiB: run.json, samples, delays, queue).
+const SMALL_FS: &str = "250k";
+
+/// A tmpfs mounted at `dir` of `size` (e.g. "600k"), unmounted on drop.
+struct Tmpfs(PathBuf);
+
+impl Tmpfs {
+    fn mount(dir: &Path, size: &str) -> Tmpfs {
+        std::fs::create_dir_all(dir).unwrap();
+        let o = Command::new("mount")
+            .args([
+                "-t",
+                "tmpfs",
+                "-o",
+                &format!("size={size},mode=0755"),
+                "tmpfs",
+            ])
+            .arg(dir)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "mount tmpfs: {}", stderr(&o));
+        Tmpfs(dir.to_path_buf())
+    }
+
+    fn resize(&self, size: &str) {
+        let o = Command::new("mount")
+            .args(["-o", &format!("remount,size={size}")])
+            .arg(&self.0)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "remount tmpfs: {}", stderr(&o));
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+    }
+}
+
+#[test]
+fn a_full_results_file_system_fails_the_sweep_keeps_finished_runs_and_resume_completes() {
+    let _g = setup();
+    let d = root("full");
+    let mnt = d.join("small");
+    let fs = Tmpfs::mount(&mnt, SMALL_FS);
+    let dir = mnt.join("sweep");
+    let o = cctl(&strs(&bench(&dir, &[])));
+    let err = stderr(&o);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "a full disk fails the sweep: {err}"
+    );
+    assert!(
+        err.contains("No space left on device") && err.contains(&mnt.display().to_string()),
+        "the error names the file system's state and the path: {err}"
+    );
+    let kept = completed_runs(&dir);
+    assert!(
+        !kept.is_empty() && kept.len() < 6,
+        "some runs finished before the disk filled: {:?}",
+        kept.keys()
+    );
+    for id in kept.keys() {
+        let run = std::fs::read(id.dir(&dir).join("run.json")).unwrap();
+        assert!(
+            serde_json::from_slice::<serde_json::Value>(&run).is_ok(),
+            "{id}: a finished run.json is whole"
+        );
+    }
+    assert_nothing_left("after the full disk");
+    fs.resize("64m");
+    let o = cctl(&strs(&bench(&dir, &[])));
+    assert_ok("resume after the disk was grown", &o);
+    assert!(
+        stderr(&o).contains(&format!("{} of 6 runs completed", kept.len())),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(completed_runs(&dir).len(), 6);
+    assert!(dir.join("summary.json").exists());
+    assert_nothing_left("after the resume");
+    eprintln!(
+        "full disk at {SMALL_FS}: {} of 6 runs kept, the rest done by --resume",
+        kept.len()
+    );
+}

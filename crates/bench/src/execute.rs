@@ -322,9 +322,14 @@ pub fn run_scenario(
                 match res {
                     Ok(r) => sh.records.push(r),
                     Err(e) => {
+                        // The run's directory, so that a write that failed (a full
+                        // disk) names where; `--resume` redoes this run.
                         let e = e.context(format!(
-                            "point {} with {} (rep {})",
-                            id.point, id.algo, id.rep
+                            "point {} with {} (rep {}), results in {}",
+                            id.point,
+                            id.algo,
+                            id.rep,
+                            run_dir.display()
                         ));
                         sh.failure.get_or_insert(e);
                     }
