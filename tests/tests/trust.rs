@@ -9,7 +9,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use cctl_loader::registry::{self, LoadGuard, LoadOptions};
+use cctl_loader::registry;
 use cctl_loader::{kernel, policy};
 use cctl_tests::{available, cctl_bin, clean_slate, require_root, KERNEL};
 
@@ -130,6 +130,16 @@ fn refused(plant: &Plant, label: &str, args: &[&str]) {
     );
 }
 
+/// Plants one fault, checks that every reader refuses it, and undoes it; returns the
+/// number of refusals checked.
+fn refused_by_all(label: &str, make: &MakePlant, readers: &[(&str, Vec<&str>)]) -> usize {
+    let plant = make();
+    for (reader, args) in readers {
+        refused(&plant, &format!("{label} / {reader}"), args);
+    }
+    readers.len()
+}
+
 fn registered() -> bool {
     available().iter().any(|n| n == NAME)
 }
@@ -139,16 +149,7 @@ fn every_reader_refuses_a_planted_or_writable_record_or_pin_and_changes_nothing(
     require_root();
     let _k = KERNEL.lock().unwrap_or_else(|e| e.into_inner());
     clean_slate("cctl-tr-", &[NAME]);
-    let rec = registry::load(
-        "reno",
-        &LoadOptions {
-            name: Some(NAME.into()),
-            owned: true,
-            ..Default::default()
-        },
-    )
-    .expect("reno loads as tr_reno");
-    let _guard = LoadGuard::new(rec.name);
+    let (_, _guard) = cctl_tests::load_owned_as("reno", NAME);
     let dir = std::env::temp_dir().join(format!("cctl-trust-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let config = dir.join("cctl.toml");
@@ -206,12 +207,7 @@ fn every_reader_refuses_a_planted_or_writable_record_or_pin_and_changes_nothing(
     ];
     let mut refusals = 0;
     for (label, make) in &plants {
-        let plant = make();
-        for (reader, args) in &readers {
-            refused(&plant, &format!("{label} / {reader}"), args);
-            refusals += 1;
-        }
-        drop(plant);
+        refusals += refused_by_all(label, make, &readers);
         assert!(registered(), "{label}: {NAME} must still be registered");
         let out = Command::new(cctl_bin()).args(["list"]).output().unwrap();
         assert!(
@@ -250,11 +246,7 @@ fn every_reader_refuses_a_planted_or_writable_record_or_pin_and_changes_nothing(
         ),
     ];
     for (label, make) in &policy_plants {
-        let plant = make();
-        for (reader, args) in &policy_readers {
-            refused(&plant, &format!("{label} / {reader}"), args);
-            refusals += 1;
-        }
+        refusals += refused_by_all(label, make, &policy_readers);
     }
     if made_cgroups {
         std::fs::remove_file(&cgroups).unwrap();

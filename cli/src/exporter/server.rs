@@ -198,20 +198,40 @@ mod tests {
         (status, body)
     }
 
+    /// The exporter served on a loopback port by a runtime of `threads` workers.
+    struct Served {
+        rt: tokio::runtime::Runtime,
+        tx: tokio::sync::oneshot::Sender<()>,
+        task: tokio::task::JoinHandle<std::io::Result<()>>,
+    }
+
+    impl Served {
+        fn start(threads: usize) -> (SocketAddr, Served) {
+            let listener = bind("127.0.0.1:0".parse().unwrap()).unwrap();
+            let addr = listener.local_addr().unwrap();
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(threads)
+                .enable_all()
+                .build()
+                .unwrap();
+            let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+            let exporter = Arc::new(Exporter::new(Default::default()));
+            let task = rt.spawn(serve(listener, exporter, async {
+                let _ = rx.await;
+            }));
+            (addr, Served { rt, tx, task })
+        }
+
+        /// Shuts the server down and checks that it ended cleanly.
+        fn stop(self) {
+            let _ = self.tx.send(());
+            self.rt.block_on(self.task).unwrap().unwrap();
+        }
+    }
+
     #[test]
     fn only_get_metrics_and_the_index_are_served() {
-        let listener = bind("127.0.0.1:0".parse().unwrap()).unwrap();
-        let addr = listener.local_addr().unwrap();
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .unwrap();
-        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-        let exporter = Arc::new(Exporter::new(Default::default()));
-        let server = rt.spawn(serve(listener, exporter, async {
-            let _ = rx.await;
-        }));
+        let (addr, server) = Served::start(1);
         let (status, body) = request(addr, "GET", "/");
         assert!(status.contains(" 200 "), "{status}");
         assert!(body.contains("href=\"/metrics\""), "{body}");
@@ -227,25 +247,13 @@ mod tests {
             let (status, _) = request(addr, method, path);
             assert!(status.contains(code), "{method} {path}: {status}");
         }
-        let _ = tx.send(());
-        rt.block_on(server).unwrap().unwrap();
+        server.stop();
     }
 
     #[test]
     fn slow_and_oversized_clients_do_not_keep_metrics_from_answering() {
         use std::time::Instant;
-        let listener = bind("127.0.0.1:0".parse().unwrap()).unwrap();
-        let addr = listener.local_addr().unwrap();
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .unwrap();
-        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-        let exporter = Arc::new(Exporter::new(Default::default()));
-        let server = rt.spawn(serve(listener, exporter, async {
-            let _ = rx.await;
-        }));
+        let (addr, server) = Served::start(2);
         // Every slot taken by a client that sends half a request and stalls, and more of
         // them waiting in the backlog.
         let extra = 8;
@@ -309,8 +317,7 @@ mod tests {
             cut >= MAX_CONNECTIONS / 2,
             "slow clients disconnected: {cut}"
         );
-        let _ = tx.send(());
-        rt.block_on(server).unwrap().unwrap();
+        server.stop();
     }
 
     #[test]
