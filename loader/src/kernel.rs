@@ -118,6 +118,13 @@ pub fn require_kfuncs(algo: &str, kfuncs: &[String]) -> Result<()> {
 }
 
 /// Makes sure a BPF file system is mounted at [`BPFFS`], mounting one if not.
+///
+/// Mounts one only in the mount namespace of PID 1: one mounted in another (a service's
+/// private namespace, `unshare -m`) would vanish with that namespace and take every pin
+/// in it along, unregistering what cctl loaded the moment the namespace ends.
+///
+/// Errors: [`Error::MissingFeature`] (none mounted, and this is not PID 1's mount
+/// namespace: what to mount where); [`Error::Io`] (the mount failed).
 pub fn ensure_bpffs() -> Result<()> {
     // f_type is i64 on x86_64 glibc but narrower elsewhere.
     #[allow(clippy::unnecessary_cast)]
@@ -126,6 +133,15 @@ pub fn ensure_bpffs() -> Result<()> {
         .unwrap_or(false);
     if is_bpffs {
         return Ok(());
+    }
+    if !in_init_mount_namespace() {
+        return Err(Error::MissingFeature {
+            feature: format!("a BPF file system at {BPFFS} in this mount namespace"),
+            hint: "one cctl mounted here would vanish with the namespace and unregister what \
+                   it pinned; mount it where it outlives cctl (`mount -t bpf bpf /sys/fs/bpf` \
+                   in the host's mount namespace, a hostPath volume in a container)"
+                .into(),
+        });
     }
     std::fs::create_dir_all(BPFFS)
         .map_err(|e| Error::io("creating bpffs mount point", BPFFS, e))?;
@@ -137,6 +153,33 @@ pub fn ensure_bpffs() -> Result<()> {
         None::<&str>,
     )
     .map_err(|e| Error::io("mounting bpffs", BPFFS, e.into()))
+}
+
+/// Whether this process shares PID 1's mount namespace: the same namespace inode, or
+/// where PID 1's namespace link may not be read (a sandbox), the same mount at `/` (a
+/// mount belongs to one namespace; a copied namespace gets new mount IDs). True when
+/// neither can be read.
+fn in_init_mount_namespace() -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let ns = |p: &str| std::fs::metadata(p).map(|m| (m.dev(), m.ino())).ok();
+    if let (Some(me), Some(init)) = (ns("/proc/self/ns/mnt"), ns("/proc/1/ns/mnt")) {
+        return me == init;
+    }
+    let root_mount_id = |p: &str| {
+        std::fs::read_to_string(p).ok().and_then(|t| {
+            t.lines()
+                .map(|l| l.split(' ').collect::<Vec<_>>())
+                .find(|f| f.get(4) == Some(&"/"))
+                .and_then(|f| f.first().map(|id| id.to_string()))
+        })
+    };
+    match (
+        root_mount_id("/proc/self/mountinfo"),
+        root_mount_id("/proc/1/mountinfo"),
+    ) {
+        (Some(me), Some(init)) => me == init,
+        _ => true,
+    }
 }
 
 fn read_trimmed(path: &str) -> Result<String> {

@@ -245,6 +245,12 @@ fn check_name_free(name: &str) -> Result<()> {
         });
     }
     if kernel::available_ccs()?.iter().any(|n| n == name) {
+        if std::fs::symlink_metadata(meta_path(name)).is_ok() {
+            return Err(Error::NameTaken {
+                name: name.into(),
+                detail: unreachable_detail(),
+            });
+        }
         return Err(Error::NameTaken {
             name: name.into(),
             detail: "is already registered in the kernel (built-in, module or another loader); \
@@ -431,7 +437,12 @@ pub fn list_loaded() -> Result<Vec<LoadedCc>> {
 /// Errors: [`Error::Untrusted`] ([`check_trusted_state`]).
 pub fn leftovers() -> Result<Vec<PathBuf>> {
     check_trusted_state()?;
-    let pinned = |n: &str| std::fs::symlink_metadata(pin_path(n)).is_ok();
+    // A name the kernel still has is not a leftover even without a pin here: its pins are
+    // in a BPF file system this mount namespace does not see ([`unreachable`]).
+    let registered = kernel::available_ccs().unwrap_or_default();
+    let pinned = |n: &str| {
+        std::fs::symlink_metadata(pin_path(n)).is_ok() || registered.iter().any(|r| r == n)
+    };
     let mut out = Vec::new();
     if let Ok(dir) = std::fs::read_dir(META_DIR) {
         for entry in dir.flatten() {
@@ -455,6 +466,46 @@ pub fn leftovers() -> Result<Vec<PathBuf>> {
     }
     out.sort();
     Ok(out)
+}
+
+/// Names cctl recorded (`/run/cctl/<name>.json`) that the kernel still has registered
+/// but whose link pin is not in `/sys/fs/bpf/cctl` as this process sees it: the BPF file
+/// system they were pinned in is not mounted here (unmounted while the pins' last user
+/// kept the links alive, or another mount namespace's). cctl cannot change them from
+/// here; their records are kept. Sorted.
+///
+/// Errors: [`Error::Untrusted`] ([`check_trusted_state`]).
+pub fn unreachable() -> Result<Vec<String>> {
+    check_trusted_state()?;
+    let registered = kernel::available_ccs().unwrap_or_default();
+    let mut out: Vec<String> = std::fs::read_dir(META_DIR)
+        .map(|d| {
+            d.flatten()
+                .filter_map(|e| {
+                    e.file_name()
+                        .to_string_lossy()
+                        .strip_suffix(".json")
+                        .map(str::to_string)
+                })
+                .filter(|n| {
+                    std::fs::symlink_metadata(pin_path(n)).is_err() && registered.contains(n)
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    out.sort();
+    Ok(out)
+}
+
+/// Why a name of [`unreachable`] (recorded, registered, no pin here) cannot be changed
+/// from here, as a sentence that follows the name.
+pub fn unreachable_detail() -> String {
+    format!(
+        "is registered in the kernel and recorded in {META_DIR}, but its link pin is not in \
+         {PIN_DIR}: the BPF file system it was pinned in is not mounted in this mount \
+         namespace (unmounted, or another namespace's); run cctl where that file system is \
+         mounted"
+    )
 }
 
 /// Removes the leftovers of crashed runs ([`leftovers`]): metadata files and version
@@ -530,6 +581,12 @@ pub(crate) fn resolve_loaded(arg: &str) -> Result<String> {
         .unwrap_or_default()
         .iter()
         .any(|n| n == arg);
+    if registered && std::fs::symlink_metadata(meta_path(arg)).is_ok() {
+        return Err(Error::NotOurs {
+            name: arg.into(),
+            detail: unreachable_detail(),
+        });
+    }
     if registered {
         return Err(Error::NotOurs {
             name: arg.into(),

@@ -52,6 +52,11 @@ pub fn run(args: Args) -> Result<i32> {
     // Live tunables as they are in the kernel now (`cctl set`), not as recorded.
     loaded.iter_mut().for_each(cctl_loader::live::refresh);
     let leftovers = registry::leftovers()?;
+    // Registered and recorded, but pinned in a BPF file system this namespace lacks.
+    let unreachable = registry::unreachable()?;
+    for name in &unreachable {
+        eprintln!("cctl: warning: '{name}' {}", registry::unreachable_detail());
+    }
     // Established sockets per (name, version), from a socket census of every network
     // namespace (a BPF iterator, root only); empty = unknown, not shown.
     let counts = if loaded.is_empty() {
@@ -93,6 +98,13 @@ pub fn run(args: Args) -> Result<i32> {
             outln!(
                 "{}",
                 serde_json::json!({"kind": "leftover", "path": path.display().to_string()})
+            )?;
+        }
+        for name in &unreachable {
+            outln!(
+                "{}",
+                serde_json::json!({"kind": "unreachable", "name": name,
+                                   "reason": registry::unreachable_detail()})
             )?;
         }
         if args.bpf_stats {
