@@ -1,6 +1,7 @@
 //! Fault injection at the steps that change the kernel, for the fault tests
 //! (`tests/tests/faults.rs`): each step calls [`step`] with its name
-//! (`load.after-link-pin`), which does nothing unless cctl was built with the
+//! (`load.after-link-pin`; the benchmark runner, crate cctl-bench, calls it for its own
+//! `bench.*` steps), which does nothing unless cctl was built with the
 //! `failpoints` feature (only `cargo test --workspace` builds it so, through cctl-tests)
 //! and `$FAILPOINTS` names the step (the `fail` crate's syntax):
 //!
@@ -50,6 +51,18 @@ pub const STEPS: &[(&str, &str)] = &[
         "a cgroup rule's link unpinned, the rule still in the map",
     ),
     ("apply.after-first-step", "the first step of the plan done"),
+    (
+        "migrate.after-first-netns",
+        "the first namespace's sockets moved, the other namespaces' not",
+    ),
+    (
+        "bench.after-load",
+        "the sweep's algorithms loaded (owned by the sweep), no run started",
+    ),
+    (
+        "bench.after-testbed",
+        "a run's namespaces, veths, qdiscs and taps set up, its flows not started",
+    ),
 ];
 
 /// Reads `$FAILPOINTS` (call once, at the start of the process); a no-op without the
@@ -62,8 +75,13 @@ pub fn setup() {
 /// A step that changes the kernel: fails or kills the process here when `$FAILPOINTS`
 /// says so (see the module's doc); otherwise does nothing.
 ///
-/// Errors: [`Error::Io`] ("injected fault at <step>") when configured to return.
-pub(crate) fn step(name: &'static str) -> Result<()> {
+/// Public for cctl's other crates (the benchmark runner's steps); `name` must be one of
+/// [`STEPS`].
+///
+/// Errors: [`Error::Io`] ("injected fault", "failpoint <step>") when configured to return.
+///
+/// [`Error::Io`]: crate::error::Error::Io
+pub fn step(name: &'static str) -> Result<()> {
     debug_assert!(
         STEPS.iter().any(|(s, _)| *s == name),
         "unlisted step {name}"

@@ -607,7 +607,7 @@ fn run_iter(cfg: &IterConfig, targets: &[Netns]) -> Result<Vec<NsRun>> {
         (b.seen, b.records_dropped)
     };
     let mut out = Vec::new();
-    for ns in targets {
+    for (i, ns) in targets.iter().enumerate() {
         let (seen0, dropped0) = bss();
         let walk = || -> Result<Duration> {
             if let Some(f) = &ns.file {
@@ -622,8 +622,15 @@ fn run_iter(cfg: &IterConfig, targets: &[Netns]) -> Result<Vec<NsRun>> {
             let started = Instant::now();
             let mut it = Iter::new(link).map_err(|e| Error::bpf("creating the TCP iterator", e))?;
             let mut sink = Vec::new();
-            it.read_to_end(&mut sink)
-                .map_err(|e| Error::io("walking the TCP sockets", "-", e))?;
+            // A read(2) of a BPF iterator visits at most 1M objects; one that wrote nothing
+            // by then fails with EAGAIN, and the next read goes on from there (bpf_seq_read).
+            loop {
+                match it.read_to_end(&mut sink) {
+                    Ok(_) => break,
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
+                    Err(e) => return Err(Error::io("walking the TCP sockets", "-", e)),
+                }
+            }
             Ok(started.elapsed())
         };
         let elapsed = if ns.file.is_some() {
@@ -654,6 +661,9 @@ fn run_iter(cfg: &IterConfig, targets: &[Netns]) -> Result<Vec<NsRun>> {
             elapsed,
             setup,
         });
+        if i == 0 && targets.len() > 1 && !cfg.census && !cfg.dry_run {
+            crate::faults::step("migrate.after-first-netns")?;
+        }
     }
     Ok(out)
 }

@@ -1,13 +1,16 @@
 //! Running benchmark scenarios from tests: one call runs a scenario in the ci profile and
-//! returns its summary; one reads a metric out of it.
+//! returns its summary; one reads a metric out of it; others say what a sweep left behind.
 
 use std::path::Path;
+use std::process::Command;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
 use cctl_bench::execute::run_scenario;
 use cctl_bench::run::RunOptions;
+use cctl_loader::registry;
+use cctl_netem::slot::PREFIX;
 use cctl_report::record::read_records;
 use cctl_report::summary::{self, Summary};
 use cctl_scenario::{Profile, Scenario};
@@ -56,4 +59,59 @@ pub fn metric(s: &Summary, algo: &str, point: usize, name: &str) -> Option<f64> 
         .and_then(|r| r.metrics.get(name))
         .filter(|a| !a.values.is_empty())
         .map(|a| a.mean)
+}
+
+/// The namespaces of bench runs (`cctl-b*`) in `ip netns list`.
+pub fn namespaces() -> Vec<String> {
+    let out = Command::new("ip")
+        .args(["netns", "list"])
+        .output()
+        .expect("ip netns list");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|n| n.starts_with(PREFIX))
+        .map(str::to_string)
+        .collect()
+}
+
+/// What sweeps left behind: their namespaces (and so the veths and qdiscs of their
+/// dumbbells), `cctl-b*` devices in the host namespace, and of `registered` (the names a
+/// sweep loads) those still registered or with a pin or record. Empty when nothing is.
+pub fn leftovers(registered: &[&str]) -> Vec<String> {
+    let mut left: Vec<String> = namespaces()
+        .into_iter()
+        .map(|n| format!("namespace {n}"))
+        .collect();
+    let links = Command::new("ip")
+        .args(["-o", "link"])
+        .output()
+        .expect("ip -o link");
+    for l in String::from_utf8_lossy(&links.stdout).lines() {
+        if l.contains(PREFIX) {
+            left.push(format!("host device: {l}"));
+        }
+    }
+    let ccs = crate::available();
+    for n in registered {
+        if ccs.iter().any(|c| c == n) {
+            left.push(format!("{n} registered"));
+        }
+        if Path::new(registry::META_DIR)
+            .join(format!("{n}.json"))
+            .exists()
+        {
+            left.push(format!("{n} record"));
+        }
+        if Path::new(registry::PIN_DIR).join(n).exists() || registry::versions_dir(n).exists() {
+            left.push(format!("{n} pins"));
+        }
+    }
+    left
+}
+
+/// Panics unless sweeps left nothing behind ([`leftovers`]); `when` says at which point.
+pub fn assert_nothing_left(when: &str, registered: &[&str]) {
+    let left = leftovers(registered);
+    assert!(left.is_empty(), "{when}: left behind: {left:?}");
 }

@@ -1,5 +1,6 @@
 //! Shared helpers of the integration tests: root check, clean slate, leftovers; running
-//! scenarios ([`bench`]), checks in netem guests ([`guest`]), terminals ([`tmux`]).
+//! scenarios and what sweeps leave ([`bench`]), checks in netem guests ([`guest`]),
+//! connections to migrate ([`sockets`]), terminals ([`tmux`]).
 
 use std::path::PathBuf;
 use std::sync::Mutex;
@@ -8,6 +9,7 @@ use cctl_loader::registry::{self, LoadGuard, LoadOptions};
 
 pub mod bench;
 pub mod guest;
+pub mod sockets;
 pub mod tmux;
 
 /// Kernel tests touch global state (CC names, namespaces): they take this lock.

@@ -21,6 +21,7 @@ use cctl_loader::migrate::{self, SocketFilter, SocketInfo};
 use cctl_loader::registry::LoadGuard;
 use cctl_netem::netns::spawn_in_netns;
 use cctl_netem::testbed::{PathSpec, Testbed};
+use cctl_tests::sockets::{clients, idle_pairs, idle_pairs_here, Netns};
 use cctl_tests::{cctl_bin, clean_slate, load_owned, require_root, KERNEL};
 use rand_chacha::rand_core::{RngCore, SeedableRng};
 use socket2::{Domain, Socket, Type};
@@ -62,63 +63,6 @@ impl Drop for AllowGuard {
     fn drop(&mut self) {
         let _ = std::fs::write(ALLOWED, &self.0);
     }
-}
-
-/// A bare namespace with lo up, deleted on drop.
-struct Netns(String);
-
-impl Netns {
-    fn new(name: &str) -> Netns {
-        let st = Command::new("ip").args(["netns", "add", name]).status();
-        assert!(st.unwrap().success(), "ip netns add {name}");
-        let st = Command::new("ip")
-            .args(["-n", name, "link", "set", "lo", "up"])
-            .status();
-        assert!(st.unwrap().success());
-        Netns(name.into())
-    }
-}
-
-impl Drop for Netns {
-    fn drop(&mut self) {
-        let _ = Command::new("ip")
-            .args(["netns", "delete", &self.0])
-            .status();
-    }
-}
-
-/// `n` idle loopback connections in namespace `ns`, client side running `cc`; kept open
-/// while the returned streams live.
-fn idle_pairs(ns: &str, n: usize, cc: &str, port: u16) -> Vec<TcpStream> {
-    let cc = cc.to_string();
-    spawn_in_netns(ns, move || idle_pairs_here(n, &cc, port))
-        .unwrap()
-        .join()
-        .unwrap()
-        .unwrap()
-}
-
-/// [`idle_pairs`] in the calling thread's namespace.
-fn idle_pairs_here(n: usize, cc: &str, port: u16) -> Vec<TcpStream> {
-    // The accepted ends inherit the listener's reno, so that only the `n` connecting
-    // ends run `cc` whatever the namespace's default is (cubic on Debian, bbr here).
-    let l = Socket::new(Domain::IPV4, Type::STREAM, None).unwrap();
-    l.set_reuse_address(true).unwrap();
-    l.set_tcp_congestion(b"reno").unwrap();
-    l.bind(&SocketAddr::from(([127, 0, 0, 1], port)).into())
-        .unwrap();
-    l.listen(128).unwrap();
-    let l = TcpListener::from(l);
-    let mut v = Vec::new();
-    for _ in 0..n {
-        let s = Socket::new(Domain::IPV4, Type::STREAM, None).unwrap();
-        s.set_tcp_congestion(cc.as_bytes()).unwrap();
-        s.connect(&SocketAddr::from(([127, 0, 0, 1], port)).into())
-            .unwrap();
-        v.push(TcpStream::from(s));
-        v.push(l.accept().unwrap().0);
-    }
-    v
 }
 
 /// Loads bpf_htcp for this test; the guard unloads it, also when the test fails.
@@ -605,20 +549,6 @@ fn json_kind(o: &Output, kind: &str) -> Vec<serde_json::Value> {
         .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
         .filter(|v| v["kind"] == kind)
         .collect()
-}
-
-/// The connecting ends (remote port `port`) of [`idle_pairs`], in every namespace, by
-/// cookie: (namespace, cc, struct_ops map id).
-fn clients(port: u16) -> BTreeMap<u64, (String, String, Option<u32>)> {
-    migrate::sockets_all_namespaces(&SocketFilter {
-        port: Some(port),
-        ..Default::default()
-    })
-    .expect("census of all namespaces")
-    .into_iter()
-    .filter(|s| s.state == "ESTABLISHED" && s.dport == port)
-    .map(|s| (s.cookie, (s.netns, s.cc, s.ca_map_id)))
-    .collect()
 }
 
 #[test]

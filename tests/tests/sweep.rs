@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 
 use cctl_report::resume::completed_runs;
 use cctl_report::runs::RunId;
-use cctl_tests::{available, cctl_bin, clean_slate, require_root, KERNEL};
+use cctl_tests::bench::{assert_nothing_left, namespaces};
+use cctl_tests::{cctl_bin, clean_slate, require_root, KERNEL};
 
 const SCENARIO: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/host-sweep.toml");
 const ALGOS: &str = "reno,cubic";
@@ -76,43 +77,6 @@ fn runs(dir: &Path) -> BTreeSet<RunId> {
     completed_runs(dir).into_keys().collect()
 }
 
-fn namespaces() -> Vec<String> {
-    let out = Command::new("ip").args(["netns", "list"]).output().unwrap();
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|l| l.split_whitespace().next())
-        .filter(|n| n.starts_with("cctl-b"))
-        .map(str::to_string)
-        .collect()
-}
-
-/// No namespace (and so no veth or qdisc of a dumbbell), no registered algorithm, no
-/// registry record is left.
-fn assert_nothing_left(when: &str) {
-    assert!(
-        namespaces().is_empty(),
-        "{when}: namespaces left: {:?}",
-        namespaces()
-    );
-    let links = Command::new("ip").args(["-o", "link"]).output().unwrap();
-    let links = String::from_utf8_lossy(&links.stdout).into_owned();
-    assert!(
-        !links.contains("cctl-b"),
-        "{when}: devices left in the host namespace: {links}"
-    );
-    let ccs = available();
-    for n in REGISTERED {
-        assert!(
-            !ccs.iter().any(|c| c == n),
-            "{when}: {n} still registered: {ccs:?}"
-        );
-        assert!(
-            !Path::new("/run/cctl").join(format!("{n}.json")).exists(),
-            "{when}: {n} record left"
-        );
-    }
-}
-
 /// Sends SIGINT (Ctrl-C) to a running cctl.
 fn interrupt(child: &Child) {
     nix::sys::signal::kill(
@@ -154,7 +118,7 @@ fn shards_merge_into_exactly_the_runs_of_the_unsplit_sweep() {
         seen.extend(mine);
         shards.push(dir);
     }
-    assert_nothing_left("after the shards");
+    assert_nothing_left("after the shards", &REGISTERED);
 
     let merged = d.join("merged");
     let mut args = vec!["bench".to_string(), "merge".into()];
@@ -225,7 +189,7 @@ fn shards_merge_into_exactly_the_runs_of_the_unsplit_sweep() {
         "a refused merge wrote {}",
         refused.display()
     );
-    assert_nothing_left("at the end");
+    assert_nothing_left("at the end", &REGISTERED);
 }
 
 #[test]
@@ -284,7 +248,7 @@ fn resume_after_sigkill_skips_finished_runs_and_redoes_the_cut_one() {
     assert_eq!(after.len(), 6, "{:?}", after.keys());
     assert!(third.join("run.json").exists(), "the cut run was redone");
     assert!(dir.join("summary.json").exists());
-    assert_nothing_left("after the resume");
+    assert_nothing_left("after the resume", &REGISTERED);
 
     // Resuming a finished sweep runs nothing; resuming with other parameters is refused.
     let o = cctl(&strs(&bench(&dir, &[])));
@@ -297,7 +261,7 @@ fn resume_after_sigkill_skips_finished_runs_and_redoes_the_cut_one() {
     let o = cctl(&strs(&bench(&dir, &["--repeat", "2"])));
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("repeat differs"), "{}", stderr(&o));
-    assert_nothing_left("after the refused resume");
+    assert_nothing_left("after the refused resume", &REGISTERED);
 }
 
 #[test]
@@ -333,7 +297,7 @@ fn two_jobs_run_two_dumbbells_at_once_and_leave_nothing() {
         slots.insert(ip.octets()[2]);
     }
     assert_eq!(slots, BTreeSet::from([0, 1]), "{slots:?}");
-    assert_nothing_left("after --jobs 2");
+    assert_nothing_left("after --jobs 2", &REGISTERED);
 
     // Ctrl-C while both slots run: exit 130, everything removed.
     let dir = d.join("interrupted");
@@ -345,7 +309,7 @@ fn two_jobs_run_two_dumbbells_at_once_and_leave_nothing() {
     interrupt(&child);
     let st = child.wait().unwrap();
     assert_eq!(st.code(), Some(130), "{st:?}");
-    assert_nothing_left("after Ctrl-C");
+    assert_nothing_left("after Ctrl-C", &REGISTERED);
     let meta: serde_json::Value =
         serde_json::from_slice(&std::fs::read(dir.join("metadata.json")).unwrap()).unwrap();
     assert_eq!(meta["interrupted"], true);
@@ -407,7 +371,7 @@ fn bad_input_is_refused_before_anything_is_made() {
     assert!(!dir.exists(), "the refused sweep created {}", dir.display());
     interrupt(&first);
     assert_eq!(first.wait().unwrap().code(), Some(130));
-    assert_nothing_left("after the refusals");
+    assert_nothing_left("after the refusals", &REGISTERED);
 }
 
 /// Processes in process group `pgid`.
@@ -455,7 +419,7 @@ fn resume_ends_the_vm_a_killed_cctl_left_running() {
     assert!(!group_alive(pgid), "the old VM is gone");
     assert!(!pgid_file.exists(), "vm.pgid removed once the VM ended");
     assert_eq!(completed_runs(&dir).len(), 2, "shard 1/3 of 6 runs");
-    assert_nothing_left("after the VM resume");
+    assert_nothing_left("after the VM resume", &REGISTERED);
 }
 
 /// A real run of one point of host-sweep (reno, 10 Mbit/s, 4 s) with expectations in the
@@ -532,7 +496,7 @@ fn a_real_run_judges_its_scenarios_expectations() {
     );
     let o = cctl(&["bench", "report", dir.to_str().unwrap(), "--strict"]);
     assert_eq!(o.status.code(), Some(8), "{}", stderr(&o));
-    assert_nothing_left("after the run");
+    assert_nothing_left("after the run", &REGISTERED);
 }
 
 /// A results file system with room for the sweep's metadata and about two of its runs
@@ -607,7 +571,7 @@ fn a_full_results_file_system_fails_the_sweep_keeps_finished_runs_and_resume_com
             "{id}: a finished run.json is whole"
         );
     }
-    assert_nothing_left("after the full disk");
+    assert_nothing_left("after the full disk", &REGISTERED);
     fs.resize("64m");
     let o = cctl(&strs(&bench(&dir, &["--points", "0,1"])));
     assert_ok("resume after the disk was grown", &o);
@@ -618,7 +582,7 @@ fn a_full_results_file_system_fails_the_sweep_keeps_finished_runs_and_resume_com
     );
     assert_eq!(completed_runs(&dir).len(), 4);
     assert!(dir.join("summary.json").exists());
-    assert_nothing_left("after the resume");
+    assert_nothing_left("after the resume", &REGISTERED);
     eprintln!(
         "full disk at {SMALL_FS}: {} of 4 runs kept, the rest done by --resume",
         kept.len()

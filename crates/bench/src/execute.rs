@@ -122,6 +122,7 @@ pub fn run_scenario(
         }
     }
     let (resolved, loaded) = resolve_algorithms(&names)?;
+    cctl_loader::faults::step("bench.after-load")?;
     let under_test: Vec<ResolvedCc> = opts
         .algos
         .iter()

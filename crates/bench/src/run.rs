@@ -164,6 +164,7 @@ pub fn run_once(
     let bed = cctl_netem::chain::Bed::create(chain_spec(point, slot), &path)?;
     let taps = crate::delays::start(&bed, opts.delay_sample)?;
     let closing = crate::closing::start(PORT, &bed.drop_places().namespaces)?;
+    cctl_loader::faults::step("bench.after-testbed")?;
     feed.subscribe(slot.0);
     let counters0 = feed.counters();
 
