@@ -14,9 +14,11 @@ use std::process::Command;
 use cctl_tests::cctl_bin;
 
 /// Highest exposure score (systemd's 0.0-10.0 scale, lower is better) of each unit.
-/// cctl-apply scores 2.7: every hardening option applies but the capabilities a BPF loader
+/// cctl-apply scores 2.9: every hardening option applies but the capabilities a BPF loader
 /// cannot do without (CAP_SYS_ADMIN, CAP_BPF, CAP_NET_ADMIN, CAP_SYS_PTRACE), the host
-/// network namespace and world-readable /run/cctl records; 3.0 fails the test when a
+/// network namespace, world-readable /run/cctl records and ProtectKernelTunables= (0.2:
+/// under a booted systemd it leaves /sys/fs/bpf read-only; `ReadOnlyPaths=/sys /proc/sys`
+/// protects the same, which the score does not count); 3.0 fails the test when a
 /// hardening line is dropped. A unit not listed (a long-running server such as the
 /// exporter, which needs a listening socket) must stay below 4.0, inside systemd's
 /// "OK" band.
