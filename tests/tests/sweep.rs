@@ -51,6 +51,16 @@ fn spawn(args: &[&str]) -> Child {
         .expect("starting cctl")
 }
 
+/// Starts cctl with its stderr in `log` (read while it runs).
+fn spawn_logged(args: &[String], log: &Path) -> Child {
+    Command::new(cctl_bin())
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(log).unwrap())
+        .spawn()
+        .expect("starting cctl")
+}
+
 fn bench(dir: &Path, extra: &[&str]) -> Vec<String> {
     let mut v: Vec<String> = ["bench", "run", SCENARIO, "--algo", ALGOS, "--resume"]
         .iter()
@@ -383,25 +393,64 @@ fn group_alive(pgid: i32) -> bool {
         .is_ok_and(|s| s.success())
 }
 
+/// The VM of a sweep dies the two ways it can, and `--resume` goes on after each:
+/// 1. the guest dies mid-sweep (QEMU's process group killed after the first run): cctl
+///    says the VM exited without finishing and exits 1, the finished run is kept whole
+///    and nothing is left running;
+/// 2. cctl is killed while its VM runs: QEMU outlives it, and the next `--resume` ends that
+///    VM (saying so) before it does the run left.
 #[test]
-fn resume_ends_the_vm_a_killed_cctl_left_running() {
+fn resume_goes_on_after_the_guest_dies_and_ends_the_vm_a_killed_cctl_left() {
     let _g = setup();
     let d = root("vm");
     let dir = d.join("sweep");
     let args = bench(&dir, &["--vm", "always", "--shard", "1/3"]);
-    let mut child = spawn(&strs(&args));
     let pgid_file = dir.join("vm.pgid");
-    wait_for("the guest's first run", Duration::from_secs(300), || {
-        dir.join("runs").exists() && pgid_file.exists()
+    let read_pgid = || -> i32 {
+        std::fs::read_to_string(&pgid_file)
+            .expect("the VM's process group is recorded")
+            .split_whitespace()
+            .next()
+            .and_then(|w| w.parse().ok())
+            .expect("vm.pgid starts with the group id")
+    };
+
+    // 1. The guest dies after its first run.
+    let log = d.join("first.stderr");
+    let mut child = spawn_logged(&args, &log);
+    wait_for("the guest's first finished run", Duration::from_secs(600), || {
+        completed_runs(&dir).len() == 1 && pgid_file.exists()
+    });
+    let pgid = read_pgid();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(-pgid),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    let status = child.wait().unwrap();
+    let err = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(status.code(), Some(1), "a dead guest fails the sweep: {err}");
+    assert!(
+        err.contains("the VM exited") && err.contains("without the script finishing"),
+        "cctl says the VM died: {err}"
+    );
+    assert_eq!(completed_runs(&dir).len(), 1, "the finished run is kept");
+    wait_for("the dead VM's last processes to exit", Duration::from_secs(10), || {
+        !group_alive(pgid)
+    });
+    assert!(!pgid_file.exists(), "vm.pgid removed with the VM");
+
+    // 2. cctl dies while the resumed VM runs (once its guest has started the run: killed
+    // while the guest boots, QEMU soon dies of the console pipe cctl held).
+    let log = d.join("second.stderr");
+    let mut child = spawn_logged(&args, &log);
+    wait_for("the resumed guest's run", Duration::from_secs(300), || {
+        pgid_file.exists()
+            && std::fs::read_to_string(&log).is_ok_and(|t| t.contains("run 2/2"))
     });
     child.kill().unwrap();
     child.wait().unwrap();
-    let pgid: i32 = std::fs::read_to_string(&pgid_file)
-        .expect("the VM's process group is recorded")
-        .split_whitespace()
-        .next()
-        .and_then(|w| w.parse().ok())
-        .expect("vm.pgid starts with the group id");
+    let pgid = read_pgid();
     assert!(
         group_alive(pgid),
         "QEMU outlives a killed cctl (what resume must end)"
