@@ -7,7 +7,7 @@ CCTL := target/release/cctl
 .PHONY: compare all deps vm-deps vm-deps-if-needed build check test test-steps demo demo-tbf bench-collector lint fmt install clean
 .PHONY: bench-migrate bench-delays
 .PHONY: bench-top
-.PHONY: bench-exporter
+.PHONY: bench-exporter soak systemd-boot
 .PHONY: bench
 .PHONY: conform
 .PHONY: bench-jobs slurm-bench k8s-validate bench-papers bench-gating calibrate
@@ -137,6 +137,15 @@ bench-exporter: deps
 	$(CARGO) build --release -p cctl
 	$(CARGO) run --release -p cctl-tests --example exporter_cpu -- $(BENCH_ARGS)
 
+# Soak (a benchmark, not CI; ~30 min): `cctl exporter` (release) and `cctl trace --json` into a
+# drained pipe, side by side with 1,000 busy loopback flows. Every 10 s a row: RSS and CPU of
+# both, one /metrics scrape's wall time and size, ring-buffer drops; then the RSS slope after
+# minute 5 and the verdict "memory flat after 5 min: yes/no" (64 KiB/min). Results in
+# results/soak/<timestamp>/ (samples.csv, summary.json). SOAK_ARGS="flows minutes", default "1000 30".
+soak: deps
+	$(CARGO) build --release -p cctl
+	$(CARGO) run --release -p cctl-tests --example soak -- $(SOAK_ARGS)
+
 # What --jobs buys and costs: the same sweep (T0.1's 10 Mbit/s points, reno and htcp, 3
 # repetitions) at --jobs 1, 2 and 4 in the 6.12 guest: speedups, CPU per run against its
 # rate, and fidelity (--jobs 4 vs 1, metrics with their run-to-run spread). ~20 min under TCG.
@@ -198,6 +207,15 @@ fmt:
 
 install: build
 	install -m 0755 $(CCTL) /usr/local/bin/cctl
+
+# cctl's Debian package under a real systemd (tests/boot/run.sh): a Debian guest with systemd
+# as PID 1 (root file system by mmdebstrap, cached in /var/cache/cctl/boot) boots four times
+# under QEMU: `dpkg -i` the package and enable its units; cctl-apply.service applied
+# tests/boot/cctl.toml before network-pre.target and cctl-exporter.service answers; the state
+# is back after a reboot; a broken file fails the unit with its error in the journal while the
+# machine boots. ~8 min under TCG (~3 min more the first time). Not in `make test`: CI's budget.
+systemd-boot: deb vm-deps-if-needed
+	bash tests/boot/run.sh
 
 # The Debian package (target/debian/cctl_<version>-1_<arch>.deb): the release binary, the
 # systemd units (ExecStart /usr/bin/cctl), /etc/cctl/cctl.toml as a conffile, a man page

@@ -10,237 +10,24 @@
 //! waits 5 s, then reads the exporter's utime+stime from /proc/<pid>/stat over `seconds`
 //! without scrapes; then times 10 scrapes (the CPU they cost is reported apart). Prints the
 //! figures and writes them as one JSON line to results/exporter-cpu/<timestamp>.json. The
-//! namespace and the exporter are removed on exit and on error.
+//! namespace and the exporter are removed on exit and on error. The flows, the exporter and
+//! the /proc readings are in common/mod.rs, shared with the soak (soak.rs).
 
-use std::io::{ErrorKind, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, ensure, Context, Result};
-use cctl_netem::netns::spawn_in_netns;
-use socket2::{Domain, Socket, Type};
+use anyhow::{ensure, Context, Result};
+
+mod common;
+use common::{
+    cpu_seconds, free_port, raise_nofile, release_cctl, sample_value, scrape, status_kib, Exporter,
+    Flows, Netns,
+};
 
 const NETNS: &str = "cctl-tx-cpu";
 const PORT: u16 = 5480;
-const SENDER_CC: &str = "reno";
-const RECEIVER_CC: &str = "cubic";
-const WRITE_BYTES: usize = 64;
-const WRITE_MS: u64 = 20;
-const READ_MS: u64 = 100;
-const WORKERS: usize = 2;
 const WARMUP: Duration = Duration::from_secs(5);
 const SCRAPES: usize = 10;
-
-/// The namespace, deleted on drop.
-struct Netns;
-
-impl Netns {
-    fn create() -> Result<Netns> {
-        cctl_netem::testbed::remove_leftovers(NETNS)?;
-        ip(&["netns", "add", NETNS])?;
-        let ns = Netns;
-        ip(&["-n", NETNS, "link", "set", "lo", "up"])?;
-        Ok(ns)
-    }
-}
-
-impl Drop for Netns {
-    fn drop(&mut self) {
-        let _ = ip(&["netns", "delete", NETNS]);
-    }
-}
-
-fn ip(args: &[&str]) -> Result<()> {
-    let out = Command::new("ip")
-        .args(args)
-        .output()
-        .context("running ip")?;
-    ensure!(
-        out.status.success(),
-        "ip {}: {}",
-        args.join(" "),
-        String::from_utf8_lossy(&out.stderr).trim()
-    );
-    Ok(())
-}
-
-/// N loopback connections kept busy by [`WORKERS`] threads; closed on drop.
-struct Flows {
-    stop: Arc<AtomicBool>,
-    workers: Vec<JoinHandle<()>>,
-}
-
-impl Flows {
-    fn start(n: usize) -> Result<Flows> {
-        let pairs = spawn_in_netns(
-            NETNS,
-            move || -> std::io::Result<Vec<(TcpStream, TcpStream)>> {
-                let l = Socket::new(Domain::IPV4, Type::STREAM, None)?;
-                l.set_reuse_address(true)?;
-                l.set_tcp_congestion(RECEIVER_CC.as_bytes())?;
-                l.bind(&SocketAddr::from(([127, 0, 0, 1], PORT)).into())?;
-                l.listen(1024)?;
-                let l = TcpListener::from(l);
-                let mut pairs = Vec::with_capacity(n);
-                for _ in 0..n {
-                    let s = Socket::new(Domain::IPV4, Type::STREAM, None)?;
-                    s.set_tcp_congestion(SENDER_CC.as_bytes())?;
-                    s.connect(&SocketAddr::from(([127, 0, 0, 1], PORT)).into())?;
-                    let (r, _) = l.accept()?;
-                    let s = TcpStream::from(s);
-                    s.set_nodelay(true)?;
-                    s.set_nonblocking(true)?;
-                    r.set_nonblocking(true)?;
-                    pairs.push((s, r));
-                }
-                Ok(pairs)
-            },
-        )?
-        .join()
-        .map_err(|_| anyhow::anyhow!("the connecting thread panicked"))??
-        .with_context(|| format!("opening {n} loopback connections"))?;
-        let stop = Arc::new(AtomicBool::new(false));
-        let mut chunks: Vec<Vec<(TcpStream, TcpStream)>> =
-            (0..WORKERS).map(|_| Vec::new()).collect();
-        for (i, p) in pairs.into_iter().enumerate() {
-            chunks[i % WORKERS].push(p);
-        }
-        let workers = chunks
-            .into_iter()
-            .map(|mut mine| {
-                let stop = stop.clone();
-                std::thread::spawn(move || {
-                    let data = [0x5au8; WRITE_BYTES];
-                    let mut buf = vec![0u8; 64 * 1024];
-                    let mut next = Instant::now();
-                    let mut last_read = Instant::now();
-                    while !stop.load(Ordering::Relaxed) {
-                        for (s, _) in mine.iter_mut() {
-                            match s.write(&data) {
-                                Ok(_) => {}
-                                Err(e) if e.kind() == ErrorKind::WouldBlock => {}
-                                Err(_) => {}
-                            }
-                        }
-                        if last_read.elapsed() >= Duration::from_millis(READ_MS) {
-                            last_read = Instant::now();
-                            for (_, r) in mine.iter_mut() {
-                                while let Ok(k) = r.read(&mut buf) {
-                                    if k == 0 {
-                                        break;
-                                    }
-                                }
-                            }
-                        }
-                        next += Duration::from_millis(WRITE_MS);
-                        let now = Instant::now();
-                        if next > now {
-                            std::thread::sleep(next - now);
-                        } else {
-                            next = now;
-                        }
-                    }
-                })
-            })
-            .collect();
-        Ok(Flows { stop, workers })
-    }
-}
-
-impl Drop for Flows {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        for w in self.workers.drain(..) {
-            let _ = w.join();
-        }
-    }
-}
-
-/// Raises RLIMIT_NOFILE's soft limit to `fds` (up to the hard limit).
-fn raise_nofile(fds: u64) -> Result<()> {
-    let mut lim = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit/setrlimit only read/write the struct passed by reference.
-    unsafe {
-        ensure!(
-            libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0,
-            "getrlimit"
-        );
-        if lim.rlim_cur >= fds {
-            return Ok(());
-        }
-        ensure!(
-            lim.rlim_max >= fds,
-            "{fds} descriptors needed, hard limit {}",
-            lim.rlim_max
-        );
-        lim.rlim_cur = fds;
-        ensure!(libc::setrlimit(libc::RLIMIT_NOFILE, &lim) == 0, "setrlimit");
-    }
-    Ok(())
-}
-
-/// utime + stime of process `pid` (all threads), seconds.
-fn cpu_seconds(pid: u32) -> Result<f64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .with_context(|| format!("reading /proc/{pid}/stat (did the exporter exit?)"))?;
-    let rest = &stat[stat.rfind(')').context("malformed stat")? + 2..];
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let ticks: u64 = f[11].parse::<u64>()? + f[12].parse::<u64>()?;
-    // SAFETY: sysconf has no memory effects.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
-    Ok(ticks as f64 / hz)
-}
-
-/// A `Vm*:` line of /proc/<pid>/status, KiB.
-fn status_kib(pid: u32, key: &str) -> Result<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix(key))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .with_context(|| format!("no {key} in /proc/{pid}/status"))
-}
-
-/// GET /metrics: the body.
-fn scrape(port: u16) -> Result<String> {
-    let mut s = TcpStream::connect(("127.0.0.1", port))?;
-    s.set_read_timeout(Some(Duration::from_secs(30)))?;
-    write!(
-        s,
-        "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
-    )?;
-    let mut raw = String::new();
-    s.read_to_string(&mut raw)?;
-    let (head, body) = raw.split_once("\r\n\r\n").context("no HTTP header")?;
-    ensure!(head.starts_with("HTTP/1.1 200"), "scrape: {head}");
-    Ok(body.to_string())
-}
-
-/// The value of the unlabelled sample `name` in an exposition.
-fn sample_value(text: &str, name: &str) -> Option<f64> {
-    text.lines()
-        .find_map(|l| l.strip_prefix(&format!("{name} ")))
-        .and_then(|v| v.trim().parse().ok())
-}
-
-/// The exporter process, stopped with SIGTERM on drop.
-struct Exporter(Child);
-
-impl Drop for Exporter {
-    fn drop(&mut self) {
-        let pid = nix::unistd::Pid::from_raw(self.0.id() as i32);
-        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
-        let _ = self.0.wait();
-    }
-}
 
 #[derive(Debug, serde::Serialize)]
 struct Figures {
@@ -280,35 +67,13 @@ fn run() -> Result<Figures> {
         nix::unistd::geteuid().is_root(),
         "run as root (the exporter attaches BPF)"
     );
-    let bin: PathBuf = std::env::current_exe()?
-        .parent()
-        .and_then(|p| p.parent())
-        .context("target dir")?
-        .join("cctl");
-    ensure!(
-        bin.exists(),
-        "{} missing: cargo build --release -p cctl",
-        bin.display()
-    );
+    let bin = release_cctl()?;
     raise_nofile(2 * flows as u64 + 256)?;
-    let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
-    let child = Command::new(&bin)
-        .args(["exporter", "--listen", &format!("127.0.0.1:{port}")])
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .context("starting cctl exporter")?;
-    let exporter = Exporter(child);
-    let pid = exporter.0.id();
-    let t0 = Instant::now();
-    while scrape(port).is_err() {
-        if t0.elapsed() > Duration::from_secs(20) {
-            bail!("the exporter did not answer within 20 s");
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    let _ns = Netns::create()?;
-    let _flows = Flows::start(flows)?;
+    let port = free_port()?;
+    let exporter = Exporter::start(&bin, port)?;
+    let pid = exporter.pid();
+    let ns = Netns::create(NETNS)?;
+    let _flows = Flows::start(&ns, PORT, flows)?;
     std::thread::sleep(WARMUP);
     let first = scrape(port)?;
     let c0 = cpu_seconds(pid)?;
