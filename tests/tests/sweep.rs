@@ -418,9 +418,11 @@ fn resume_goes_on_after_the_guest_dies_and_ends_the_vm_a_killed_cctl_left() {
     // 1. The guest dies after its first run.
     let log = d.join("first.stderr");
     let mut child = spawn_logged(&args, &log);
-    wait_for("the guest's first finished run", Duration::from_secs(600), || {
-        completed_runs(&dir).len() == 1 && pgid_file.exists()
-    });
+    wait_for(
+        "the guest's first finished run",
+        Duration::from_secs(600),
+        || completed_runs(&dir).len() == 1 && pgid_file.exists(),
+    );
     let pgid = read_pgid();
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(-pgid),
@@ -429,15 +431,21 @@ fn resume_goes_on_after_the_guest_dies_and_ends_the_vm_a_killed_cctl_left() {
     .unwrap();
     let status = child.wait().unwrap();
     let err = std::fs::read_to_string(&log).unwrap();
-    assert_eq!(status.code(), Some(1), "a dead guest fails the sweep: {err}");
+    assert_eq!(
+        status.code(),
+        Some(1),
+        "a dead guest fails the sweep: {err}"
+    );
     assert!(
         err.contains("the VM exited") && err.contains("without the script finishing"),
         "cctl says the VM died: {err}"
     );
     assert_eq!(completed_runs(&dir).len(), 1, "the finished run is kept");
-    wait_for("the dead VM's last processes to exit", Duration::from_secs(10), || {
-        !group_alive(pgid)
-    });
+    wait_for(
+        "the dead VM's last processes to exit",
+        Duration::from_secs(10),
+        || !group_alive(pgid),
+    );
     assert!(!pgid_file.exists(), "vm.pgid removed with the VM");
 
     // 2. cctl dies while the resumed VM runs (once its guest has started the run: killed
@@ -445,8 +453,7 @@ fn resume_goes_on_after_the_guest_dies_and_ends_the_vm_a_killed_cctl_left() {
     let log = d.join("second.stderr");
     let mut child = spawn_logged(&args, &log);
     wait_for("the resumed guest's run", Duration::from_secs(300), || {
-        pgid_file.exists()
-            && std::fs::read_to_string(&log).is_ok_and(|t| t.contains("run 2/2"))
+        pgid_file.exists() && std::fs::read_to_string(&log).is_ok_and(|t| t.contains("run 2/2"))
     });
     child.kill().unwrap();
     child.wait().unwrap();
