@@ -8,6 +8,9 @@
 //! those of exporter_cpu.rs (common/mod.rs): N loopback connections in a private namespace
 //! (`cctl-tx-soak`, port 5481; senders reno, receivers cubic, 64 bytes every 20 ms on each,
 //! so 2N sockets are sampled, each every 100 ms by both collectors); neither consumer filters.
+//! Beside them the flows come and go: a short connection opened every 100 ms on port 5482
+//! and closed 1 s later (10 open at a time, 18,000 over 30 min), so that state kept for
+//! closed flows would show as growing RSS and tracked flows.
 //!
 //! Every 10 s it records one row: elapsed seconds; VmRSS (KiB, /proc/<pid>/status) and CPU
 //! (% of one core over the last 10 s, utime+stime) of the exporter and of the trace; the wall
@@ -49,6 +52,11 @@ use common::{
 /// The flows' namespace and the receivers' port (apart from exporter_cpu's).
 const NETNS: &str = "cctl-tx-soak";
 const PORT: u16 = 5481;
+/// Short connections: opened every [`CHURN_EVERY`] on this port, each closed after
+/// [`CHURN_OPEN`] of them are younger.
+const CHURN_PORT: u16 = 5482;
+const CHURN_EVERY: Duration = Duration::from_millis(100);
+const CHURN_OPEN: usize = 10;
 /// Time between rows.
 const EVERY: Duration = Duration::from_secs(10);
 /// Memory counts from here on ("after the first minutes"), seconds; half the run if shorter.
@@ -454,6 +462,8 @@ struct Summary {
     scrape_errors: usize,
     scrape_bytes_end: Option<usize>,
     exporter_tracked_flows_end: Option<u64>,
+    /// Short connections opened (and closed) beside the long flows.
+    short_connections: u64,
     exporter_source_errors_end: Option<u64>,
     drops: Drops,
     /// The trace's exit line, and the samples its BPF program wrote by the last row.
@@ -464,6 +474,75 @@ struct Summary {
     flat_threshold_kib_per_min: f64,
     memory_flat: Option<bool>,
     verdict: String,
+}
+
+/// The coming and going flows: one thread in the namespace that opens a connection every
+/// [`CHURN_EVERY`], writes 64 bytes on each open one, and closes the oldest (both ends)
+/// once [`CHURN_OPEN`] are open. Stopped (and its connections closed) on drop.
+struct Churn {
+    stop: Arc<AtomicBool>,
+    opened: Arc<AtomicU64>,
+    worker: Option<JoinHandle<std::io::Result<std::io::Result<()>>>>,
+}
+
+impl Churn {
+    fn start() -> Result<Churn> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let opened = Arc::new(AtomicU64::new(0));
+        let (stop2, opened2) = (stop.clone(), opened.clone());
+        let worker = cctl_netem::netns::spawn_in_netns(NETNS, move || -> std::io::Result<()> {
+            use std::io::Write;
+            let l = std::net::TcpListener::bind(("127.0.0.1", CHURN_PORT))?;
+            let mut open = std::collections::VecDeque::new();
+            let mut next = Instant::now();
+            let mut buf = [0u8; 4096];
+            while !stop2.load(Ordering::Relaxed) {
+                let c = std::net::TcpStream::connect(("127.0.0.1", CHURN_PORT))?;
+                let (r, _) = l.accept()?;
+                r.set_nonblocking(true)?;
+                open.push_back((c, r));
+                opened2.fetch_add(1, Ordering::Relaxed);
+                if open.len() > CHURN_OPEN {
+                    open.pop_front();
+                }
+                for (c, r) in open.iter_mut() {
+                    c.write_all(&[0x5a; 64])?;
+                    while let Ok(k) = r.read(&mut buf) {
+                        if k == 0 {
+                            break;
+                        }
+                    }
+                }
+                next += CHURN_EVERY;
+                let now = Instant::now();
+                if next > now {
+                    std::thread::sleep(next - now);
+                } else {
+                    next = now;
+                }
+            }
+            Ok(())
+        })
+        .context("starting the short connections")?;
+        Ok(Churn {
+            stop,
+            opened,
+            worker: Some(worker),
+        })
+    }
+
+    fn opened(&self) -> u64 {
+        self.opened.load(Ordering::Relaxed)
+    }
+}
+
+impl Drop for Churn {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(w) = self.worker.take() {
+            let _ = w.join();
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -670,6 +749,7 @@ fn soak() -> Result<End> {
     let mut exporter = Exporter::start(&bin, port)?;
     let ns = Netns::create(NETNS)?;
     let flows = Flows::start(&ns, PORT, a.flows)?;
+    let churn = Churn::start()?;
     let mut trace = TraceProc::start(&bin)?;
     let planned = Duration::from_secs_f64(a.minutes * 60.0);
     println!(
@@ -747,6 +827,8 @@ fn soak() -> Result<End> {
         let _ = signal::kill(pid, Signal::SIGTERM);
     }
     let exporter_status = exporter.child.wait().ok();
+    let churned = churn.opened();
+    drop(churn);
     drop(flows);
     drop(ns);
 
@@ -826,6 +908,7 @@ fn soak() -> Result<End> {
         scrape_errors,
         scrape_bytes_end: end_row.and_then(|r| r.scrape_bytes),
         exporter_tracked_flows_end: end_row.and_then(|r| r.exporter_tracked_flows),
+        short_connections: churned,
         exporter_source_errors_end: end_row.and_then(|r| r.exporter_source_errors),
         drops: Drops {
             exporter: exporter_drops,
@@ -883,6 +966,13 @@ fn print_summary(s: &Summary) {
         opt(s.drops.total),
         s.scrape_errors,
         opt(s.exporter_source_errors_end)
+    );
+    println!(
+        "   flows: {} short connections came and went; the exporter tracked {} flows at the end \
+         ({} long-lived sockets)",
+        s.short_connections,
+        opt(s.exporter_tracked_flows_end),
+        s.sockets_sampled
     );
     println!("{}", s.verdict);
 }

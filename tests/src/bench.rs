@@ -61,17 +61,23 @@ pub fn metric(s: &Summary, algo: &str, point: usize, name: &str) -> Option<f64> 
         .map(|a| a.mean)
 }
 
-/// The namespaces of bench runs (`cctl-b*`) in `ip netns list`.
-pub fn namespaces() -> Vec<String> {
+/// Every named network namespace (`ip netns list`).
+pub fn all_namespaces() -> Vec<String> {
     let out = Command::new("ip")
         .args(["netns", "list"])
         .output()
         .expect("ip netns list");
     String::from_utf8_lossy(&out.stdout)
         .lines()
-        .filter_map(|l| l.split_whitespace().next())
+        .filter_map(|l| l.split_whitespace().next().map(str::to_string))
+        .collect()
+}
+
+/// The namespaces of bench runs (`cctl-b*`) in `ip netns list`.
+pub fn namespaces() -> Vec<String> {
+    all_namespaces()
+        .into_iter()
         .filter(|n| n.starts_with(PREFIX))
-        .map(str::to_string)
         .collect()
 }
 

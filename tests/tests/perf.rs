@@ -18,17 +18,6 @@ fn out_root() -> PathBuf {
     Path::new(env!("CARGO_TARGET_TMPDIR")).join("perf-smoke")
 }
 
-fn namespaces() -> Vec<String> {
-    let out = Command::new("ip")
-        .args(["netns", "list"])
-        .output()
-        .expect("ip netns list");
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|l| l.split_whitespace().next().map(str::to_string))
-        .collect()
-}
-
 fn loaded() -> Vec<String> {
     registry::list_loaded()
         .expect("listing cctl's algorithms")
@@ -96,7 +85,7 @@ fn perf_quick_measures_every_part_beside_its_reference_and_cleans_up() {
     require_root();
     let root = out_root();
     let _ = std::fs::remove_dir_all(&root);
-    let ns_before = namespaces();
+    let ns_before = cctl_tests::bench::all_namespaces();
     let loaded_before = loaded();
 
     let o = run_watched(
@@ -219,7 +208,7 @@ fn perf_quick_measures_every_part_beside_its_reference_and_cleans_up() {
     }
     assert!(stdout.contains("results: "), "{stdout}");
 
-    let leftovers: Vec<String> = namespaces()
+    let leftovers: Vec<String> = cctl_tests::bench::all_namespaces()
         .into_iter()
         .filter(|n| !ns_before.contains(n))
         .collect();
