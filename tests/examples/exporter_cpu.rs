@@ -21,7 +21,7 @@ use anyhow::{ensure, Context, Result};
 mod common;
 use common::{
     cpu_seconds, free_port, raise_nofile, release_cctl, sample_value, scrape, status_kib, Exporter,
-    Flows, Netns,
+    Flows, Netns, WRITE_MS,
 };
 
 const NETNS: &str = "cctl-tx-cpu";
@@ -73,7 +73,7 @@ fn run() -> Result<Figures> {
     let exporter = Exporter::start(&bin, port)?;
     let pid = exporter.pid();
     let ns = Netns::create(NETNS)?;
-    let _flows = Flows::start(&ns, PORT, flows)?;
+    let _flows = Flows::start(&ns, PORT, flows, WRITE_MS)?;
     std::thread::sleep(WARMUP);
     let first = scrape(port)?;
     let c0 = cpu_seconds(pid)?;

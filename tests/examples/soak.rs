@@ -46,7 +46,7 @@ use nix::sys::signal::{self, SigHandler, Signal};
 mod common;
 use common::{
     cpu_seconds, free_port, raise_nofile, release_cctl, sample_value, scrape, status_kib, Exporter,
-    Flows, Netns,
+    Flows, Netns, WRITE_MS,
 };
 
 /// The flows' namespace and the receivers' port (apart from exporter_cpu's).
@@ -748,7 +748,7 @@ fn soak() -> Result<End> {
     let port = free_port()?;
     let mut exporter = Exporter::start(&bin, port)?;
     let ns = Netns::create(NETNS)?;
-    let flows = Flows::start(&ns, PORT, a.flows)?;
+    let flows = Flows::start(&ns, PORT, a.flows, WRITE_MS)?;
     let churn = Churn::start()?;
     let mut trace = TraceProc::start(&bin)?;
     let planned = Duration::from_secs_f64(a.minutes * 60.0);

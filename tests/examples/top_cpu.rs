@@ -16,34 +16,26 @@
 //! flows to the kernel too). Two threads drive all sockets, nonblocking. The namespace,
 //! the sockets and the tmux session are removed on exit, on error and on Ctrl-C.
 
-use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, ensure, Context, Result};
-use cctl_netem::netns::spawn_in_netns;
 use cctl_tests::tmux::Tmux;
+
+mod common;
+use common::{
+    cpu_seconds, raise_nofile, release_cctl, status_kib, Flows, Netns, SENDER_CC, WRITE_MS,
+};
 use nix::sys::signal::{self, SigHandler, Signal};
-use socket2::{Domain, Socket, Type};
 
 /// The flows' namespace (removed at start if a crashed run left it).
 const NETNS: &str = "cctl-tb-cpu";
 /// The receivers' port on 127.0.0.1.
 const PORT: u16 = 5470;
-/// The senders' congestion control (what `--cc` selects) and the receivers'.
-const SENDER_CC: &str = "reno";
-const RECEIVER_CC: &str = "cubic";
-/// Bytes per write.
-const WRITE_BYTES: usize = 64;
-/// How often the receivers are drained, in milliseconds.
-const READ_MS: u64 = 100;
-/// Threads driving the sockets.
-const WORKERS: usize = 2;
 /// Time between starting cctl and measuring, in seconds.
 const WARMUP_S: u64 = 5;
 /// How long to wait for the dashboard to show all flows, in seconds.
@@ -94,7 +86,7 @@ fn parse_args() -> Result<Args> {
         flows: 1000,
         seconds: 30,
         against: Against::Top,
-        write_ms: 20,
+        write_ms: WRITE_MS,
     };
     let mut positional = 0;
     let mut it = std::env::args().skip(1);
@@ -142,200 +134,6 @@ fn parse_args() -> Result<Args> {
         }
     }
     Ok(a)
-}
-
-/// The namespace, deleted on drop.
-struct Netns;
-
-impl Netns {
-    fn create() -> Result<Netns> {
-        cctl_netem::testbed::remove_leftovers(NETNS)?;
-        ip(&["netns", "add", NETNS])?;
-        let ns = Netns;
-        ip(&["-n", NETNS, "link", "set", "lo", "up"])?;
-        Ok(ns)
-    }
-}
-
-impl Drop for Netns {
-    fn drop(&mut self) {
-        let _ = ip(&["netns", "delete", NETNS]);
-    }
-}
-
-fn ip(args: &[&str]) -> Result<()> {
-    let out = Command::new("ip")
-        .args(args)
-        .output()
-        .context("running ip")?;
-    ensure!(
-        out.status.success(),
-        "ip {}: {}",
-        args.join(" "),
-        String::from_utf8_lossy(&out.stderr).trim()
-    );
-    Ok(())
-}
-
-/// N loopback connections in [`NETNS`] kept busy by [`WORKERS`] threads; stopped and
-/// closed on drop.
-struct Flows {
-    stop: Arc<AtomicBool>,
-    workers: Vec<JoinHandle<()>>,
-    /// Write errors other than a full buffer, over all flows.
-    errors: Arc<AtomicU64>,
-}
-
-impl Flows {
-    fn start(n: usize, write_ms: u64) -> Result<Flows> {
-        let pairs = spawn_in_netns(
-            NETNS,
-            move || -> std::io::Result<Vec<(TcpStream, TcpStream)>> {
-                let l = Socket::new(Domain::IPV4, Type::STREAM, None)?;
-                l.set_reuse_address(true)?;
-                // Accepted sockets inherit it: the receiving ends are not selected by --cc reno.
-                l.set_tcp_congestion(RECEIVER_CC.as_bytes())?;
-                l.bind(&SocketAddr::from(([127, 0, 0, 1], PORT)).into())?;
-                l.listen(1024)?;
-                let l = TcpListener::from(l);
-                let mut pairs = Vec::with_capacity(n);
-                for _ in 0..n {
-                    let s = Socket::new(Domain::IPV4, Type::STREAM, None)?;
-                    s.set_tcp_congestion(SENDER_CC.as_bytes())?;
-                    s.connect(&SocketAddr::from(([127, 0, 0, 1], PORT)).into())?;
-                    let (r, _) = l.accept()?;
-                    let s = TcpStream::from(s);
-                    s.set_nodelay(true)?;
-                    s.set_nonblocking(true)?;
-                    r.set_nonblocking(true)?;
-                    pairs.push((s, r));
-                }
-                Ok(pairs)
-            },
-        )?
-        .join()
-        .map_err(|_| anyhow::anyhow!("the connecting thread panicked"))??
-        .with_context(|| format!("opening {n} loopback connections"))?;
-
-        let stop = Arc::new(AtomicBool::new(false));
-        let errors = Arc::new(AtomicU64::new(0));
-        let mut chunks: Vec<Vec<(TcpStream, TcpStream)>> =
-            (0..WORKERS).map(|_| Vec::new()).collect();
-        for (i, p) in pairs.into_iter().enumerate() {
-            chunks[i % WORKERS].push(p);
-        }
-        let workers = chunks
-            .into_iter()
-            .map(|mut mine| {
-                let (stop, errors) = (stop.clone(), errors.clone());
-                std::thread::spawn(move || {
-                    let period = Duration::from_millis(write_ms);
-                    let data = [0x5au8; WRITE_BYTES];
-                    let mut buf = vec![0u8; 64 * 1024];
-                    let mut next = Instant::now();
-                    let mut last_read = Instant::now();
-                    while !stop.load(Ordering::Relaxed) {
-                        for (s, _) in mine.iter_mut() {
-                            match s.write(&data) {
-                                Ok(_) => {}
-                                Err(e) if e.kind() == ErrorKind::WouldBlock => {}
-                                Err(_) => {
-                                    errors.fetch_add(1, Ordering::Relaxed);
-                                }
-                            }
-                        }
-                        if last_read.elapsed() >= Duration::from_millis(READ_MS) {
-                            last_read = Instant::now();
-                            for (_, r) in mine.iter_mut() {
-                                while let Ok(k) = r.read(&mut buf) {
-                                    if k == 0 {
-                                        break;
-                                    }
-                                }
-                            }
-                        }
-                        next += period;
-                        let now = Instant::now();
-                        if next > now {
-                            std::thread::sleep(next - now);
-                        } else {
-                            next = now;
-                        }
-                    }
-                    // Dropping `mine` closes the sockets.
-                })
-            })
-            .collect();
-        Ok(Flows {
-            stop,
-            workers,
-            errors,
-        })
-    }
-}
-
-impl Drop for Flows {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        for w in self.workers.drain(..) {
-            let _ = w.join();
-        }
-    }
-}
-
-/// Raises RLIMIT_NOFILE's soft limit to what `fds` descriptors need (up to the hard limit).
-fn raise_nofile(fds: u64) -> Result<()> {
-    let mut lim = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit/setrlimit only read/write the struct passed by reference.
-    unsafe {
-        ensure!(
-            libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0,
-            "getrlimit: {}",
-            std::io::Error::last_os_error()
-        );
-        if lim.rlim_cur >= fds {
-            return Ok(());
-        }
-        ensure!(
-            lim.rlim_max >= fds,
-            "{fds} file descriptors needed, the hard limit is {} (raise it: ulimit -Hn)",
-            lim.rlim_max
-        );
-        lim.rlim_cur = fds;
-        ensure!(
-            libc::setrlimit(libc::RLIMIT_NOFILE, &lim) == 0,
-            "setrlimit: {}",
-            std::io::Error::last_os_error()
-        );
-    }
-    Ok(())
-}
-
-/// CPU time of process `pid` (all threads), utime + stime, in seconds.
-fn cpu_seconds(pid: u32) -> Result<f64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .with_context(|| format!("reading /proc/{pid}/stat (did cctl exit?)"))?;
-    // Fields after the command name, which is in parentheses and may hold spaces.
-    let rest = &stat[stat.rfind(')').context("malformed stat")? + 2..];
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    // utime and stime are fields 14 and 15 of stat(5), i.e. 11 and 12 after the name.
-    let ticks: u64 = f[11].parse::<u64>()? + f[12].parse::<u64>()?;
-    // SAFETY: sysconf has no memory effects.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
-    Ok(ticks as f64 / hz)
-}
-
-/// A `Vm*:` line of /proc/<pid>/status, in KiB.
-fn status_kib(pid: u32, key: &str) -> Result<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix(key))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .with_context(|| format!("no {key} in /proc/{pid}/status"))
 }
 
 /// The `N flows` (or `N/M flows`) of the dashboard's title line.
@@ -396,21 +194,10 @@ impl Drop for Subject {
     }
 }
 
-fn cctl_bin() -> Result<PathBuf> {
-    let exe = std::env::current_exe()?;
-    let bin = exe.parent().unwrap().parent().unwrap().join("cctl");
-    ensure!(
-        bin.exists(),
-        "{} missing: run `cargo build --release -p cctl` first (`make bench-top` does)",
-        bin.display()
-    );
-    Ok(bin)
-}
-
 fn run(n: usize, a: &Args) -> Result<Figures> {
-    let _ns = Netns::create()?;
-    let flows = Flows::start(n, a.write_ms)?;
-    let bin = cctl_bin()?;
+    let ns = Netns::create(NETNS)?;
+    let flows = Flows::start(&ns, PORT, n, a.write_ms)?;
+    let bin = release_cctl()?;
     let bin = bin.to_str().context("non-UTF-8 path")?;
     let port = PORT.to_string();
     let filter = ["--port", port.as_str(), "--cc", SENDER_CC];
@@ -500,7 +287,7 @@ fn run(n: usize, a: &Args) -> Result<Figures> {
             (!rates.is_empty()).then(|| rates.iter().sum::<f64>() / rates.len() as f64)
         }
     };
-    let generator_errors = flows.errors.load(Ordering::Relaxed);
+    let generator_errors = flows.errors();
     drop(subject);
     drop(flows);
     Ok(Figures {

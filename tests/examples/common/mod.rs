@@ -1,12 +1,14 @@
-//! What the exporter benchmarks share (exporter_cpu.rs, soak.rs): busy loopback flows in a
-//! private network namespace, the release `cctl exporter` as a child process, /metrics
-//! scrapes, and CPU time and memory of a process from /proc.
+//! What the collector benchmarks share (exporter_cpu.rs, soak.rs, top_cpu.rs): busy
+//! loopback flows in a private network namespace, the release `cctl` and `cctl exporter` as a
+//! child process, /metrics scrapes, and CPU time and memory of a process from /proc. Each
+//! example compiles its own copy and uses part of it.
+#![allow(dead_code)]
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -16,11 +18,11 @@ use cctl_netem::netns::spawn_in_netns;
 use socket2::{Domain, Socket, Type};
 
 /// The senders' congestion control and the receivers'.
-const SENDER_CC: &str = "reno";
-const RECEIVER_CC: &str = "cubic";
-/// Bytes per write, and how often each sender writes, in milliseconds.
+pub const SENDER_CC: &str = "reno";
+pub const RECEIVER_CC: &str = "cubic";
+/// Bytes per write, and how often each sender writes by default, in milliseconds.
 const WRITE_BYTES: usize = 64;
-const WRITE_MS: u64 = 20;
+pub const WRITE_MS: u64 = 20;
 /// How often the receivers are drained, in milliseconds.
 const READ_MS: u64 = 100;
 /// Threads driving the sockets.
@@ -63,16 +65,18 @@ fn ip(args: &[&str]) -> Result<()> {
 }
 
 /// N loopback connections to 127.0.0.1:`port` in a namespace (senders reno, receivers cubic,
-/// 64 bytes written every 20 ms on each, receivers drained every 100 ms, so both ends are
-/// sampled), kept busy by [`WORKERS`] threads; closed on drop.
+/// 64 bytes written every `write_ms` on each, receivers drained every 100 ms, so both ends
+/// are sampled), kept busy by [`WORKERS`] threads; closed on drop.
 pub struct Flows {
     stop: Arc<AtomicBool>,
     workers: Vec<JoinHandle<()>>,
+    /// Write errors other than a full buffer, over all flows.
+    errors: Arc<AtomicU64>,
 }
 
 impl Flows {
-    /// Opens `n` connections in namespace `netns` and starts writing.
-    pub fn start(netns: &Netns, port: u16, n: usize) -> Result<Flows> {
+    /// Opens `n` connections in namespace `netns` and starts writing every `write_ms`.
+    pub fn start(netns: &Netns, port: u16, n: usize, write_ms: u64) -> Result<Flows> {
         let pairs = spawn_in_netns(
             netns.0,
             move || -> std::io::Result<Vec<(TcpStream, TcpStream)>> {
@@ -101,6 +105,7 @@ impl Flows {
         .map_err(|_| anyhow::anyhow!("the connecting thread panicked"))??
         .with_context(|| format!("opening {n} loopback connections"))?;
         let stop = Arc::new(AtomicBool::new(false));
+        let errors = Arc::new(AtomicU64::new(0));
         let mut chunks: Vec<Vec<(TcpStream, TcpStream)>> =
             (0..WORKERS).map(|_| Vec::new()).collect();
         for (i, p) in pairs.into_iter().enumerate() {
@@ -109,8 +114,9 @@ impl Flows {
         let workers = chunks
             .into_iter()
             .map(|mut mine| {
-                let stop = stop.clone();
+                let (stop, errors) = (stop.clone(), errors.clone());
                 std::thread::spawn(move || {
+                    let period = Duration::from_millis(write_ms);
                     let data = [0x5au8; WRITE_BYTES];
                     let mut buf = vec![0u8; 64 * 1024];
                     let mut next = Instant::now();
@@ -120,7 +126,9 @@ impl Flows {
                             match s.write(&data) {
                                 Ok(_) => {}
                                 Err(e) if e.kind() == ErrorKind::WouldBlock => {}
-                                Err(_) => {}
+                                Err(_) => {
+                                    errors.fetch_add(1, Ordering::Relaxed);
+                                }
                             }
                         }
                         if last_read.elapsed() >= Duration::from_millis(READ_MS) {
@@ -133,7 +141,7 @@ impl Flows {
                                 }
                             }
                         }
-                        next += Duration::from_millis(WRITE_MS);
+                        next += period;
                         let now = Instant::now();
                         if next > now {
                             std::thread::sleep(next - now);
@@ -144,7 +152,16 @@ impl Flows {
                 })
             })
             .collect();
-        Ok(Flows { stop, workers })
+        Ok(Flows {
+            stop,
+            workers,
+            errors,
+        })
+    }
+
+    /// Write errors other than a full buffer so far, over all flows.
+    pub fn errors(&self) -> u64 {
+        self.errors.load(Ordering::Relaxed)
     }
 }
 
