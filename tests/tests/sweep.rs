@@ -109,7 +109,9 @@ fn shards_merge_into_exactly_the_runs_of_the_unsplit_sweep() {
     let _g = setup();
     let d = root("shards");
     let unsplit = d.join("unsplit");
-    assert_ok("unsplit sweep", &cctl(&strs(&bench(&unsplit, &[]))));
+    // Which runs, not what they measure: 1-s runs.
+    let short = ["--duration-s", "1"];
+    assert_ok("unsplit sweep", &cctl(&strs(&bench(&unsplit, &short))));
     let all = runs(&unsplit);
     assert_eq!(all.len(), 6, "3 points x 2 algorithms: {all:?}");
 
@@ -118,7 +120,13 @@ fn shards_merge_into_exactly_the_runs_of_the_unsplit_sweep() {
     for k in 1..=3 {
         let dir = d.join(format!("shard-{k}"));
         let shard = format!("{k}/3");
-        assert_ok(&shard, &cctl(&strs(&bench(&dir, &["--shard", &shard]))));
+        assert_ok(
+            &shard,
+            &cctl(&strs(&bench(
+                &dir,
+                &[short[0], short[1], "--shard", &shard],
+            ))),
+        );
         let mine = runs(&dir);
         assert_eq!(mine.len(), 2, "shard {shard}: {mine:?}");
         assert!(
