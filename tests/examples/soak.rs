@@ -12,7 +12,7 @@
 //! and closed 1 s later (10 open at a time, 18,000 over 30 min), so that state kept for
 //! closed flows would show as growing RSS and tracked flows.
 //!
-//! Every 10 s it records one row: elapsed seconds; VmRSS (KiB, /proc/<pid>/status) and CPU
+//! Every 10 s it records one row: elapsed seconds; VmRSS and RssAnon (KiB, /proc/<pid>/status) and CPU
 //! (% of one core over the last 10 s, utime+stime) of the exporter and of the trace; the wall
 //! time (ms) and size of one scrape of /metrics; the exporter's collector counters
 //! (`cctl_collector_samples_total`, `_kernel_samples_total`, `_dropped_samples_total`,
@@ -292,6 +292,10 @@ struct Row {
     elapsed_s: f64,
     exporter_rss_kib: u64,
     trace_rss_kib: u64,
+    /// RssAnon (heap and anonymous mappings: what a leak grows; VmRSS also counts pages of
+    /// the binary and libraries as code runs for the first time), KiB.
+    exporter_anon_kib: u64,
+    trace_anon_kib: u64,
     /// CPU over the time since the previous row, % of one core.
     exporter_cpu_pct: f64,
     trace_cpu_pct: f64,
@@ -389,6 +393,10 @@ struct Memory {
     rss_peak_kib: Option<u64>,
     /// Least-squares slope of VmRSS over the rows from `slope_from_s` on.
     rss_slope_kib_per_min: Option<f64>,
+    /// RssAnon at 5 min and at the end, and its slope from `slope_from_s` on.
+    anon_5_min_kib: Option<u64>,
+    anon_end_kib: Option<u64>,
+    anon_slope_kib_per_min: Option<f64>,
     /// Mean CPU over the rows, % of one core.
     cpu_pct_mean: Option<f64>,
     /// Samples taken in per second, first row to last.
@@ -398,17 +406,21 @@ struct Memory {
 fn memory(
     rows: &[Row],
     rss: impl Fn(&Row) -> u64,
+    anon: impl Fn(&Row) -> u64,
     cpu: impl Fn(&Row) -> f64,
     samples: impl Fn(&Row) -> Option<u64>,
     from_s: f64,
     peak: Option<u64>,
 ) -> Memory {
     let at = |s: f64| rows.iter().find(|r| r.elapsed_s >= s - 0.5).map(&rss);
-    let after: Vec<(f64, f64)> = rows
-        .iter()
-        .filter(|r| r.elapsed_s >= from_s - 0.5)
-        .map(|r| (r.elapsed_s / 60.0, rss(r) as f64))
-        .collect();
+    let after_of = |f: &dyn Fn(&Row) -> u64| -> Vec<(f64, f64)> {
+        rows.iter()
+            .filter(|r| r.elapsed_s >= from_s - 0.5)
+            .map(|r| (r.elapsed_s / 60.0, f(r) as f64))
+            .collect()
+    };
+    let after = after_of(&rss);
+    let anon_after = after_of(&anon);
     let rate = match (rows.first(), rows.last()) {
         (Some(a), Some(b)) if b.elapsed_s > a.elapsed_s => match (samples(a), samples(b)) {
             (Some(x), Some(y)) => Some(round(
@@ -426,6 +438,9 @@ fn memory(
         rss_end_kib: rows.last().map(&rss),
         rss_peak_kib: peak,
         rss_slope_kib_per_min: slope(&after).map(|s| round(s, 1)),
+        anon_5_min_kib: rows.iter().find(|r| r.elapsed_s >= 299.5).map(&anon),
+        anon_end_kib: rows.last().map(&anon),
+        anon_slope_kib_per_min: slope(&anon_after).map(|s| round(s, 1)),
         cpu_pct_mean: (!rows.is_empty())
             .then(|| round(rows.iter().map(&cpu).sum::<f64>() / rows.len() as f64, 2)),
         samples_per_s: rate,
@@ -644,6 +659,7 @@ impl Subjects<'_> {
         let (ep, tp) = (self.exporter.pid(), self.trace.pid());
         let (ec, tc) = (cpu_seconds(ep)?, cpu_seconds(tp)?);
         let (erss, trss) = (status_kib(ep, "VmRSS:")?, status_kib(tp, "VmRSS:")?);
+        let (eanon, tanon) = (status_kib(ep, "RssAnon:")?, status_kib(tp, "RssAnon:")?);
         let trace_samples = self.trace.lines.load(Ordering::Relaxed);
         let kernel = self.trace.kernel_counters();
         let s0 = Instant::now();
@@ -666,6 +682,8 @@ impl Subjects<'_> {
             elapsed_s: round((now - t0).as_secs_f64(), 1),
             exporter_rss_kib: erss,
             trace_rss_kib: trss,
+            exporter_anon_kib: eanon,
+            trace_anon_kib: tanon,
             exporter_cpu_pct: round(100.0 * (ec - last.exporter_cpu) / dt, 2),
             trace_cpu_pct: round(100.0 * (tc - last.trace_cpu) / dt, 2),
             scrape_ms: scrape_ms.map(|m| round(m, 2)),
@@ -849,6 +867,7 @@ fn soak() -> Result<End> {
     let exporter_mem = memory(
         &rows,
         |r| r.exporter_rss_kib,
+        |r| r.exporter_anon_kib,
         |r| r.exporter_cpu_pct,
         |r| r.exporter_samples,
         slope_from_s,
@@ -857,6 +876,7 @@ fn soak() -> Result<End> {
     let trace_mem = memory(
         &rows,
         |r| r.trace_rss_kib,
+        |r| r.trace_anon_kib,
         |r| r.trace_cpu_pct,
         |r| Some(r.trace_samples),
         slope_from_s,
@@ -936,7 +956,8 @@ fn print_summary(s: &Summary) {
     for (name, m) in [("exporter", &s.exporter), ("trace", &s.trace)] {
         println!(
             "{name:>8}: RSS {} KiB at 10 s, {} at 1 min, {} at 5 min, {} at the end (peak {}); \
-             slope from {} {} KiB/min; CPU {} % of one core; {} samples/s",
+             slope from {} {} KiB/min; RssAnon {} KiB at 5 min, {} at the end, slope {} KiB/min; \
+             CPU {} % of one core; {} samples/s",
             kib(m.rss_first_kib),
             kib(m.rss_1_min_kib),
             kib(m.rss_5_min_kib),
@@ -944,6 +965,9 @@ fn print_summary(s: &Summary) {
             kib(m.rss_peak_kib),
             span(s.slope_from_s),
             opt(m.rss_slope_kib_per_min),
+            kib(m.anon_5_min_kib),
+            kib(m.anon_end_kib),
+            opt(m.anon_slope_kib_per_min),
             opt(m.cpu_pct_mean),
             opt(m.samples_per_s),
         );
