@@ -11,7 +11,7 @@
 #   3. again: the same state is back after the reboot. Break the file (an unknown
 #      algorithm), reboot.
 #   4. broken: cctl-apply.service failed with the error in the journal, the machine still
-#      booted (this unit runs, the system is "degraded", the exporter answers), nothing
+#      booted (multi-user.target reached, cctl-apply the only failed unit, the exporter answers), nothing
 #      was half-applied. Power off.
 #
 # Lines: "RESULT <phase> PASS|FAIL <what>", "JOURNAL <phase> <journal line>",
