@@ -134,11 +134,13 @@ fn a_close_record_agrees_with_ss_before_close_and_with_the_samples() {
         "retransmissions {} against ss {retrans}",
         r.total_retrans
     );
-    // ss prints tcpi_busy_time in ms (`busy:123ms`); it only grows until close.
+    // ss prints tcpi_busy_time in ms (`busy:123ms`), and nothing while it is 0: the kernel
+    // counts it in jiffies, and a loopback transfer whose bursts each end within a jiffy
+    // adds none (seen in CI: 32 MiB in 0.33 s, no `busy:`). It only grows until close.
     let busy_ms: u64 = ss
         .split_whitespace()
         .find_map(|w| w.strip_prefix("busy:")?.strip_suffix("ms")?.parse().ok())
-        .unwrap_or_else(|| panic!("no busy in {ss}"));
+        .unwrap_or(0);
     assert!(
         r.busy_us >= busy_ms * 1000,
         "busy {} us against ss's {busy_ms} ms",
