@@ -41,12 +41,12 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, ensure, Context, Result};
-use nix::sys::signal::{self, SigHandler, Signal};
+use nix::sys::signal::{self, Signal};
 
 mod common;
 use common::{
-    cpu_seconds, free_port, raise_nofile, release_cctl, sample_value, scrape, status_kib, Exporter,
-    Flows, Netns, WRITE_MS,
+    catch_interrupts, cpu_seconds, free_port, interrupted, pace, raise_nofile, release_cctl,
+    sample_value, scrape, status_kib, Exporter, Flows, Netns, WRITE_MS,
 };
 
 /// The flows' namespace and the receivers' port (apart from exporter_cpu's).
@@ -67,17 +67,6 @@ const WINDOW_S: f64 = 300.0;
 const FLAT_KIB_PER_MIN: f64 = 64.0;
 /// The name of the trace's `.bss` map (libbpf: object name truncated, `.bss`).
 const TRACE_BSS: &str = "trace_bp.bss";
-
-/// Set by SIGINT/SIGTERM; every wait checks it.
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_signal(_: libc::c_int) {
-    INTERRUPTED.store(true, Ordering::SeqCst);
-}
-
-fn interrupted() -> bool {
-    INTERRUPTED.load(Ordering::SeqCst)
-}
 
 /// Sleeps until `due` in small steps; fails once Ctrl-C was pressed.
 fn sleep_until(due: Instant) -> Result<()> {
@@ -528,13 +517,7 @@ impl Churn {
                         }
                     }
                 }
-                next += CHURN_EVERY;
-                let now = Instant::now();
-                if next > now {
-                    std::thread::sleep(next - now);
-                } else {
-                    next = now;
-                }
+                pace(&mut next, CHURN_EVERY);
             }
             Ok(())
         })
@@ -750,10 +733,7 @@ fn soak() -> Result<End> {
         nix::unistd::geteuid().is_root(),
         "run as root: the collectors and the namespace need it"
     );
-    for sig in [Signal::SIGINT, Signal::SIGTERM] {
-        // SAFETY: the handler only stores to an atomic.
-        unsafe { signal::signal(sig, SigHandler::Handler(on_signal)) }?;
-    }
+    catch_interrupts()?;
     let bin = release_cctl()?;
     raise_nofile(2 * a.flows as u64 + 256)?;
     let dir =

@@ -19,7 +19,7 @@
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -28,9 +28,9 @@ use cctl_tests::tmux::Tmux;
 
 mod common;
 use common::{
-    cpu_seconds, raise_nofile, release_cctl, status_kib, Flows, Netns, SENDER_CC, WRITE_MS,
+    catch_interrupts, cpu_seconds, interrupted, raise_nofile, release_cctl, status_kib, Flows,
+    Netns, SENDER_CC, WRITE_MS,
 };
-use nix::sys::signal::{self, SigHandler, Signal};
 
 /// The flows' namespace (removed at start if a crashed run left it).
 const NETNS: &str = "cctl-tb-cpu";
@@ -44,21 +44,14 @@ const SHOW_TIMEOUT_S: u64 = 60;
 const WIDTH: u16 = 200;
 const HEIGHT: u16 = 50;
 
-/// Set by SIGINT/SIGTERM; every wait checks it.
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_signal(_: libc::c_int) {
-    INTERRUPTED.store(true, Ordering::SeqCst);
-}
-
 /// Sleeps `d` in small steps; fails once Ctrl-C was pressed.
 fn sleep(d: Duration) -> Result<()> {
     let t0 = Instant::now();
     while t0.elapsed() < d {
-        ensure!(!INTERRUPTED.load(Ordering::SeqCst), "interrupted");
+        ensure!(!interrupted(), "interrupted");
         std::thread::sleep((d - t0.elapsed()).min(Duration::from_millis(50)));
     }
-    ensure!(!INTERRUPTED.load(Ordering::SeqCst), "interrupted");
+    ensure!(!interrupted(), "interrupted");
     Ok(())
 }
 
@@ -313,7 +306,7 @@ fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
 fn main() {
     let code = match bench() {
         Ok(()) => 0,
-        Err(_) if INTERRUPTED.load(Ordering::SeqCst) => {
+        Err(_) if interrupted() => {
             eprintln!("top_cpu: interrupted; flows, namespace and tmux session removed");
             130
         }
@@ -332,10 +325,7 @@ fn bench() -> Result<()> {
         nix::unistd::geteuid().is_root(),
         "run as root: the collector and the namespace need it"
     );
-    for sig in [Signal::SIGINT, Signal::SIGTERM] {
-        // SAFETY: the handler only stores to an atomic.
-        unsafe { signal::signal(sig, SigHandler::Handler(on_signal)) }?;
-    }
+    catch_interrupts()?;
     let mut sizes = vec![a.flows];
     if a.flows != 100 {
         sizes.push(100);

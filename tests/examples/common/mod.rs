@@ -30,6 +30,41 @@ const WORKERS: usize = 2;
 /// How long the exporter may take to answer its first scrape.
 const EXPORTER_START: Duration = Duration::from_secs(20);
 
+/// Set by SIGINT/SIGTERM once [`catch_interrupts`] ran; every wait checks it.
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    INTERRUPTED.store(true, Ordering::SeqCst);
+}
+
+/// Makes SIGINT and SIGTERM set [`interrupted`] instead of killing the process, so that
+/// the guards (namespace, flows, child processes) are dropped.
+pub fn catch_interrupts() -> Result<()> {
+    use nix::sys::signal::{signal, SigHandler, Signal};
+    for sig in [Signal::SIGINT, Signal::SIGTERM] {
+        // SAFETY: the handler only stores to an atomic.
+        unsafe { signal(sig, SigHandler::Handler(on_signal)) }?;
+    }
+    Ok(())
+}
+
+/// Whether SIGINT or SIGTERM arrived since [`catch_interrupts`].
+pub fn interrupted() -> bool {
+    INTERRUPTED.load(Ordering::SeqCst)
+}
+
+/// Sleeps until the next tick of a loop paced every `period` (`next` is the tick due);
+/// a loop that fell behind starts its ticks again from now.
+pub fn pace(next: &mut Instant, period: Duration) {
+    *next += period;
+    let now = Instant::now();
+    if *next > now {
+        std::thread::sleep(*next - now);
+    } else {
+        *next = now;
+    }
+}
+
 /// A network namespace with loopback up, deleted on drop.
 pub struct Netns(&'static str);
 
@@ -141,13 +176,7 @@ impl Flows {
                                 }
                             }
                         }
-                        next += period;
-                        let now = Instant::now();
-                        if next > now {
-                            std::thread::sleep(next - now);
-                        } else {
-                            next = now;
-                        }
+                        pace(&mut next, period);
                     }
                 })
             })
