@@ -18,6 +18,17 @@ use cctl_scenario::{Profile, Scenario};
 /// Runs `sc` in the ci profile (repeat 1) for `algos`, results under `out`; returns the
 /// run's directory and its summary, and prints the summary table.
 pub fn run_ci(sc: &Scenario, algos: &[&str], out: &Path) -> (std::path::PathBuf, Summary) {
+    run_ci_points(sc, algos, out, None)
+}
+
+/// [`run_ci`] of only `points` of the sweep (indices as `cctl bench run --dry-run` lists
+/// them; `None`: every point).
+pub fn run_ci_points(
+    sc: &Scenario,
+    algos: &[&str],
+    out: &Path,
+    points: Option<&[usize]>,
+) -> (std::path::PathBuf, Summary) {
     let opts = RunOptions {
         algos: algos.iter().map(|s| s.to_string()).collect(),
         profile: Profile::Ci,
@@ -28,7 +39,7 @@ pub fn run_ci(sc: &Scenario, algos: &[&str], out: &Path) -> (std::path::PathBuf,
         queue_interval: Duration::from_millis(100),
         delay_sample: cctl_bench::run::DELAY_SAMPLE_DEFAULT,
         progress: false,
-        points: None,
+        points: points.map(<[usize]>::to_vec),
         jobs: 1,
         shard: None,
         slot: None,

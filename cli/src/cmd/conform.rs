@@ -41,7 +41,8 @@ pub struct Args {
     short: bool,
     /// Module-vs-module runs per case of a clocked port (the module's own spread), at
     /// most, 1 to 10: none when the port was identical to its module, and they stop once
-    /// the port is within the spread.
+    /// the port is within the spread; a port still beyond it is re-run with one more each
+    /// time (up to 3 times).
     #[arg(long, default_value_t = conform::BASELINE_RUNS)]
     runs: usize,
     /// Where to run: auto (in the 6.12 VM when this kernel lacks a module), always, never.

@@ -22,17 +22,17 @@ use cctl_tests::guest::Part;
 pub const PARTS: &[Part] = &[
     Part {
         name: "delay-fast",
-        guest_s: 60,
+        guest_s: 48,
         run: fast_keeps_alpha_packets_queued_and_settles,
     },
     Part {
         name: "delay-compound",
-        guest_s: 35,
+        guest_s: 28,
         run: compound_delay_window_follows_the_queue,
     },
     Part {
         name: "delay-africa",
-        guest_s: 35,
+        guest_s: 28,
         run: africa_switches_modes_on_delta_hat,
     },
 ];

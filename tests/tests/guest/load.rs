@@ -13,12 +13,12 @@ use cctl_tests::guest::Part;
 pub const PARTS: &[Part] = &[
     Part {
         name: "load-every-profile",
-        guest_s: 15,
+        guest_s: 16,
         run: every_algorithm_and_profile_loads,
     },
     Part {
         name: "memlock-zero",
-        guest_s: 6,
+        guest_s: 5,
         run: loads_and_traces_with_memlock_zero,
     },
 ];

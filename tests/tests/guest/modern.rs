@@ -17,17 +17,17 @@ use cctl_tests::guest::Part;
 pub const PARTS: &[Part] = &[
     Part {
         name: "modern-aqm",
-        guest_s: 90,
+        guest_s: 82,
         run: || aqm::checks(&results_root().join("aqm")),
     },
     Part {
         name: "modern-schedule",
-        guest_s: 60,
+        guest_s: 47,
         run: || schedule::checks(&results_root().join("schedule")),
     },
     Part {
         name: "modern-parking",
-        guest_s: 60,
+        guest_s: 48,
         run: || parking::checks(&results_root().join("parking")),
     },
 ];
