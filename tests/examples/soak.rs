@@ -401,7 +401,7 @@ fn memory(
     from_s: f64,
     peak: Option<u64>,
 ) -> Memory {
-    let at = |s: f64| rows.iter().find(|r| r.elapsed_s >= s - 0.5).map(&rss);
+    let at = |f: &dyn Fn(&Row) -> u64, s: f64| rows.iter().find(|r| r.elapsed_s >= s - 0.5).map(f);
     let after_of = |f: &dyn Fn(&Row) -> u64| -> Vec<(f64, f64)> {
         rows.iter()
             .filter(|r| r.elapsed_s >= from_s - 0.5)
@@ -422,12 +422,12 @@ fn memory(
     };
     Memory {
         rss_first_kib: rows.first().map(&rss),
-        rss_1_min_kib: at(60.0),
-        rss_5_min_kib: at(300.0),
+        rss_1_min_kib: at(&rss, 60.0),
+        rss_5_min_kib: at(&rss, 300.0),
         rss_end_kib: rows.last().map(&rss),
         rss_peak_kib: peak,
         rss_slope_kib_per_min: slope(&after).map(|s| round(s, 1)),
-        anon_5_min_kib: rows.iter().find(|r| r.elapsed_s >= 299.5).map(&anon),
+        anon_5_min_kib: at(&anon, 300.0),
         anon_end_kib: rows.last().map(&anon),
         anon_slope_kib_per_min: slope(&anon_after).map(|s| round(s, 1)),
         cpu_pct_mean: (!rows.is_empty())

@@ -17,15 +17,9 @@ fn out_root(name: &str) -> PathBuf {
 }
 
 fn leftovers() -> (Vec<String>, Vec<String>) {
-    let out = Command::new("ip")
-        .args(["netns", "list"])
-        .output()
-        .expect("ip netns list");
-    let ns = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|l| l.split_whitespace().next())
+    let ns = cctl_tests::bench::all_namespaces()
+        .into_iter()
         .filter(|n| n.starts_with(cctl_conform::NETNS_PREFIX))
-        .map(str::to_string)
         .collect();
     let loaded = registry::list_loaded()
         .expect("listing cctl's algorithms")
