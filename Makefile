@@ -11,7 +11,7 @@ CCTL := target/release/cctl
 .PHONY: bench
 .PHONY: conform
 .PHONY: bench-jobs slurm-bench k8s-validate bench-papers bench-gating calibrate
-.PHONY: docs deb
+.PHONY: docs deb test-targets flaky
 
 all: build
 
@@ -30,18 +30,28 @@ build: deps
 vm-deps-if-needed:
 	@bash scripts/netem-available.sh || bash scripts/install-vm-deps.sh
 
-# The tests that need neither root nor the kernel: every crate's unit tests and the CLI
-# tests (cli/tests/cli.rs, cli/tests/check.rs, cli/tests/docs.rs), in parallel. Tests beside them that need root are
-# #[ignore = "root: ..."]d here and run by ROOT_TESTS.
-UNIT_TESTS := $(CARGO) test --workspace --lib --bins --test cli --test check --test docs --test layout --test format
-# Those root tests, then the kernel integration tests (tests/tests/*.rs: loading, migration,
-# the netem scenarios, in a VM when the kernel lacks netem). They share global state (CC
-# names, namespaces, the bench lock), hence one test thread. The kernel tests are named
-# from tests/tests/*.rs and built with --workspace: `-p cctl-tests` alone resolves other
-# features for serde, nix and the rest and rebuilds the whole graph (3 min from a fresh clone).
-KERNEL_TESTS := $(patsubst tests/tests/%.rs,--test %,$(wildcard tests/tests/*.rs))
-ROOT_TESTS := $(CARGO) test --workspace --lib --bins --test cli -- --ignored --test-threads=1 \
+# Test tiers, derived from the files: every integration-test target of the workspace is in
+# one, by construction (cli/tests/layout.rs checks it against `cargo metadata`, through
+# `make test-targets`). UNIT_TEST_FILES: the CLI, report and other crates' tests, which need
+# neither root nor the kernel; with every crate's unit tests they run in parallel. Tests
+# beside them that need root are #[ignore = "root: ..."]d there and run by ROOT_TESTS.
+UNIT_TEST_FILES := $(sort $(wildcard cli/tests/*.rs loader/tests/*.rs crates/*/tests/*.rs))
+UNIT_TEST_ARGS := $(foreach f,$(UNIT_TEST_FILES),--test $(basename $(notdir $(f))))
+UNIT_TESTS := $(CARGO) test --workspace --lib --bins $(UNIT_TEST_ARGS)
+# The kernel integration tests (tests/tests/*.rs: loading, migration, the netem scenarios,
+# in a VM when the kernel lacks netem). Built with --workspace: `-p cctl-tests` alone
+# resolves other features for serde, nix and the rest and rebuilds the whole graph (3 min
+# from a fresh clone). ROOT_TESTS: the ignored root tests of the unit tier, then these; they
+# share global state (CC names, namespaces, the bench lock), hence one test thread.
+KERNEL_TEST_FILES := $(sort $(wildcard tests/tests/*.rs))
+KERNEL_TESTS := $(foreach f,$(KERNEL_TEST_FILES),--test $(basename $(notdir $(f))))
+ROOT_TESTS := $(CARGO) test --workspace --lib --bins $(UNIT_TEST_ARGS) -- --ignored --test-threads=1 \
 	&& $(CARGO) test --workspace $(KERNEL_TESTS) -- --test-threads=1
+
+# The test targets of each tier, one line per tier (`unit: cli check ...`).
+test-targets:
+	@echo "unit: $(basename $(notdir $(UNIT_TEST_FILES)))"
+	@echo "kernel: $(basename $(notdir $(KERNEL_TEST_FILES)))"
 
 # The fast tier, while working (no root, no kernel): build, clippy with warnings as
 # errors, the unit and CLI tests.

@@ -61,6 +61,7 @@ struct cctl_reno_ca {
 /* Flags of cctl_sample.flags. */
 #define CCTL_SAMPLE_STATE_CHANGE 1u /* emitted because the CA state changed */
 #define CCTL_SAMPLE_OURS 2u         /* icsk_ca_priv carries a cctl_meas */
+#define CCTL_SAMPLE_FIRST 4u        /* the flow's first sample from this collector */
 
 /*
  * One collector sample, sent through the ring buffer (trace.bpf.c).
@@ -94,12 +95,19 @@ struct cctl_sample {
 	__u32 prior_cwnd;     /* cwnd when the current/last reduction began (tp->prior_cwnd), segments */
 	__u32 ca_map_id;      /* id of the struct_ops map implementing the CC (its loaded version); 0 = native */
 	char cc_name[16];     /* icsk_ca_ops->name */
+	/* Entries into CWR, Recovery and Loss since this collector attached, counted in the
+	 * kernel at every tcp_set_ca_state() (tracepoint tcp_cong_state_set) that changes the
+	 * state: exact, unlike changes between two samples. count */
+	__u32 cwr_entries;
+	__u32 recovery_entries;
+	__u32 loss_entries;
+	__u32 _pad;
 	__u8 ca_priv[CCTL_CA_PRIV_BYTES]; /* raw icsk_ca_priv: a cctl_*_ca when flags has OURS */
 };
 
 /* Bytes of a sample without ca_priv: what the collector sends for a flow whose CC is not
  * one of cctl's (no CCTL_SAMPLE_OURS); user space reads the missing ca_priv as zeros. */
-#define CCTL_SAMPLE_SHORT_BYTES 152
+#define CCTL_SAMPLE_SHORT_BYTES 168
 _Static_assert(__builtin_offsetof(struct cctl_sample, ca_priv) == CCTL_SAMPLE_SHORT_BYTES,
 	       "CCTL_SAMPLE_SHORT_BYTES must be the offset of cctl_sample.ca_priv");
 

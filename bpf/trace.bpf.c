@@ -9,6 +9,11 @@
  * included; for cctl's own algorithms the raw icsk_ca_priv carries the shared
  * measurement layer and the algorithm's variables (see cctl.h), which user
  * space decodes. A full ring buffer is counted in `drops`, never silent.
+ *
+ * A second program, on the tcp_cong_state_set tracepoint (every tcp_set_ca_state()),
+ * counts each flow's entries into CWR, Recovery and Loss in the same per-socket
+ * storage; every sample carries the counts. They are exact where samples are not:
+ * a state entered and left between two segments received is never sampled.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -39,8 +44,10 @@ struct cctl_sample _cctl_sample_type = {};
 struct cctl_reno_ca _cctl_reno_type = {};
 
 struct flow_state {
-	__u64 last_ns; /* ts of the last emitted sample */
-	__u8 last_state;
+	__u64 last_ns;    /* ts of the last emitted sample */
+	__u32 entries[3]; /* entries into CWR, Recovery, Loss since attach, count */
+	__u8 last_state;  /* CA state of the last emitted sample */
+	__u8 sampled;     /* a sample was emitted (else only the counters are set) */
 };
 
 /* Per-socket state in socket-local storage: reaching it is a pointer walk from the
@@ -107,7 +114,7 @@ int BPF_PROG(cctl_tcp_probe, struct sock *sk, const struct sk_buff *skb)
 	/* Most calls end here (per-ACK, rate-limited); only flows that were emitted
 	 * before have an entry, so this never skips a flow the cc filter would drop. */
 	fs = bpf_sk_storage_get(&flows, sk, 0, 0);
-	if (fs && now - fs->last_ns < interval_ns && state == fs->last_state)
+	if (fs && fs->sampled && now - fs->last_ns < interval_ns && state == fs->last_state)
 		return 0;
 
 	bpf_probe_read_kernel(name, sizeof(name), icsk->icsk_ca_ops->name);
@@ -117,12 +124,13 @@ int BPF_PROG(cctl_tcp_probe, struct sock *sk, const struct sk_buff *skb)
 		fs = bpf_sk_storage_get(&flows, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
 		if (!fs)
 			return 0; /* out of memory: nothing to rate-limit with */
-		fs->last_state = state; /* a flow's first sample is no state change */
 	}
+	if (!fs->sampled)
+		fs->last_state = state; /* a flow's first sample is no state change */
 	cookie = bpf_get_socket_cookie(sk);
 
 	/* A native CC's icsk_ca_priv means nothing to user space: leave it out, and the
-	 * record shrinks from 248 to 144 bytes (CCTL_SAMPLE_SHORT_BYTES). */
+	 * record shrinks from 272 to 168 bytes (CCTL_SAMPLE_SHORT_BYTES). */
 	ours = ((__u32)icsk->icsk_ca_priv[0] >> 16) == CCTL_CA_MAGIC;
 	if (ours) {
 		/* Filled here: the verifier knows the record's size only on this branch. */
@@ -171,9 +179,15 @@ int BPF_PROG(cctl_tcp_probe, struct sock *sk, const struct sk_buff *skb)
 	e->delivered = tp->delivered;
 	e->prior_cwnd = tp->prior_cwnd;
 	e->ca_map_id = cc_ops_map_id(icsk->icsk_ca_ops);
+	e->cwr_entries = fs->entries[0];
+	e->recovery_entries = fs->entries[1];
+	e->loss_entries = fs->entries[2];
+	e->_pad = 0;
 	__builtin_memcpy(e->cc_name, name, sizeof(name));
 	if (ours)
 		e->flags |= CCTL_SAMPLE_OURS;
+	if (!fs->sampled)
+		e->flags |= CCTL_SAMPLE_FIRST;
 	/* Waking the reader for every sample costs it more than reading them: wake it only
 	 * when the ring fills up; it reads every few ms anyway. */
 	bpf_ringbuf_submit(e, wakeup_bytes && bpf_ringbuf_query(&samples, BPF_RB_AVAIL_DATA) < wakeup_bytes ?
@@ -182,5 +196,47 @@ int BPF_PROG(cctl_tcp_probe, struct sock *sk, const struct sk_buff *skb)
 
 	fs->last_ns = now;
 	fs->last_state = state;
+	fs->sampled = 1;
+	return 0;
+}
+
+/* tcp_set_ca_state(sk, ca_state) fires this before it stores the new state, so
+ * icsk_ca_state is still the old one. Only changes into CWR, Recovery or Loss are counted
+ * (TCP_CA_CWR = 2 .. TCP_CA_Loss = 4); the same filters as the sampler apply. */
+SEC("tp_btf/tcp_cong_state_set")
+int BPF_PROG(cctl_cong_state_set, struct sock *sk, __u8 ca_state)
+{
+	struct tcp_sock *tp = bpf_skc_to_tcp_sock(sk);
+	struct flow_state *fs;
+	char name[16] = {};
+	__u16 sport, dport;
+	__u8 old;
+
+	if (!tp || ca_state < 2 || ca_state > 4)
+		return 0;
+	old = BPF_CORE_READ_BITFIELD(&tp->inet_conn, icsk_ca_state);
+	if (old == ca_state)
+		return 0;
+	sport = sk->__sk_common.skc_num;
+	dport = bpf_ntohs(sk->__sk_common.skc_dport);
+	if (filter_port && sport != filter_port && dport != filter_port)
+		return 0;
+	if (filter_netns && BPF_CORE_READ(sk, __sk_common.skc_net.net, net_cookie) != filter_netns)
+		return 0;
+	if (filter_cc[0]) {
+		bpf_probe_read_kernel(name, sizeof(name), tp->inet_conn.icsk_ca_ops->name);
+		if (!trace_cc_matches(name))
+			return 0;
+	}
+	fs = bpf_sk_storage_get(&flows, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+	if (!fs)
+		return 0;
+	/* Constant indices: the verifier cannot bound ca_state - 2 through the helper call. */
+	if (ca_state == 2)
+		__sync_fetch_and_add(&fs->entries[0], 1);
+	else if (ca_state == 3)
+		__sync_fetch_and_add(&fs->entries[1], 1);
+	else
+		__sync_fetch_and_add(&fs->entries[2], 1);
 	return 0;
 }

@@ -250,3 +250,91 @@ fn the_circle_finder_finds_a_circle_through_three_files() {
     acyclic.insert("c".into(), BTreeSet::new());
     assert_eq!(find_circle(&acyclic), None);
 }
+
+/// Every integration-test target of the workspace (`cargo metadata`: kind "test"), as
+/// (package, target name, source path relative to the root).
+fn test_targets(m: &serde_json::Value) -> Vec<(String, String, String)> {
+    let root = std::fs::canonicalize(root()).unwrap();
+    let members: BTreeSet<&str> = m["workspace_members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|v| v.as_str())
+        .collect();
+    let mut out = Vec::new();
+    for p in m["packages"].as_array().unwrap() {
+        if !members.contains(p["id"].as_str().unwrap()) {
+            continue;
+        }
+        for t in p["targets"].as_array().unwrap() {
+            if t["kind"].as_array().unwrap().iter().any(|k| k == "test") {
+                let src = PathBuf::from(t["src_path"].as_str().unwrap());
+                out.push((
+                    p["name"].as_str().unwrap().to_string(),
+                    t["name"].as_str().unwrap().to_string(),
+                    src.strip_prefix(&root).unwrap_or(&src).display().to_string(),
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// The Makefile's tiers (`make -s test-targets`): tier name -> test target names.
+fn tiers() -> BTreeMap<String, BTreeSet<String>> {
+    let out = Command::new("make")
+        .args(["-s", "--no-print-directory", "test-targets"])
+        .current_dir(root())
+        .output()
+        .expect("make runs");
+    assert!(
+        out.status.success(),
+        "make test-targets: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.split_once(':'))
+        .map(|(tier, names)| {
+            (
+                tier.trim().to_string(),
+                names.split_whitespace().map(str::to_string).collect(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn every_test_target_runs_in_a_tier_of_make_test() {
+    let m = metadata();
+    let targets = test_targets(&m);
+    assert!(
+        targets.len() >= 20,
+        "cargo metadata lists the test targets: {targets:?}"
+    );
+    let tiers = tiers();
+    assert!(
+        tiers.contains_key("unit") && tiers.contains_key("kernel"),
+        "make test-targets prints the unit and kernel tiers: {tiers:?}"
+    );
+    let in_no_tier: Vec<_> = targets
+        .iter()
+        .filter(|(_, name, _)| !tiers.values().any(|t| t.contains(name)))
+        .collect();
+    assert!(
+        in_no_tier.is_empty(),
+        "test targets that neither `make check` nor `make test` runs (the Makefile's \
+         UNIT_TEST_FILES and KERNEL_TEST_FILES must cover them): {in_no_tier:?}"
+    );
+    // A name in a tier that is no target would make cargo fail ("no test target named").
+    let names: BTreeSet<&String> = targets.iter().map(|(_, n, _)| n).collect();
+    for (tier, listed) in &tiers {
+        for n in listed {
+            assert!(
+                names.contains(n),
+                "tier {tier} names `{n}`, which is no test target"
+            );
+        }
+    }
+}

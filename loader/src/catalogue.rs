@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use std::path::Path;
 
-use crate::algo::{Registered, Var};
+use crate::algo::Registered;
 use crate::error::{Error, Result};
 use crate::object;
 
@@ -160,7 +160,7 @@ pub struct Algorithm {
     pub program: &'static str,
     /// Decodes the algorithm's variables from a sample's raw `icsk_ca_priv`.
     #[serde(skip)]
-    pub vars: fn(&[u8]) -> Vec<Var>,
+    pub vars: fn(&[u8]) -> crate::algo::Vars,
     /// Its per-ACK replay rules (`loader/src/algo/<key>/replay.rs`), when it has no Linux
     /// module to be compared with: `cctl conform` then checks the port's recorded
     /// trajectory ACK by ACK against its f64 model ([`crate::model_check::check`]).

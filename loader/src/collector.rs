@@ -5,7 +5,6 @@
 //! to the consumer through a bounded channel. A slow consumer makes the ring
 //! buffer fill, and the kernel counts what it then drops ([`TraceStats::dropped`]).
 
-use std::collections::HashSet;
 use std::mem::MaybeUninit;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -63,6 +62,8 @@ pub struct TraceStats {
     pub dropped: u64,
     /// Samples the kernel wrote.
     pub kernel_emitted: u64,
+    /// Most samples ever waiting in the channel to the consumer, count.
+    pub channel_high_water: u64,
     /// Time from attach to stop.
     pub duration: Duration,
 }
@@ -77,6 +78,9 @@ pub struct LiveCounters {
     pub kernel_emitted: u64,
     /// Samples the kernel could not write because the ring buffer was full, count.
     pub dropped: u64,
+    /// Most samples ever waiting in the channel between the collector thread and the
+    /// consumer (its depth is 65,536), count.
+    pub channel_high_water: u64,
 }
 
 impl LiveCounters {
@@ -87,6 +91,7 @@ impl LiveCounters {
             samples: self.samples.saturating_sub(earlier.samples),
             kernel_emitted: self.kernel_emitted.saturating_sub(earlier.kernel_emitted),
             dropped: self.dropped.saturating_sub(earlier.dropped),
+            channel_high_water: self.channel_high_water,
         }
     }
 }
@@ -97,6 +102,7 @@ struct LiveAtomics {
     samples: AtomicU64,
     kernel_emitted: AtomicU64,
     dropped: AtomicU64,
+    channel_high_water: AtomicU64,
     /// Completed reads of the ring buffer (for [`Trace::drain`]'s wait).
     reads: AtomicU64,
 }
@@ -107,6 +113,7 @@ impl LiveAtomics {
             samples: self.samples.load(Ordering::Relaxed),
             kernel_emitted: self.kernel_emitted.load(Ordering::Relaxed),
             dropped: self.dropped.load(Ordering::Relaxed),
+            channel_high_water: self.channel_high_water.load(Ordering::Relaxed),
         }
     }
 }
@@ -339,6 +346,15 @@ fn run(
         Ok(l) => l,
         Err(e) => return fail(Error::bpf("attaching the collector to tp_btf/tcp_probe", e)),
     };
+    let _state_link = match skel.progs.cctl_cong_state_set.attach() {
+        Ok(l) => l,
+        Err(e) => {
+            return fail(Error::bpf(
+                "attaching the CA-state counter to tp_btf/tcp_cong_state_set",
+                e,
+            ))
+        }
+    };
     let started = Instant::now();
 
     let bss = skel
@@ -362,7 +378,10 @@ fn run(
         live.kernel_emitted.store(emitted, Ordering::Relaxed);
         live.dropped.store(dropped, Ordering::Relaxed);
     };
-    let mut flows = HashSet::new();
+    // Flows are counted by their first sample (flagged by the program), not remembered:
+    // a set of every cookie ever seen grew with each short connection for the life of a
+    // long trace (the exporter's and the trace's heap rose in steps in the 30-min soak).
+    let mut flows = 0usize;
     {
         let mut builder = RingBufferBuilder::new();
         let cb_flows = &mut flows;
@@ -371,14 +390,20 @@ fn run(
         let cb_stop = stop.clone();
         let added = builder.add(&skel.maps.samples, move |data: &[u8]| {
             if let Some(s) = Sample::decode(data) {
-                cb_flows.insert(s.cookie);
+                *cb_flows += usize::from(s.first);
                 cb_live.samples.fetch_add(1, Ordering::Relaxed);
                 // Blocks while the consumer is behind; the kernel then counts drops. A
                 // refused sample comes back with the error: no copy per sample.
                 let mut s = s;
                 loop {
                     match tx.try_send(s) {
-                        Ok(()) => break,
+                        Ok(()) => {
+                            let queued = (tx.max_capacity() - tx.capacity()) as u64;
+                            cb_live
+                                .channel_high_water
+                                .fetch_max(queued, Ordering::Relaxed);
+                            break;
+                        }
                         Err(tokio::sync::mpsc::error::TrySendError::Closed(_)) => return 0,
                         Err(tokio::sync::mpsc::error::TrySendError::Full(back)) => {
                             if cb_stop.load(Ordering::SeqCst) {
@@ -420,9 +445,10 @@ fn run(
     let end = live.read();
     Ok(TraceStats {
         samples: end.samples,
-        flows: flows.len(),
+        flows,
         dropped: end.dropped,
         kernel_emitted: end.kernel_emitted,
+        channel_high_water: end.channel_high_water,
         duration: started.elapsed(),
     })
 }
@@ -480,7 +506,8 @@ mod tests {
             LiveCounters {
                 samples: 7,
                 kernel_emitted: 9,
-                dropped: 2
+                dropped: 2,
+                channel_high_water: 0,
             }
         );
     }
@@ -491,18 +518,21 @@ mod tests {
             samples: 10,
             kernel_emitted: 12,
             dropped: 1,
+            channel_high_water: 0,
         };
         let b = LiveCounters {
             samples: 25,
             kernel_emitted: 30,
             dropped: 1,
+            channel_high_water: 0,
         };
         assert_eq!(
             b.since(&a),
             LiveCounters {
                 samples: 15,
                 kernel_emitted: 18,
-                dropped: 0
+                dropped: 0,
+                channel_high_water: 0,
             }
         );
         assert_eq!(a.since(&b), LiveCounters::default());

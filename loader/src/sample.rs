@@ -2,7 +2,7 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-use crate::algo::Var;
+pub use crate::algo::Vars;
 use crate::catalogue;
 use crate::skel::trace::types::{cctl_meas, cctl_sample};
 
@@ -17,6 +17,7 @@ pub const CCTL_CA_MAGIC: u32 = 0xCC7C;
 const FP_ONE: f64 = 1024.0;
 const FLAG_STATE_CHANGE: u8 = 1;
 const FLAG_OURS: u8 = 2;
+const FLAG_FIRST: u8 = 4;
 /// The kernel's `TCP_INFINITE_SSTHRESH` (segments): ssthresh before the first reduction.
 const INFINITE_SSTHRESH: u32 = 0x7fff_ffff;
 
@@ -79,12 +80,16 @@ pub struct Sample {
     pub daddr: IpAddr,
     /// Remote port.
     pub dport: u16,
-    /// Congestion-control name of the socket.
-    pub cc: String,
+    /// Congestion-control name of the socket (interned: one copy per distinct name).
+    pub cc: &'static str,
     /// Congestion-avoidance state.
     pub ca_state: CaState,
     /// Emitted because the CA state changed (not because the interval elapsed).
     pub state_change: bool,
+    /// The flow's first sample from this collector (how a trace counts flows without
+    /// remembering them). Not an output column.
+    #[serde(skip)]
+    pub first: bool,
     /// Congestion window, segments.
     pub cwnd: u32,
     /// Slow-start threshold, segments; `None` while "infinite" (`TCP_INFINITE_SSTHRESH`).
@@ -106,6 +111,13 @@ pub struct Sample {
     pub retrans_out: u32,
     /// Segments retransmitted over the connection's life.
     pub total_retrans: u32,
+    /// Entries into CWR since the collector attached, counted by the kernel at each
+    /// `tcp_set_ca_state()` (tracepoint `tcp_cong_state_set`), count.
+    pub cwr_entries: u32,
+    /// Entries into Recovery (fast retransmit) since the collector attached, count.
+    pub recovery_entries: u32,
+    /// Entries into Loss (retransmission timeout) since the collector attached, count.
+    pub loss_entries: u32,
     /// Segments sent and not yet acknowledged.
     pub packets_out: u32,
     /// Segments estimated in flight.
@@ -137,45 +149,6 @@ pub struct Sample {
     /// The algorithm's own variables (spec §18.3), see `cctl list --vars`; in CSV one
     /// column `vars` of space-separated `name=value`.
     pub vars: Vars,
-}
-
-/// An algorithm's variables in a sample, in the order its module lists them.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Vars(pub Vec<Var>);
-
-impl Vars {
-    /// The value of variable `name`, if the sample has it.
-    pub fn get(&self, name: &str) -> Option<f64> {
-        self.0.iter().find(|v| v.name == name).map(|v| v.value)
-    }
-
-    /// Whether there are none (native flows, Reno).
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-}
-
-impl std::fmt::Display for Vars {
-    /// `name=value` pairs separated by spaces, values with up to 6 significant decimals.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        for (i, v) in self.0.iter().enumerate() {
-            if i > 0 {
-                f.write_str(" ")?;
-            }
-            if v.value.fract() == 0.0 && v.value.abs() < 1e15 {
-                write!(f, "{}={}", v.name, v.value as i64)?;
-            } else {
-                write!(f, "{}={:.6}", v.name, v.value)?;
-            }
-        }
-        Ok(())
-    }
-}
-
-impl serde::Serialize for Vars {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(self)
-    }
 }
 
 pub(crate) fn addr(family: u16, raw: &[u8; 16]) -> IpAddr {
@@ -231,9 +204,10 @@ impl Sample {
             sport: raw.sport,
             daddr: addr(raw.family, &raw.daddr),
             dport: raw.dport,
-            cc: crate::algo::read_name(&raw.cc_name),
+            cc: crate::algo::intern_name(&raw.cc_name),
             ca_state: CaState::from_raw(raw.ca_state),
             state_change: raw.flags & FLAG_STATE_CHANGE != 0,
+            first: raw.flags & FLAG_FIRST != 0,
             cwnd: raw.snd_cwnd,
             ssthresh: (raw.snd_ssthresh != INFINITE_SSTHRESH).then_some(raw.snd_ssthresh),
             srtt_us: raw.srtt_us,
@@ -243,6 +217,9 @@ impl Sample {
             lost_out: raw.lost_out,
             retrans_out: raw.retrans_out,
             total_retrans: raw.total_retrans,
+            cwr_entries: raw.cwr_entries,
+            recovery_entries: raw.recovery_entries,
+            loss_entries: raw.loss_entries,
             packets_out: raw.packets_out,
             in_flight: raw.in_flight,
             mss: raw.mss_cache,
@@ -278,7 +255,7 @@ impl Sample {
         self.backoffs = Some(m.backoffs);
         self.last_beta = Some(f64::from(m.last_beta) / FP_ONE);
         if let Some(a) = algo {
-            self.vars = Vars((a.vars)(&raw.ca_priv));
+            self.vars = (a.vars)(&raw.ca_priv);
         }
     }
 }
@@ -406,7 +383,7 @@ mod tests {
 
     #[test]
     fn a_record_without_ca_priv_decodes_like_the_full_one() {
-        assert_eq!(SAMPLE_SHORT_BYTES, 152);
+        assert_eq!(SAMPLE_SHORT_BYTES, 168);
         let mut raw = cctl_sample::default();
         raw.family = libc::AF_INET as u16;
         raw.sport = 5411;

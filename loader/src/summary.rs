@@ -141,7 +141,7 @@ fn summarize_flow(mut v: Vec<&Sample>) -> FlowSummary {
         cookie: first.cookie,
         sport: first.sport,
         dport: first.dport,
-        cc: last.cc.clone(),
+        cc: last.cc.to_string(),
         samples: v.len(),
         first_ts_ns: first.ts_ns,
         span_s: span_ns as f64 / 1e9,
@@ -206,9 +206,10 @@ mod tests {
             sport: 40000 + cookie as u16,
             daddr: IpAddr::V4(Ipv4Addr::LOCALHOST),
             dport: 5201,
-            cc: "bpf_htcp".into(),
+            cc: "bpf_htcp",
             ca_state: state,
             state_change: false,
+            first: false,
             cwnd,
             ssthresh: None,
             srtt_us: 1000 * cwnd,
@@ -218,6 +219,9 @@ mod tests {
             lost_out: 0,
             retrans_out: 0,
             total_retrans: 0,
+            cwr_entries: 0,
+            recovery_entries: 0,
+            loss_entries: 0,
             packets_out: 0,
             in_flight: 0,
             mss: 1448,
@@ -319,7 +323,7 @@ mod tests {
             sample(2, 300, 20, CaState::Loss, None, 0.0),
         ];
         for x in &mut s {
-            x.cc = "cubic".into();
+            x.cc = "cubic";
         }
         let f = &summarize(&s)[0];
         assert_eq!(f.backoffs.len(), 2);

@@ -470,7 +470,7 @@ impl VersionCache {
 
     /// The version of `s`'s congestion control, when it is one of cctl's names.
     pub fn of(&mut self, s: &crate::sample::Sample) -> Option<u32> {
-        self.loaded(&s.cc, s.ca_map_id).map(|v| v.version)
+        self.loaded(s.cc, s.ca_map_id).map(|v| v.version)
     }
 
     /// The loaded version (its number, algorithm key and parameters) of congestion

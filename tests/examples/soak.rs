@@ -24,9 +24,11 @@
 //! there holds RSS at 1 and 5 min and at the end, the least-squares slope of RSS (KiB/min) over
 //! the rows from minute 5 on (from half the run for runs under 10 min), scrape max/median/p99
 //! in the first and the last 5 minutes (half the run when shorter), the drops (the exporter's
-//! counter, the trace's own end-of-run count) and the verdict "memory flat after 5 min:
-//! yes/no", yes when both slopes are at most 64 KiB/min (1.6 MiB over the 25 minutes after
-//! minute 5).
+//! counter, the trace's own end-of-run count), the channel high-water marks (the most samples
+//! ever waiting between each collector's ring-buffer reader and its consumer: the exporter's
+//! in every row, the trace's from its exit line) and the verdict "heap (RssAnon) flat after
+//! 5 min: yes/no", yes when both RssAnon slopes are at most 64 KiB/min (1.6 MiB over the 25
+//! minutes after minute 5).
 //!
 //! Exit status: 0 when the run completed (whatever the verdict), 1 on a setup error or when a
 //! process died or could not be read mid-run, 130 on Ctrl-C (SIGINT/SIGTERM). The namespace,
@@ -99,6 +101,8 @@ struct TraceEnd {
     samples: u64,
     flows: u64,
     dropped: u64,
+    /// Most samples waiting between its ring-buffer reader and its output, count.
+    channel_high_water: Option<u64>,
 }
 
 impl TraceProc {
@@ -231,6 +235,9 @@ fn parse_trace_end(line: &str) -> Option<TraceEnd> {
         samples: num(0, "samples")?,
         flows: num(2, "flows")?,
         dropped: num(4, "ring-buffer")?,
+        channel_high_water: rest
+            .split_once("channel high water ")
+            .and_then(|(_, n)| n.trim().parse().ok()),
     })
 }
 
@@ -295,6 +302,9 @@ struct Row {
     exporter_samples: Option<u64>,
     exporter_kernel_samples: Option<u64>,
     exporter_dropped: Option<u64>,
+    /// `cctl_collector_channel_high_water_samples`: most samples ever waiting in the channel
+    /// between the exporter's ring-buffer reader and its flow table (depth 65,536).
+    exporter_channel_high_water: Option<u64>,
     exporter_tracked_flows: Option<u64>,
     /// `cctl_exporter_source_errors_total`, every source (0 when the family is absent).
     exporter_source_errors: Option<u64>,
@@ -674,6 +684,7 @@ impl Subjects<'_> {
             exporter_samples: value("cctl_collector_samples_total"),
             exporter_kernel_samples: value("cctl_collector_kernel_samples_total"),
             exporter_dropped: value("cctl_collector_dropped_samples_total"),
+            exporter_channel_high_water: value("cctl_collector_channel_high_water_samples"),
             exporter_tracked_flows: value("cctl_exporter_tracked_flows"),
             // The family is left out of the exposition until a source fails.
             exporter_source_errors: body
@@ -688,16 +699,17 @@ impl Subjects<'_> {
             _ => "-".into(),
         };
         println!(
-            "{:>7.0} {:>9} {:>9} {:>7.1} {:>7.1} {:>9} {:>7} {:>9} {:>8} {:>9} {:>8}",
+            "{:>7.0} {:>9} {:>9} {:>7.1} {:>7.1} {:>9} {:>7} {:>9} {:>8} {:>8} {:>9} {:>8}",
             row.elapsed_s,
-            row.exporter_rss_kib,
-            row.trace_rss_kib,
+            row.exporter_anon_kib,
+            row.trace_anon_kib,
             row.exporter_cpu_pct,
             row.trace_cpu_pct,
             opt(row.scrape_ms.map(|m| format!("{m:.1}"))),
             opt(row.scrape_bytes),
             rate(last.exporter_samples, row.exporter_samples),
             opt(row.exporter_dropped),
+            opt(row.exporter_channel_high_water),
             rate(Some(last.trace_samples), Some(trace_samples)),
             opt(row.trace_dropped),
         );
@@ -763,16 +775,17 @@ fn soak() -> Result<End> {
         csv_path.display()
     );
     println!(
-        "{:>7} {:>9} {:>9} {:>7} {:>7} {:>9} {:>7} {:>9} {:>8} {:>9} {:>8}",
+        "{:>7} {:>9} {:>9} {:>7} {:>7} {:>9} {:>7} {:>9} {:>8} {:>8} {:>9} {:>8}",
         "time s",
-        "exp RSS",
-        "trc RSS",
+        "exp anon",
+        "trc anon",
         "exp CPU",
         "trc CPU",
         "scrape ms",
         "bytes",
         "exp smp/s",
         "exp drop",
+        "exp ch hw",
         "trc smp/s",
         "trc drop"
     );
@@ -867,16 +880,18 @@ fn soak() -> Result<End> {
     let trace_drops = trace_end
         .map(|e| e.dropped)
         .or(end_row.and_then(|r| r.trace_dropped));
+    // The heap (RssAnon) is what a leak grows; VmRSS also counts file pages and ring-buffer
+    // pages touched late (both slopes are in summary.json).
     let slopes = [
-        exporter_mem.rss_slope_kib_per_min,
-        trace_mem.rss_slope_kib_per_min,
+        exporter_mem.anon_slope_kib_per_min,
+        trace_mem.anon_slope_kib_per_min,
     ];
     let memory_flat = match slopes {
         [Some(e), Some(t)] => Some(e <= FLAT_KIB_PER_MIN && t <= FLAT_KIB_PER_MIN),
         _ => None,
     };
     let verdict = format!(
-        "memory flat after {}: {} (slope exporter {} KiB/min, trace {} KiB/min, threshold {FLAT_KIB_PER_MIN} KiB/min)",
+        "heap (RssAnon) flat after {}: {} (slope exporter {} KiB/min, trace {} KiB/min, threshold {FLAT_KIB_PER_MIN} KiB/min)",
         span(slope_from_s),
         match memory_flat {
             Some(true) => "yes",

@@ -249,42 +249,98 @@ impl Prometheus {
 
 /// What the test's own trace says about its flows (the sender sockets, local port != PORT),
 /// by congestion control: retransmitted segments (each flow's largest total_retrans) and
-/// entries into CWR/Recovery/Loss (changes between two samples of a flow).
+/// entries into CWR/Recovery/Loss (each flow's largest kernel count, `*_entries`).
 #[derive(Debug, Default, PartialEq)]
 struct Truth {
     retrans: BTreeMap<String, u64>,
     entries: BTreeMap<(String, &'static str), u64>,
 }
 
+const STATES: [&str; 3] = ["cwr", "recovery", "loss"];
+
+fn kernel_entries(s: &Sample) -> [u32; 3] {
+    [s.cwr_entries, s.recovery_entries, s.loss_entries]
+}
+
 fn truth(samples: &[Sample]) -> Truth {
     let mut t = Truth::default();
-    let mut per_flow: HashMap<u64, (String, u32, CaState)> = HashMap::new();
+    let mut per_flow: HashMap<u64, (&'static str, u32, [u32; 3])> = HashMap::new();
     for s in samples.iter().filter(|s| s.dport == PORT) {
-        match per_flow.get_mut(&s.cookie) {
-            None => {
-                per_flow.insert(s.cookie, (s.cc.clone(), s.total_retrans, s.ca_state));
-            }
-            Some((cc, retrans, state)) => {
-                *retrans = (*retrans).max(s.total_retrans);
-                if *state != s.ca_state {
-                    let entered = match s.ca_state {
-                        CaState::Cwr => Some("cwr"),
-                        CaState::Recovery => Some("recovery"),
-                        CaState::Loss => Some("loss"),
-                        _ => None,
-                    };
-                    if let Some(e) = entered {
-                        *t.entries.entry((cc.clone(), e)).or_default() += 1;
+        let f = per_flow.entry(s.cookie).or_insert((s.cc, 0, [0; 3]));
+        f.1 = f.1.max(s.total_retrans);
+        for (m, k) in f.2.iter_mut().zip(kernel_entries(s)) {
+            *m = (*m).max(k);
+        }
+    }
+    for (cc, retrans, entries) in per_flow.values() {
+        *t.retrans.entry(cc.to_string()).or_default() += u64::from(*retrans);
+        for (st, n) in STATES.into_iter().zip(entries) {
+            *t.entries.entry((cc.to_string(), st)).or_default() += u64::from(*n);
+        }
+    }
+    t
+}
+
+/// Per flow, entries into CWR/Recovery/Loss seen as changes between two of its samples:
+/// a lower bound of the kernel's counts (a state entered and left between two samples is
+/// not seen), which must never exceed them.
+fn sampled_entries_within_kernel_counts(samples: &[Sample]) -> Result<usize, String> {
+    let mut last: HashMap<u64, &Sample> = HashMap::new();
+    let mut seen: HashMap<u64, [u32; 3]> = HashMap::new();
+    let mut changes = 0;
+    for s in samples.iter().filter(|s| s.dport == PORT) {
+        if let Some(p) = last.get(&s.cookie) {
+            if p.ca_state != s.ca_state {
+                let i = match s.ca_state {
+                    CaState::Cwr => Some(0),
+                    CaState::Recovery => Some(1),
+                    CaState::Loss => Some(2),
+                    _ => None,
+                };
+                if let Some(i) = i {
+                    let n = &mut seen.entry(s.cookie).or_default()[i];
+                    *n += 1;
+                    changes += 1;
+                    if *n > kernel_entries(s)[i] {
+                        return Err(format!(
+                            "flow {:#x}: {} entries into {} seen in samples, the kernel counted {}",
+                            s.cookie,
+                            n,
+                            STATES[i],
+                            kernel_entries(s)[i]
+                        ));
                     }
-                    *state = s.ca_state;
                 }
             }
         }
+        last.insert(s.cookie, s);
     }
-    for (cc, retrans, _) in per_flow.values() {
-        *t.retrans.entry(cc.clone()).or_default() += u64::from(*retrans);
-    }
-    t
+    Ok(changes)
+}
+
+/// After `after`, drops every segment the receiver namespace `ns` sends to `sender` (its
+/// ACKs) for `d`: a blackhole route, more specific than the path's own, added then
+/// removed. Long enough for the senders' retransmission timers (200 ms at least) to fire.
+fn blackhole_acks(
+    ns: String,
+    sender: std::net::Ipv4Addr,
+    after: Duration,
+    d: Duration,
+) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        let dst = format!("{sender}/32");
+        let ip = |verb: &str| {
+            let st = Command::new("ip")
+                .args(["-n", &ns, "route", verb, "blackhole", &dst])
+                .status()
+                .expect("ip runs");
+            assert!(st.success(), "ip -n {ns} route {verb} blackhole {dst}");
+        };
+        std::thread::sleep(after);
+        ip("add");
+        std::thread::sleep(d);
+        ip("del");
+    })
 }
 
 /// (id, name) of the loaded BPF programs named like cctl's collector and census iterator.
@@ -491,7 +547,7 @@ fn a_real_prometheus_scrapes_flow_counts_retransmissions_and_ca_states_that_matc
                 format!("retrans {cc}"),
                 p.value(&format!("cctl_retransmitted_segments_total{{cc=\"{cc}\"}}")),
             );
-            for st in ["cwr", "recovery", "loss"] {
+            for st in STATES {
                 m.insert(
                     format!("{st} {cc}"),
                     p.value(&format!(
@@ -513,6 +569,14 @@ fn a_real_prometheus_scrapes_flow_counts_retransmissions_and_ca_states_that_matc
     .expect("collector attaches");
     let flows = start_flows(&bed);
     let mut samples = Vec::new();
+    // A loss burst: every flow's ACKs dropped for 1 s, 2 s into the bulk transfer, so that
+    // the retransmission timers fire (entries into Loss) in every run.
+    let blackhole = blackhole_acks(
+        bed.receiver_ns().to_string(),
+        bed.sender_addr(),
+        Duration::from_secs(2),
+        Duration::from_secs(1),
+    );
     let bulk_done = flows.bulk_done.clone();
     trace.collect_while(&mut samples, |_| {
         bulk_done.load(Ordering::SeqCst) < 2 * FLOWS_PER_CC
@@ -533,8 +597,21 @@ fn a_real_prometheus_scrapes_flow_counts_retransmissions_and_ca_states_that_matc
         "the test's own trace lost samples (ring buffer full, or not read in 10 s): its \
          truth would be incomplete"
     );
+    blackhole.join().expect("the loss burst was applied and removed");
     let truth = truth(&samples);
-    println!("trace: {} samples; truth {truth:?}", samples.len());
+    let sampled = sampled_entries_within_kernel_counts(&samples).unwrap_or_else(|e| panic!("{e}"));
+    println!(
+        "trace: {} samples; truth (kernel counts) {truth:?}; {sampled} entries seen as \
+         changes between samples",
+        samples.len()
+    );
+    for cc in [HTCP, CUBIC] {
+        let loss = truth.entries.get(&(cc.to_string(), "loss")).copied();
+        assert!(
+            loss.unwrap_or(0) > 0,
+            "the 1-s loss burst fired no retransmission timer of a {cc} flow: {truth:?}"
+        );
+    }
     let total_retrans: u64 = truth.retrans.values().sum();
     let recoveries: u64 = truth
         .entries
@@ -591,10 +668,7 @@ fn a_real_prometheus_scrapes_flow_counts_retransmissions_and_ca_states_that_matc
             let want = if what == "retrans" {
                 truth.retrans.get(cc).copied().unwrap_or(0)
             } else {
-                let st = ["cwr", "recovery", "loss"]
-                    .into_iter()
-                    .find(|s| *s == what)
-                    .unwrap();
+                let st = STATES.into_iter().find(|s| *s == what).unwrap();
                 truth
                     .entries
                     .get(&(cc.to_string(), st))

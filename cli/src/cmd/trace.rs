@@ -87,7 +87,7 @@ impl Output {
                     format!("{}:{}", s.daddr, s.dport),
                     match version {
                         Some(v) => format!("{}@v{v}", s.cc),
-                        None => s.cc.clone(),
+                        None => s.cc.to_string(),
                     },
                     format!("{:?}", s.ca_state),
                     s.cwnd,
@@ -209,12 +209,14 @@ pub fn run(args: Args) -> Result<i32> {
         let stats = trace.finish()?;
         let secs = stats.duration.as_secs_f64().max(1e-9);
         eprintln!(
-            "cctl trace: {} samples, {} flows, {} ring-buffer drops in {:.1} s ({:.0} samples/s)",
+            "cctl trace: {} samples, {} flows, {} ring-buffer drops in {:.1} s ({:.0} samples/s); \
+             channel high water {}",
             stats.samples,
             stats.flows,
             stats.dropped,
             secs,
-            stats.samples as f64 / secs
+            stats.samples as f64 / secs,
+            stats.channel_high_water
         );
         Ok(if interrupted {
             exit::INTERRUPTED

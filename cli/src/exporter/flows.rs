@@ -6,7 +6,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use cctl_loader::sample::{CaState, Sample};
+use cctl_loader::sample::Sample;
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
 use prometheus_client::metrics::counter::ConstCounter;
@@ -23,30 +23,32 @@ pub const FORGET_AFTER: Duration = Duration::from_secs(60);
 /// Without a census, a flow is forgotten after this long without a sample.
 pub const FORGET_WITHOUT_CENSUS: Duration = Duration::from_secs(600);
 
-/// What the exporter remembers of one flow (socket cookie).
+/// What the exporter remembers of one flow (socket cookie). Plain values only: updating
+/// it for a sample allocates nothing.
 #[derive(Debug, Clone)]
 struct FlowState {
-    cc: String,
-    state: CaState,
+    cc: &'static str,
     bytes_acked: u64,
     total_retrans: u32,
+    /// The kernel's counts of entries into CWR, Recovery and Loss, as of the last sample.
+    entries: [u32; 3],
     backoffs: Option<u32>,
     cwnd: u32,
     srtt_us: u32,
     min_rtt_us: u32,
-    local: String,
-    remote: String,
+    local: (std::net::IpAddr, u16),
+    remote: (std::net::IpAddr, u16),
     last_seen: Instant,
 }
 
-/// The label value of a CA state whose entries are counted, if it is one.
-pub fn entered_state_label(s: CaState) -> Option<&'static str> {
-    match s {
-        CaState::Cwr => Some("cwr"),
-        CaState::Recovery => Some("recovery"),
-        CaState::Loss => Some("loss"),
-        _ => None,
-    }
+/// The label values of the CA states whose entries are counted, in the order of
+/// [`state_entries`].
+pub const ENTERED_STATES: [&str; 3] = ["cwr", "recovery", "loss"];
+
+/// A sample's kernel counts of entries into CWR, Recovery and Loss (since its collector
+/// attached), in the order of [`ENTERED_STATES`].
+pub fn state_entries(s: &Sample) -> [u32; 3] {
+    [s.cwr_entries, s.recovery_entries, s.loss_entries]
 }
 
 /// An RTT in usec as seconds, `None` where the kernel has none yet (0, or `~0U` for
@@ -78,11 +80,12 @@ impl FlowTable {
     }
 
     /// Feeds one sample into `m`: histograms get its cwnd and RTTs; the counters get what
-    /// the flow's life-to-date counters grew by since its previous sample (everything, at
-    /// its first sample); a change into CWR, Recovery or Loss since the previous sample
-    /// counts one entry (a flow's first sample counts none).
+    /// the flow's counters grew by since its previous sample (everything, at its first
+    /// sample): bytes acked and retransmissions over the connection's life, and the
+    /// kernel's counts of entries into CWR, Recovery and Loss since the collector attached
+    /// (trace.bpf.c). Allocates nothing once the flow and its labels exist.
     pub fn observe(&mut self, s: &Sample, m: &Metrics, now: Instant) {
-        let cc = CcLabels { cc: s.cc.clone() };
+        let cc = CcLabels { cc: s.cc };
         m.cwnd.get_or_create(&cc).observe(f64::from(s.cwnd));
         if let Some(v) = rtt_seconds(s.srtt_us) {
             m.srtt.get_or_create(&cc).observe(v);
@@ -123,31 +126,29 @@ impl FlowTable {
                 m.backoff_beta.get_or_create(&cc).observe(beta);
             }
         }
-        if let Some(p) = prev {
-            if p.state != s.ca_state {
-                if let Some(state) = entered_state_label(s.ca_state) {
-                    m.ca_state_entries
-                        .get_or_create(&StateLabels {
-                            cc: s.cc.clone(),
-                            state,
-                        })
-                        .inc();
-                }
+        let entries = state_entries(s);
+        let prev_entries = prev.map_or([0; 3], |p| p.entries);
+        for (i, state) in ENTERED_STATES.into_iter().enumerate() {
+            let n = entries[i].saturating_sub(prev_entries[i]);
+            if n > 0 {
+                m.ca_state_entries
+                    .get_or_create(&StateLabels { cc: s.cc, state })
+                    .inc_by(u64::from(n));
             }
         }
         self.flows.insert(
             s.cookie,
             FlowState {
-                cc: s.cc.clone(),
-                state: s.ca_state,
+                cc: s.cc,
                 bytes_acked: s.bytes_acked.max(prev.map_or(0, |p| p.bytes_acked)),
                 total_retrans: s.total_retrans.max(prev.map_or(0, |p| p.total_retrans)),
+                entries: std::array::from_fn(|i| entries[i].max(prev_entries[i])),
                 backoffs: s.backoffs,
                 cwnd: s.cwnd,
                 srtt_us: s.srtt_us,
                 min_rtt_us: s.min_rtt_us,
-                local: format!("{}:{}", fmt_ip(s.saddr), s.sport),
-                remote: format!("{}:{}", fmt_ip(s.daddr), s.dport),
+                local: (s.saddr, s.sport),
+                remote: (s.daddr, s.dport),
                 last_seen: now,
             },
         );
@@ -187,6 +188,11 @@ impl FlowTable {
         v.truncate(max);
         (v, omitted)
     }
+}
+
+/// `addr:port`, IPv6 addresses in brackets (built at scrape time, not per sample).
+fn endpoint((ip, port): (std::net::IpAddr, u16)) -> String {
+    format!("{}:{port}", fmt_ip(ip))
 }
 
 fn fmt_ip(ip: std::net::IpAddr) -> String {
@@ -245,10 +251,10 @@ pub const PER_FLOW_FAMILIES: &[(&str, &str, &str)] = &[
 
 fn flow_labels(cookie: u64, f: &FlowState) -> [(&'static str, String); 4] {
     [
-        ("cc", f.cc.clone()),
+        ("cc", f.cc.to_string()),
         ("cookie", cookie.to_string()),
-        ("local", f.local.clone()),
-        ("remote", f.remote.clone()),
+        ("local", endpoint(f.local)),
+        ("remote", endpoint(f.remote)),
     ]
 }
 
@@ -302,10 +308,11 @@ impl Collector for PerFlow {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use cctl_loader::sample::CaState;
     use std::net::{IpAddr, Ipv4Addr};
 
     /// A sample of flow `cookie` running `cc` (for tests of the exporter).
-    pub fn sample(cookie: u64, cc: &str) -> Sample {
+    pub fn sample(cookie: u64, cc: &'static str) -> Sample {
         Sample {
             ts_ns: 0,
             cookie,
@@ -314,9 +321,10 @@ pub(crate) mod tests {
             sport: 40000 + cookie as u16,
             daddr: IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2)),
             dport: 5201,
-            cc: cc.into(),
+            cc,
             ca_state: CaState::Open,
             state_change: false,
+            first: false,
             cwnd: 10,
             ssthresh: None,
             srtt_us: 20_000,
@@ -326,6 +334,9 @@ pub(crate) mod tests {
             lost_out: 0,
             retrans_out: 0,
             total_retrans: 0,
+            cwr_entries: 0,
+            recovery_entries: 0,
+            loss_entries: 0,
             packets_out: 0,
             in_flight: 0,
             mss: 1448,
@@ -348,17 +359,14 @@ pub(crate) mod tests {
             CcLabels,
             prometheus_client::metrics::counter::Counter,
         >,
-        cc: &str,
+        cc: &'static str,
     ) -> u64 {
-        f.get(&CcLabels { cc: cc.into() }).map_or(0, |c| c.get())
+        f.get(&CcLabels { cc }).map_or(0, |c| c.get())
     }
 
-    fn entries(m: &Metrics, cc: &str, state: &'static str) -> u64 {
+    fn entries(m: &Metrics, cc: &'static str, state: &'static str) -> u64 {
         m.ca_state_entries
-            .get(&StateLabels {
-                cc: cc.into(),
-                state,
-            })
+            .get(&StateLabels { cc, state })
             .map_or(0, |c| c.get())
     }
 
@@ -386,28 +394,28 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn entries_into_cwr_recovery_and_loss_are_changes_between_samples() {
+    fn entries_into_cwr_recovery_and_loss_are_the_kernel_counts_growth() {
         let (m, mut t, now) = (Metrics::new(), FlowTable::new(), Instant::now());
         let mut s = sample(1, "cubic");
-        // A first sample already in Recovery is no entry seen.
-        s.ca_state = CaState::Recovery;
+        // A first sample counts what the kernel counted since the collector attached.
+        (s.cwr_entries, s.recovery_entries, s.loss_entries) = (0, 2, 1);
         t.observe(&s, &m, now);
-        for st in [
-            CaState::Recovery,
-            CaState::Open,
-            CaState::Disorder,
-            CaState::Recovery,
-            CaState::Loss,
-            CaState::Open,
-            CaState::Cwr,
-            CaState::Cwr,
-        ] {
-            s.ca_state = st;
-            t.observe(&s, &m, now);
-        }
-        assert_eq!(entries(&m, "cubic", "recovery"), 1);
+        assert_eq!(entries(&m, "cubic", "recovery"), 2);
+        // The CA state of a sample does not matter, only the counts' growth.
+        s.ca_state = CaState::Recovery;
+        (s.cwr_entries, s.recovery_entries, s.loss_entries) = (1, 5, 1);
+        t.observe(&s, &m, now);
+        // Out of order (lower counts) adds nothing.
+        (s.cwr_entries, s.recovery_entries, s.loss_entries) = (0, 4, 0);
+        t.observe(&s, &m, now);
+        assert_eq!(entries(&m, "cubic", "recovery"), 5);
         assert_eq!(entries(&m, "cubic", "loss"), 1);
         assert_eq!(entries(&m, "cubic", "cwr"), 1);
+        // Another flow's counts are its own.
+        let mut o = sample(2, "cubic");
+        o.loss_entries = 3;
+        t.observe(&o, &m, now);
+        assert_eq!(entries(&m, "cubic", "loss"), 4);
     }
 
     #[test]
@@ -422,14 +430,12 @@ pub(crate) mod tests {
         assert_eq!(counter(&m.backoffs, "bpf_htcp"), 2);
         let h = m
             .backoff_beta
-            .get(&CcLabels {
-                cc: "bpf_htcp".into(),
-            })
+            .get(&CcLabels { cc: "bpf_htcp" })
             .unwrap();
         assert_eq!((h.count(), h.sum()), (1, 0.75));
         drop(h);
         // Migrated to bpf_reno: its own count starts at 0.
-        s.cc = "bpf_reno".into();
+        s.cc = "bpf_reno";
         s.backoffs = Some(1);
         t.observe(&s, &m, now);
         assert_eq!(counter(&m.backoffs, "bpf_reno"), 1);
@@ -443,7 +449,7 @@ pub(crate) mod tests {
         s.srtt_us = 0;
         s.min_rtt_us = u32::MAX;
         t.observe(&s, &m, now);
-        let cc = CcLabels { cc: "cubic".into() };
+        let cc = CcLabels { cc: "cubic" };
         assert!(m.srtt.get(&cc).is_none() && m.min_rtt.get(&cc).is_none());
         assert_eq!(m.cwnd.get(&cc).unwrap().count(), 1);
     }

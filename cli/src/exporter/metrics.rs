@@ -42,15 +42,15 @@ fn beta_histogram() -> Histogram {
 /// `bpf_htcp`, `cubic`).
 #[derive(Clone, Debug, Hash, PartialEq, Eq, PartialOrd, Ord, EncodeLabelSet)]
 pub struct CcLabels {
-    /// Congestion-control name.
-    pub cc: String,
+    /// Congestion-control name (interned, as samples carry it: a lookup allocates nothing).
+    pub cc: &'static str,
 }
 
 /// Labels of the CA-state entry counter.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct StateLabels {
-    /// Congestion-control name.
-    pub cc: String,
+    /// Congestion-control name (interned).
+    pub cc: &'static str,
     /// The state entered: `cwr`, `recovery` or `loss`.
     pub state: &'static str,
 }
@@ -131,7 +131,7 @@ pub const SAMPLE_FAMILIES: &[Described] = &[
     Described {
         name: "cctl_ca_state_entries",
         kind: "counter",
-        help: "Entries of sampled flows into the CWR, Recovery and Loss CA states (a change of state between two samples of a flow), by congestion control and state",
+        help: "Entries of flows into the CWR, Recovery and Loss CA states since the exporter started, counted by the kernel at each tcp_set_ca_state() that changes the state, by congestion control and state",
     },
     Described {
         name: "cctl_backoffs",

@@ -282,6 +282,7 @@ mod tests {
             s.last_beta = Some(0.7);
             batch.push(s.clone());
             s.ca_state = CaState::Recovery;
+            s.recovery_entries = 1;
             s.backoffs = Some(2);
             batch.push(s);
         }
@@ -290,6 +291,7 @@ mod tests {
             samples: 6,
             kernel_emitted: 7,
             dropped: 1,
+            channel_high_water: 5,
         });
         e.metrics
             .source_errors

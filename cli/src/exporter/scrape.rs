@@ -86,6 +86,12 @@ pub const SCRAPE_FAMILIES: &[(&str, &str, Option<&str>, &str)] = &[
         "Samples the collector's BPF program dropped because its ring buffer was full, since the exporter started.",
     ),
     (
+        "cctl_collector_channel_high_water_samples",
+        "gauge",
+        None,
+        "Most samples ever waiting between the collector's ring-buffer reader and the exporter since it started (the channel holds 65,536).",
+    ),
+    (
         "cctl_bpf_run_seconds",
         "counter",
         Some("seconds"),
@@ -130,6 +136,8 @@ type Labels = Vec<(&'static str, String)>;
 enum Series {
     /// An unlabelled counter.
     Total(u64),
+    /// An unlabelled gauge.
+    Level(f64),
     Gauge(Vec<(Labels, f64)>),
     Counter(Vec<(Labels, f64)>),
 }
@@ -209,6 +217,9 @@ impl Snapshot {
             "cctl_collector_samples" => one(self.collector.samples),
             "cctl_collector_kernel_samples" => one(self.collector.kernel_emitted),
             "cctl_collector_dropped_samples" => one(self.collector.dropped),
+            "cctl_collector_channel_high_water_samples" => {
+                Some(Series::Level(self.collector.channel_high_water as f64))
+            }
             "cctl_bpf_run_seconds" | "cctl_bpf_runs" => {
                 let mut by: BTreeMap<(String, u32, String), (u64, u64)> = BTreeMap::new();
                 for p in self.bpf.as_ref()?.iter().filter(|p| !p.is_collector()) {
@@ -317,6 +328,7 @@ impl Collector for ScrapeCollector {
             match series {
                 // A family without labels is one sample of the family itself.
                 Series::Total(v) => encode_counter(v as f64, family)?,
+                Series::Level(v) => encode_gauge(v, family)?,
                 Series::Gauge(v) => {
                     for (labels, value) in v {
                         encode_gauge(value, family.encode_family(&labels)?)?;

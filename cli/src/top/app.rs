@@ -61,7 +61,7 @@ impl Flow {
     pub fn cc_label(&self) -> String {
         match self.version {
             Some(v) => format!("{}@v{v}", self.last.cc),
-            None => self.last.cc.clone(),
+            None => self.last.cc.to_string(),
         }
     }
 
@@ -139,7 +139,7 @@ impl Column {
         match self {
             Column::Local => (x.saddr, x.sport).cmp(&(y.saddr, y.sport)),
             Column::Remote => (x.daddr, x.dport).cmp(&(y.daddr, y.dport)),
-            Column::Cc => x.cc.cmp(&y.cc).then(a.version.cmp(&b.version)),
+            Column::Cc => x.cc.cmp(y.cc).then(a.version.cmp(&b.version)),
             Column::State => (x.ca_state as u8).cmp(&(y.ca_state as u8)),
             Column::Cwnd => x.cwnd.cmp(&y.cwnd),
             Column::Ssthresh => x
@@ -712,7 +712,7 @@ impl App {
                     Scope::AllOf
                 };
                 self.mode = Mode::Migrate {
-                    from: f.last.cc.clone(),
+                    from: f.last.cc.to_string(),
                     scope,
                     input: String::new(),
                     pick: 0,

@@ -99,13 +99,14 @@ impl FakeSource {
             sport: 40000 + i as u16,
             daddr: IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2)),
             dport: if i % 4 == 3 { 5202 } else { 5201 },
-            cc: cc.into(),
+            cc,
             ca_state: if phase < 0.02 {
                 CaState::Recovery
             } else {
                 CaState::Open
             },
             state_change: false,
+            first: false,
             cwnd,
             ssthresh: Some((top / 2.0) as u32),
             srtt_us,
@@ -115,6 +116,9 @@ impl FakeSource {
             lost_out: 0,
             retrans_out: 0,
             total_retrans: (t / period) as u32,
+            cwr_entries: 0,
+            recovery_entries: 0,
+            loss_entries: 0,
             packets_out: cwnd,
             in_flight: cwnd,
             mss: 1448,
@@ -133,7 +137,7 @@ impl FakeSource {
             backoffs: ours.then_some((t / period) as u32),
             last_beta: ours.then_some(0.5),
             vars: if cc == "bpf_htcp" {
-                Vars(vec![
+                [
                     cctl_loader::algo::Var {
                         name: "alpha",
                         value: 3.0,
@@ -142,7 +146,9 @@ impl FakeSource {
                         name: "beta",
                         value: 0.5,
                     },
-                ])
+                ]
+                .into_iter()
+                .collect()
             } else {
                 Vars::default()
             },

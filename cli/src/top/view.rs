@@ -402,7 +402,7 @@ fn draw_internals(f: &mut Frame, app: &App, rows: &[u64], area: Rect) {
                         b as f64 * 8.0 / 1e6
                     ))
             )));
-            for v in &s.vars.0 {
+            for v in s.vars.iter() {
                 lines.push(Line::from(format!("  {:<14} {}", v.name, fmt_var(v.value))));
             }
         }

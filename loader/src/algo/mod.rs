@@ -28,6 +28,68 @@ pub struct Var {
     pub value: f64,
 }
 
+/// Most variables any algorithm decodes from a sample (FAST has 9): [`Vars`]
+/// holds them inline, so that decoding a sample allocates nothing. A declaration with more
+/// fails to compile.
+pub const MAX_VARS: usize = 12;
+
+/// An algorithm's variables in a sample, in the order its module lists them; held inline
+/// (at most [`MAX_VARS`]), so a sample allocates nothing.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Vars(arrayvec::ArrayVec<Var, { MAX_VARS }>);
+
+impl Vars {
+    /// The value of variable `name`, if the sample has it.
+    pub fn get(&self, name: &str) -> Option<f64> {
+        self.0.iter().find(|v| v.name == name).map(|v| v.value)
+    }
+
+}
+
+impl std::ops::Deref for Vars {
+    type Target = [Var];
+
+    fn deref(&self) -> &[Var] {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Vars {
+    fn deref_mut(&mut self) -> &mut [Var] {
+        &mut self.0
+    }
+}
+
+impl FromIterator<Var> for Vars {
+    /// Keeps the first [`MAX_VARS`]; the rest are dropped.
+    fn from_iter<I: IntoIterator<Item = Var>>(it: I) -> Vars {
+        Vars(it.into_iter().take(MAX_VARS).collect())
+    }
+}
+
+impl std::fmt::Display for Vars {
+    /// `name=value` pairs separated by spaces, values with up to 6 significant decimals.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (i, v) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str(" ")?;
+            }
+            if v.value.fract() == 0.0 && v.value.abs() < 1e15 {
+                write!(f, "{}={}", v.name, v.value as i64)?;
+            } else {
+                write!(f, "{}={:.6}", v.name, v.value)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl serde::Serialize for Vars {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
 /// Shorthand for building a [`Var`].
 pub(crate) fn var(name: &'static str, value: impl Into<f64>) -> Var {
     Var {
@@ -54,12 +116,39 @@ pub(crate) fn write_name(dst: &mut [std::os::raw::c_char; 16], name: &str) {
 
 /// Reads a NUL-terminated congestion-control name out of a C `char` array.
 pub(crate) fn read_name(raw: &[std::os::raw::c_char]) -> String {
-    let bytes: Vec<u8> = raw
-        .iter()
+    String::from_utf8_lossy(&name_bytes(raw)).into_owned()
+}
+
+/// The bytes of a NUL-terminated name in a C `char` array (at most 16), without allocating.
+fn name_bytes(raw: &[std::os::raw::c_char]) -> arrayvec::ArrayVec<u8, 16> {
+    raw.iter()
+        .take(16)
         .take_while(|&&c| c != 0)
         .map(|&c| c as u8)
-        .collect();
-    String::from_utf8_lossy(&bytes).into_owned()
+        .collect()
+}
+
+/// Distinct names are few (the kernel's congestion controls); each is stored once, for the
+/// life of the process, so that a sample carries a `&'static str` instead of a `String`.
+static NAMES: Mutex<Vec<&'static str>> = Mutex::new(Vec::new());
+
+/// A congestion-control name out of a C `char[16]`, interned ([`intern`]). Names that are
+/// not UTF-8 are stored lossily converted.
+pub fn intern_name(raw: &[std::os::raw::c_char]) -> &'static str {
+    intern(&String::from_utf8_lossy(&name_bytes(raw)))
+}
+
+/// `name` interned: the first call with a name stores it (one allocation per distinct name
+/// for the life of the process; the kernel's congestion controls are few); every later
+/// call returns that copy and allocates nothing.
+pub fn intern(name: &str) -> &'static str {
+    let mut names = NAMES.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(n) = names.iter().find(|n| **n == name) {
+        return n;
+    }
+    let n: &'static str = Box::leak(name.to_owned().into_boxed_str());
+    names.push(n);
+    n
 }
 
 /// Maps a failed `attach_struct_ops` to a typed error.
@@ -223,13 +312,15 @@ macro_rules! declare_algorithm {
         /// Variables decoded by [`vars`]: (name, "unit: meaning").
         pub const VAR_DOCS: &[(&str, &str)] = &[$((stringify!($var), $vdoc)),*];
 
+        const _: () = assert!(VAR_DOCS.len() <= $crate::algo::MAX_VARS, "raise algo::MAX_VARS");
+
         /// Decodes the variables of [`VAR_DOCS`] from a sample's `icsk_ca_priv` bytes
-        /// (empty if they are too short).
-        pub fn vars(ca_priv: &[u8]) -> Vec<$crate::algo::Var> {
+        /// (empty if they are too short). Allocates nothing.
+        pub fn vars(ca_priv: &[u8]) -> $crate::algo::Vars {
             let Some($ca) = $crate::algo::ca_from_bytes::<$ca_ty>(ca_priv) else {
-                return Vec::new();
+                return $crate::algo::Vars::default();
             };
-            vec![$($crate::algo::var(stringify!($var), $vexpr)),*]
+            [$($crate::algo::var(stringify!($var), $vexpr)),*].into_iter().collect()
         }
     };
     (
@@ -252,8 +343,8 @@ macro_rules! declare_algorithm {
         pub const VAR_DOCS: &[(&str, &str)] = &[];
 
         /// This algorithm has no variables of its own.
-        pub fn vars(_ca_priv: &[u8]) -> Vec<$crate::algo::Var> {
-            Vec::new()
+        pub fn vars(_ca_priv: &[u8]) -> $crate::algo::Vars {
+            $crate::algo::Vars::default()
         }
     };
     (@common $key:ident, $id:literal, $summary:expr, $paper:expr, $spec:expr, $native:expr,

@@ -637,7 +637,6 @@ mod tests {
 pub(crate) mod testing {
     use super::*;
     use crate::algo::Var;
-    use crate::sample::Vars;
     use std::net::Ipv4Addr;
 
     /// The run's start, ns (sample k is at T0 + k·250 µs).
@@ -694,9 +693,10 @@ pub(crate) mod testing {
             sport: 40_000,
             daddr: Ipv4Addr::new(10, 0, 0, 2).into(),
             dport: 5201,
-            cc: format!("bpf_{algo}"),
+            cc: crate::algo::intern(&format!("bpf_{algo}")),
             ca_state: t.state,
             state_change: false,
+            first: false,
             cwnd: t.cwnd,
             ssthresh: (t.ssthresh != INFINITE_SSTHRESH).then_some(t.ssthresh),
             srtt_us: t.tmin_us,
@@ -706,6 +706,9 @@ pub(crate) mod testing {
             lost_out: 0,
             retrans_out: 0,
             total_retrans: 0,
+            cwr_entries: 0,
+            recovery_entries: 0,
+            loss_entries: 0,
             packets_out: t.cwnd,
             in_flight: t.cwnd,
             mss: MSS,
@@ -719,11 +722,7 @@ pub(crate) mod testing {
             epoch_tput_bytes_per_s: Some(0),
             backoffs: Some(t.backoffs),
             last_beta: Some(0.5),
-            vars: Vars(
-                vars.iter()
-                    .map(|&(name, value)| Var { name, value })
-                    .collect(),
-            ),
+            vars: vars.iter().map(|&(name, value)| Var { name, value }).collect(),
         }
     }
 
@@ -739,6 +738,6 @@ pub(crate) mod testing {
 
     /// Sets variable `name` of `s` (it must have it).
     pub(crate) fn set_var(s: &mut Sample, name: &str, value: f64) {
-        s.vars.0.iter_mut().find(|v| v.name == name).unwrap().value = value;
+        s.vars.iter_mut().find(|v| v.name == name).unwrap().value = value;
     }
 }
