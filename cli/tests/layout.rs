@@ -272,7 +272,10 @@ fn test_targets(m: &serde_json::Value) -> Vec<(String, String, String)> {
                 out.push((
                     p["name"].as_str().unwrap().to_string(),
                     t["name"].as_str().unwrap().to_string(),
-                    src.strip_prefix(&root).unwrap_or(&src).display().to_string(),
+                    src.strip_prefix(&root)
+                        .unwrap_or(&src)
+                        .display()
+                        .to_string(),
                 ));
             }
         }

@@ -597,7 +597,9 @@ fn a_real_prometheus_scrapes_flow_counts_retransmissions_and_ca_states_that_matc
         "the test's own trace lost samples (ring buffer full, or not read in 10 s): its \
          truth would be incomplete"
     );
-    blackhole.join().expect("the loss burst was applied and removed");
+    blackhole
+        .join()
+        .expect("the loss burst was applied and removed");
     let truth = truth(&samples);
     let sampled = sampled_entries_within_kernel_counts(&samples).unwrap_or_else(|e| panic!("{e}"));
     println!(

@@ -428,10 +428,7 @@ pub(crate) mod tests {
         s.last_beta = Some(0.75);
         t.observe(&s, &m, now);
         assert_eq!(counter(&m.backoffs, "bpf_htcp"), 2);
-        let h = m
-            .backoff_beta
-            .get(&CcLabels { cc: "bpf_htcp" })
-            .unwrap();
+        let h = m.backoff_beta.get(&CcLabels { cc: "bpf_htcp" }).unwrap();
         assert_eq!((h.count(), h.sum()), (1, 0.75));
         drop(h);
         // Migrated to bpf_reno: its own count starts at 0.

@@ -43,7 +43,6 @@ impl Vars {
     pub fn get(&self, name: &str) -> Option<f64> {
         self.0.iter().find(|v| v.name == name).map(|v| v.value)
     }
-
 }
 
 impl std::ops::Deref for Vars {

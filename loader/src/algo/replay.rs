@@ -722,7 +722,10 @@ pub(crate) mod testing {
             epoch_tput_bytes_per_s: Some(0),
             backoffs: Some(t.backoffs),
             last_beta: Some(0.5),
-            vars: vars.iter().map(|&(name, value)| Var { name, value }).collect(),
+            vars: vars
+                .iter()
+                .map(|&(name, value)| Var { name, value })
+                .collect(),
         }
     }
 
