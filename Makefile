@@ -6,7 +6,7 @@ CCTL := target/release/cctl
 
 .PHONY: compare all deps vm-deps vm-deps-if-needed build check test test-steps demo demo-tbf bench-collector lint fmt install clean
 .PHONY: bench-migrate bench-delays
-.PHONY: bench-top
+.PHONY: bench-top bench-set
 .PHONY: bench-exporter soak systemd-boot
 .PHONY: bench
 .PHONY: conform
@@ -47,6 +47,13 @@ KERNEL_TEST_FILES := $(sort $(wildcard tests/tests/*.rs))
 KERNEL_TESTS := $(foreach f,$(KERNEL_TEST_FILES),--test $(basename $(notdir $(f))))
 ROOT_TESTS := $(CARGO) test --workspace --lib --bins $(UNIT_TEST_ARGS) -- --ignored --test-threads=1 \
 	&& $(CARGO) test --workspace $(KERNEL_TESTS) -- --test-threads=1
+
+# How often tests pass (a benchmark of the tests, not CI): each named test target N times,
+# one run at a time, then a table of pass counts (scripts/flaky.sh; logs in target/flaky/).
+# make flaky N=10 TESTS="exporter storm sweep::killed conform::every_port"
+flaky: deps vm-deps-if-needed
+	$(CARGO) build --workspace
+	N="$(N)" TESTS="$(TESTS)" bash scripts/flaky.sh
 
 # The test targets of each tier, one line per tier (`unit: cli check ...`).
 test-targets:
@@ -133,6 +140,11 @@ bench-migrate: deps
 	$(CARGO) build --release -p cctl
 	$(CCTL) bench perf --parts migrate --vm never $(PERF_ARGS)
 	$(CARGO) run --release -p cctl-loader --example migrate_rate -- $(BENCH_ARGS)
+
+# What a `cctl set` costs: sets/s and ms per set with 1 and with 21 loaded versions of one
+# name (loader/examples/set_rate.rs). BENCH_ARGS="seconds", default 5.
+bench-set: deps
+	$(CARGO) run --release -p cctl-loader --example set_rate -- $(BENCH_ARGS)
 
 # Dashboard CPU: `cctl top` (release) in tmux at 200x50, 10 Hz refresh, with 1,000 and then
 # 100 loopback flows sampled 10 times a second each. BENCH_ARGS="flows seconds", default "1000 30".

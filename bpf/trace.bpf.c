@@ -10,9 +10,9 @@
  * measurement layer and the algorithm's variables (see cctl.h), which user
  * space decodes. A full ring buffer is counted in `drops`, never silent.
  *
- * A second program, on the tcp_cong_state_set tracepoint (every tcp_set_ca_state()),
- * counts each flow's entries into CWR, Recovery and Loss in the same per-socket
- * storage; every sample carries the counts. They are exact where samples are not:
+ * Two more programs, on the tcp_cong_state_set tracepoint (every tcp_set_ca_state()),
+ * count each flow's entries into CWR, Recovery and Loss in the same per-socket storage
+ * (count_entry: why two); every sample carries the counts. They are exact where samples are not:
  * a state entered and left between two segments received is never sampled.
  */
 #include "vmlinux.h"
@@ -48,6 +48,7 @@ struct flow_state {
 	__u32 entries[3]; /* entries into CWR, Recovery, Loss since attach, count */
 	__u8 last_state;  /* CA state of the last emitted sample */
 	__u8 sampled;     /* a sample was emitted (else only the counters are set) */
+	__u8 counted;     /* the first counter counted the socket's latest state change */
 };
 
 /* Per-socket state in socket-local storage: reaching it is a pointer walk from the
@@ -200,11 +201,20 @@ int BPF_PROG(cctl_tcp_probe, struct sock *sk, const struct sk_buff *skb)
 	return 0;
 }
 
-/* tcp_set_ca_state(sk, ca_state) fires this before it stores the new state, so
- * icsk_ca_state is still the old one. Only changes into CWR, Recovery or Loss are counted
- * (TCP_CA_CWR = 2 .. TCP_CA_Loss = 4); the same filters as the sampler apply. */
-SEC("tp_btf/tcp_cong_state_set")
-int BPF_PROG(cctl_cong_state_set, struct sock *sk, __u8 ca_state)
+/* Counting entries into CWR, Recovery and Loss. tcp_set_ca_state(sk, ca_state) fires
+ * tcp_cong_state_set before it stores the new state, so icsk_ca_state is still the old one;
+ * only changes into CWR, Recovery or Loss are counted (TCP_CA_CWR = 2 .. TCP_CA_Loss = 4),
+ * with the sampler's filters.
+ *
+ * The kernel skips a tracing program that fires again on a CPU where it is already running
+ * (an interrupt's softirq changing another socket's state while the program runs in process
+ * context, as after a socket's deferred RTO in release_sock: the program's
+ * recursion_misses). So two programs count, attached in this order: the first counts every
+ * event it sees and marks the socket; the second, which the tracepoint runs right after it,
+ * clears the mark, or counts the event when there is none (the first was skipped). An event
+ * nested in one of them is counted by the other; only two skipped events in a row on one
+ * socket, each in a different program, would go uncounted. */
+static __always_inline int count_entry(struct sock *sk, __u8 ca_state, bool first)
 {
 	struct tcp_sock *tp = bpf_skc_to_tcp_sock(sk);
 	struct flow_state *fs;
@@ -231,6 +241,12 @@ int BPF_PROG(cctl_cong_state_set, struct sock *sk, __u8 ca_state)
 	fs = bpf_sk_storage_get(&flows, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
 	if (!fs)
 		return 0;
+	if (first) {
+		fs->counted = 1;
+	} else if (fs->counted) {
+		fs->counted = 0;
+		return 0;
+	}
 	/* Constant indices: the verifier cannot bound ca_state - 2 through the helper call. */
 	if (ca_state == 2)
 		__sync_fetch_and_add(&fs->entries[0], 1);
@@ -239,4 +255,16 @@ int BPF_PROG(cctl_cong_state_set, struct sock *sk, __u8 ca_state)
 	else
 		__sync_fetch_and_add(&fs->entries[2], 1);
 	return 0;
+}
+
+SEC("tp_btf/tcp_cong_state_set")
+int BPF_PROG(cctl_cong_state_set, struct sock *sk, __u8 ca_state)
+{
+	return count_entry(sk, ca_state, true);
+}
+
+SEC("tp_btf/tcp_cong_state_set")
+int BPF_PROG(cctl_cong_state_set2, struct sock *sk, __u8 ca_state)
+{
+	return count_entry(sk, ca_state, false);
 }

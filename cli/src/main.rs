@@ -38,7 +38,7 @@ struct Cli {
 }
 
 /// With this environment variable set (to anything), `cctl` parses its arguments and exits 0
-/// without doing anything (bad arguments still exit 2 with clap's message): the docs tests
+/// without doing anything (bad arguments still exit 2 with the parser's message): the docs tests
 /// (cli/tests/docs.rs) check every `cctl ...` line of README.md and docs/*.md with it,
 /// without root and without touching the kernel.
 const PARSE_ONLY_ENV: &str = "CCTL_PARSE_ONLY";
@@ -114,8 +114,8 @@ enum Command {
 }
 
 /// `cmd` and every subcommand below it taking `-1` as a value, so that a negative number
-/// is refused by the option's own parser, naming the option (`invalid value '-1' for
-/// '--to <N>'`), instead of as an unexpected argument.
+/// is refused by the option's own parser, naming the option and its range (`--to -1:
+/// allowed 1 or more`), instead of as an unexpected argument.
 fn negative_numbers_as_values(cmd: clap::Command) -> clap::Command {
     cmd.allow_negative_numbers(true)
         .mut_subcommands(negative_numbers_as_values)
@@ -128,7 +128,23 @@ fn main() {
         .and_then(|m| <Cli as clap::FromArgMatches>::from_arg_matches(&m))
     {
         Ok(cli) => cli,
-        Err(e) => e.exit(),
+        // Help and version are no errors (exit 0; or the help, exit 2, of a command line
+        // that is only a command needing more).
+        Err(e)
+            if matches!(
+                e.kind(),
+                clap::error::ErrorKind::DisplayHelp
+                    | clap::error::ErrorKind::DisplayVersion
+                    | clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+            ) =>
+        {
+            e.exit()
+        }
+        // Every other refusal of the command line in the contract's form (exit 2).
+        Err(e) => {
+            eprintln!("cctl: {}", exit::clap_message(&e));
+            std::process::exit(exit::USAGE);
+        }
     };
     if cli.markdown_help {
         print!("{}", markdown_help());

@@ -368,7 +368,7 @@ fn clocks_that_cannot_run_are_refused_before_anything_runs() {
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
-        err.contains("wall") && err.contains("[possible values: virtual, real]"),
+        err.contains("--clock wall: not one of virtual, real"),
         "{}",
         text(&o)
     );

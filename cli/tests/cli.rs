@@ -203,7 +203,7 @@ fn trace_rejects_a_zero_interval() {
     let o = cctl(&["trace", "--interval-ms", "0"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(
-        stderr(&o).contains("--interval-ms must be at least 1"),
+        stderr(&o).contains("--interval-ms 0: allowed 1 to 60000 ms"),
         "{}",
         stderr(&o)
     );
@@ -714,7 +714,7 @@ fn exporter_refuses_a_bad_listen_address_and_says_what_is_allowed() {
     let o = cctl(&["exporter", "--per-flow-max", "0"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(
-        stderr(&o).contains("from 1 to 10000 flows"),
+        stderr(&o).contains("--per-flow-max 0: allowed 1 to 10000 flows"),
         "{}",
         stderr(&o)
     );

@@ -58,17 +58,20 @@ fn calibrate_refuses_bad_parts_rates_and_clocks_and_creates_nothing() {
             &["--parts", "speed"],
             "unknown part 'speed'; the parts are ceiling,path,theory,repeat,load,agree",
         ),
-        // Above what the scenario language allows: the language's own refusal, naming the
-        // field and the limit.
+        // Above what the scenario language allows: the option's parser refuses it, naming
+        // the value and the range (the language's limit).
         (
             &["--parts", "ceiling", "--rates", "10,20000"],
-            "20000 Mbit/s is above the highest capacity a scenario may use, 10000 Mbit/s",
+            "--rates 20000: allowed more than 0 up to 10000 Mbit/s",
         ),
         (
             &["--rates", "0"],
-            "--rates: give one or more rates in Mbit/s, each > 0",
+            "--rates 0: allowed more than 0 up to 10000 Mbit/s",
         ),
-        (&["--clock", "wall"], "[possible values: virtual, real]"),
+        (
+            &["--clock", "wall"],
+            "--clock wall: not one of virtual, real",
+        ),
         (
             &["--clock", "virtual", "--vm", "never"],
             "--vm never runs no guest",
@@ -100,9 +103,13 @@ fn host_sweep() -> String {
 }
 
 #[test]
-fn bench_run_refuses_a_duration_that_is_not_positive() {
+fn bench_run_refuses_a_duration_that_is_not_positive_or_past_its_cap() {
     let out = scratch("duration");
-    for d in ["--duration-s=0", "--duration-s=-5"] {
+    for (d, value) in [
+        ("--duration-s=0", "0"),
+        ("--duration-s=-5", "-5"),
+        ("--duration-s=86401", "86401"),
+    ] {
         refused(
             &[
                 "bench",
@@ -115,7 +122,7 @@ fn bench_run_refuses_a_duration_that_is_not_positive() {
                 s(&out),
                 "--dry-run",
             ],
-            "a duration must be > 0 s",
+            &format!("--duration-s {value}: allowed more than 0 up to 86400 s"),
         );
     }
     // A valid one shortens every point, as the dry run shows.

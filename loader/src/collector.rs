@@ -346,15 +346,23 @@ fn run(
         Ok(l) => l,
         Err(e) => return fail(Error::bpf("attaching the collector to tp_btf/tcp_probe", e)),
     };
-    let _state_link = match skel.progs.cctl_cong_state_set.attach() {
-        Ok(l) => l,
-        Err(e) => {
-            return fail(Error::bpf(
-                "attaching the CA-state counter to tp_btf/tcp_cong_state_set",
-                e,
-            ))
+    // In this order: the second counter counts what the kernel made the first skip
+    // (trace.bpf.c, count_entry).
+    let mut state_links = Vec::new();
+    for prog in [
+        &skel.progs.cctl_cong_state_set,
+        &skel.progs.cctl_cong_state_set2,
+    ] {
+        match prog.attach() {
+            Ok(l) => state_links.push(l),
+            Err(e) => {
+                return fail(Error::bpf(
+                    "attaching the CA-state counters to tp_btf/tcp_cong_state_set",
+                    e,
+                ))
+            }
         }
-    };
+    }
     let started = Instant::now();
 
     let bss = skel

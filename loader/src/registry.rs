@@ -520,20 +520,32 @@ pub fn unreachable_detail() -> String {
 /// could have planted things in); [`Error::Io`] for a path that could not be removed
 /// (the others still are).
 pub fn clean_leftovers() -> Result<Vec<PathBuf>> {
+    clean_leftovers_of(|_| true)
+}
+
+/// The name a leftover path belongs to: `<META_DIR>/<name>.json[.tmp]` or
+/// `<VERSION_DIR>/<name>`.
+fn leftover_name(path: &Path) -> String {
+    path.file_name()
+        .map(|f| f.to_string_lossy().into_owned())
+        .map(|f| {
+            f.trim_end_matches(".json.tmp")
+                .trim_end_matches(".json")
+                .to_string()
+        })
+        .unwrap_or_default()
+}
+
+/// [`clean_leftovers`] of the names `keep` accepts.
+fn clean_leftovers_of(keep: impl Fn(&str) -> bool) -> Result<Vec<PathBuf>> {
     let mut removed = Vec::new();
     let mut first_error = None;
     for path in leftovers()? {
+        if !keep(&leftover_name(&path)) {
+            continue;
+        }
         // A name another command is loading or unloading right now is not a leftover.
-        let name = path
-            .file_name()
-            .map(|f| f.to_string_lossy().into_owned())
-            .map(|f| {
-                f.trim_end_matches(".json.tmp")
-                    .trim_end_matches(".json")
-                    .to_string()
-            })
-            .unwrap_or_default();
-        if name_busy(&name) {
+        if name_busy(&leftover_name(&path)) {
             continue;
         }
         let r = if path.starts_with(VERSION_DIR) {
@@ -620,6 +632,52 @@ pub(crate) fn not_loaded(arg: &str) -> Error {
             )
         },
     }
+}
+
+/// What [`unload_or_finish`] did.
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Unloaded {
+    /// The name was registered by cctl; it is unregistered now. Its record.
+    Now(LoadedCc),
+    /// An earlier unload of the name unregistered it (unpinning the link is its commit) and
+    /// was cut short before it removed the name's record and version pins: they are removed
+    /// now.
+    Finished {
+        /// The registered name.
+        name: String,
+        /// What the cut unload left and this one removed (record, version pins).
+        removed: Vec<PathBuf>,
+    },
+}
+
+/// [`unload`], or the end of an earlier unload of `arg` (a name, or an algorithm key for
+/// its default name) that was cut short after its commit: then the name is no longer
+/// registered, and what that unload left of it is removed and returned, instead of
+/// [`Error::NotLoaded`].
+///
+/// Errors: those of [`unload`]; [`Error::Io`] when a leftover cannot be removed.
+pub fn unload_or_finish(arg: &str) -> Result<Unloaded> {
+    if nix::unistd::geteuid().is_root() {
+        let name = match crate::catalogue::find(arg) {
+            Ok(a) if catalogue::validate_cc_name(arg).is_err() || !pinned_or_recorded(arg) => {
+                a.cc_name.to_string()
+            }
+            _ => arg.to_string(),
+        };
+        // Leftovers are only of names neither pinned nor registered, and a name another
+        // command is changing right now is skipped (clean_leftovers_of).
+        let removed = clean_leftovers_of(|n| n == name)?;
+        if !removed.is_empty() {
+            return Ok(Unloaded::Finished { name, removed });
+        }
+    }
+    unload(arg).map(Unloaded::Now)
+}
+
+/// Whether cctl has a link pin or a record of `name`.
+fn pinned_or_recorded(name: &str) -> bool {
+    std::fs::symlink_metadata(pin_path(name)).is_ok() || meta_path(name).exists()
 }
 
 /// Unregisters a congestion control cctl loaded (by name or algorithm key), with

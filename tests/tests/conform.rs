@@ -352,3 +352,91 @@ fn bad_input_is_refused_and_leaves_nothing_behind() {
     }
     assert_eq!(leftovers(), before, "namespaces or algorithms left behind");
 }
+
+/// Every `guests/<NN>-<algorithms>/guest.log` under `root` (any run directory), with its text.
+fn guest_logs(root: &Path) -> Vec<(PathBuf, String)> {
+    let mut out = Vec::new();
+    for run in std::fs::read_dir(root).into_iter().flatten().flatten() {
+        for g in std::fs::read_dir(run.path().join("guests"))
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            let log = g.path().join("guest.log");
+            out.push((
+                log.clone(),
+                std::fs::read_to_string(&log).unwrap_or_default(),
+            ));
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Two guests side by side (`--jobs 2`), interrupted (SIGINT) while both run: cctl exits
+/// 130, and each guest's output is in its `guest.log` when it returns (a guest that did not
+/// finish used to leave none), saying how its run ended; nothing is left running.
+#[test]
+fn an_interrupted_run_of_two_guests_writes_both_guests_logs() {
+    let _k = KERNEL.lock().unwrap_or_else(|e| e.into_inner());
+    require_root();
+    let root = out_root("conform-interrupted");
+    let _ = std::fs::remove_dir_all(&root);
+    std::fs::create_dir_all(&root).unwrap();
+    let before = leftovers();
+    let mut child = Command::new(cctl_bin())
+        .args([
+            "conform",
+            "reno,cubic",
+            "--short",
+            "--vm",
+            "always",
+            "--jobs",
+            "2",
+        ])
+        .arg("--out")
+        .arg(&root)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("cctl conform starts");
+    // The guests' directories exist before they boot; a boot takes ~25 s under TCG.
+    let t0 = std::time::Instant::now();
+    while guest_logs(&root).len() < 2 {
+        assert!(
+            t0.elapsed() < std::time::Duration::from_secs(60),
+            "no guest directories after 60 s"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    std::thread::sleep(std::time::Duration::from_secs(15));
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut stderr).unwrap();
+    let status = child.wait().unwrap();
+    println!("cctl conform's stderr:\n{stderr}");
+    assert_eq!(status.code(), Some(130), "interrupted: exit 130");
+    let logs = guest_logs(&root);
+    assert_eq!(logs.len(), 2, "{logs:?}");
+    for (path, text) in &logs {
+        assert!(
+            text.contains("this guest run ended: interrupted"),
+            "{} must hold the guest's output and how its run ended: {text}",
+            path.display()
+        );
+    }
+    assert_eq!(leftovers(), before, "namespaces or algorithms left behind");
+    let qemu = Command::new("pgrep")
+        .args(["-f", &root.display().to_string()])
+        .output()
+        .unwrap();
+    assert!(
+        qemu.stdout.is_empty(),
+        "processes of the run still running: {}",
+        String::from_utf8_lossy(&qemu.stdout)
+    );
+}

@@ -480,6 +480,19 @@ fn every_step_that_changes_the_kernel_survives_an_error_and_a_kill() {
             let kept = finished_runs(&case_dir);
             // Recovery: the same command again.
             let again = cctl(&args, None);
+            if *step == "unload.after-link-unpin" {
+                // The name is gone; the unload again says what the cut one left and removes it.
+                let out = String::from_utf8_lossy(&again.stdout);
+                assert!(
+                    again.status.success()
+                        && out.contains("cut short")
+                        && out.contains(&format!("{}/fx_un.json", registry::META_DIR)),
+                    "{label}: unload again must finish the cut one and say what it removed \
+                     (exit {:?}): {out}{}",
+                    again.status.code(),
+                    String::from_utf8_lossy(&again.stderr)
+                );
+            }
             let converged = (c.intended)(&case_dir);
             assert!(
                 converged,

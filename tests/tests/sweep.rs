@@ -342,7 +342,7 @@ fn bad_input_is_refused_before_anything_is_made() {
         (vec!["--shard", "4/3"], "K must be between 1 and N (3)"),
         (vec!["--shard", "0/3"], "K is 1-based"),
         (vec!["--shard", "x"], "not K/N"),
-        (vec!["--jobs", "0"], "give 1 to 64"),
+        (vec!["--jobs", "0"], "allowed 1 to 64"),
     ] {
         let o = cctl(&strs(&bench(&dir, &args)));
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));

@@ -9,7 +9,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use cctl_conform::{self as conform, script, Outcome, Subject};
 
-use crate::cmd::args::VmMode;
+use crate::cmd::args::{unique_algos, whole, VmMode};
 use crate::exit::{self, usage};
 use crate::out::{out, outln};
 
@@ -40,18 +40,18 @@ pub struct Args {
     #[arg(long)]
     short: bool,
     /// Module-vs-module runs per case of a clocked port (the module's own spread), at
-    /// most, 1 to 10: none when the port was identical to its module, and they stop once
-    /// the port is within the spread; a port still beyond it is re-run with one more each
-    /// time (up to 3 times).
-    #[arg(long, default_value_t = conform::BASELINE_RUNS)]
+    /// most: none when the port was identical to its module, and they stop once the port
+    /// is within the spread; a port still beyond it is re-run with one more each time (up
+    /// to 3 times). Allowed 1 to 10.
+    #[arg(long, default_value_t = conform::BASELINE_RUNS, value_parser = whole::<usize>(1, Some(10), ""))]
     runs: usize,
     /// Where to run: auto (in the 6.12 VM when this kernel lacks a module), always, never.
     #[arg(long, value_enum, default_value_t = VmMode::Auto)]
     vm: VmMode,
     /// Guests side by side (in the VM only; a guest on the virtual clock keeps one host
-    /// CPU busy), 1 to 64: each takes the next algorithm from a queue, heaviest first
-    /// (with --short, N balanced shares).
-    #[arg(long, default_value_t = 1)]
+    /// CPU busy): each takes the next algorithm from a queue, heaviest first (with
+    /// --short, N balanced shares). Allowed 1 to 64.
+    #[arg(long, default_value_t = 1, value_parser = whole::<usize>(1, Some(64), ""))]
     jobs: usize,
     /// Results root: the run goes to <out>/<UTC timestamp>/.
     #[arg(long, default_value = "results/conform")]
@@ -65,6 +65,19 @@ pub struct Args {
 }
 
 fn subjects(a: &Args) -> Result<Vec<Subject>> {
+    unique_algos("<ALGOS>", &a.algos)?;
+    if a.algos.len() > 1 && a.algos.iter().any(|k| k.trim() == "all") {
+        usage!(
+            "<ALGOS>: `all` is every algorithm, and {} would be given twice; give `all` alone \
+             or the algorithms one by one",
+            a.algos
+                .iter()
+                .filter(|k| k.trim() != "all")
+                .map(|k| k.trim())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
     let mut keys: Vec<String> = Vec::new();
     for k in &a.algos {
         if k == "all" {
@@ -106,7 +119,9 @@ fn scripts(a: &Args) -> Result<Vec<script::Script>> {
     for s in &a.script {
         match script::find(s) {
             Ok(x) => out.push(x),
-            Err(e) => usage!("{e}"),
+            // Every script error is bad input; the message of a path that is a directory
+            // says so as for every command (exit::message).
+            Err(e) => usage!("{}", exit::message(&e.into())),
         }
     }
     Ok(out)
@@ -124,12 +139,6 @@ fn kernel_has(name: &str) -> bool {
 pub fn run(a: Args) -> Result<i32> {
     let subjects = subjects(&a)?;
     let scripts = scripts(&a)?;
-    if !(1..=10).contains(&a.runs) {
-        usage!("--runs {}: allowed 1 to 10", a.runs);
-    }
-    if !(1..=64).contains(&a.jobs) {
-        usage!("--jobs {}: allowed 1 to 64", a.jobs);
-    }
     cctl_loader::kernel::require_privileges("running conformance checks")?;
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
@@ -346,10 +355,20 @@ fn run_in_vm(a: &Args, subjects: &[Subject], dir: &Path, stop: Arc<AtomicBool>) 
                 let specs: Vec<String> = share.iter().map(|&i| subjects[i].spec()).collect();
                 let outcome = (|| -> Result<String> {
                     let spec = spec_for(part, false)?;
-                    let res = vm::run_in_vm(&spec, &guest_command(a, &specs.join(","), part)?)?;
+                    let run = vm::run_in_vm(&spec, &guest_command(a, &specs.join(","), part)?);
+                    // The guest's output goes to its log however the run ended (finished,
+                    // failed, timed out, interrupted), before any error is returned.
                     let log = part.join("guest.log");
-                    std::fs::write(&log, format!("{}{}", res.stdout, res.stderr))
+                    let text = match &run {
+                        Ok(res) => format!("{}{}", res.stdout, res.stderr),
+                        Err(e) => format!(
+                            "{}cctl conform: this guest run ended: {e}\n",
+                            e.output().unwrap_or_default()
+                        ),
+                    };
+                    std::fs::write(&log, text)
                         .with_context(|| format!("writing {}", log.display()))?;
+                    let res = run?;
                     if !part.join("lines.jsonl").exists() {
                         anyhow::bail!(
                             "wrote no results (exit status {}): see {}",

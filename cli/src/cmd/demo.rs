@@ -17,8 +17,12 @@ use cctl_loader::{catalogue, kernel};
 use cctl_netem::flows::{run_bulk_flows, FlowResult, FlowSpec};
 use cctl_netem::testbed::{remove_leftovers, PathSpec, Testbed};
 
+use crate::cmd::args::{real, whole};
 use crate::exit::{self, usage};
 use crate::out::outln;
+
+/// The longest `--duration-s` (and latest `--second-start-s`) of the demo, s (an hour).
+const MAX_DURATION_S: f64 = 3600.0;
 
 /// Prefix of every namespace the demo creates.
 pub const PREFIX: &str = "cctl-demo";
@@ -36,20 +40,22 @@ pub struct Args {
     /// cctl algorithm both flows use (loaded for the run unless already loaded).
     #[arg(long, default_value = "htcp")]
     algo: String,
-    /// Length of the run, s (the first flow runs all of it).
-    #[arg(long, default_value_t = 30.0)]
+    /// Length of the run, s (the first flow runs all of it); allowed more than 0 up to 3600.
+    #[arg(long, default_value_t = 30.0, value_parser = real(0.0, true, MAX_DURATION_S, "s"))]
     duration_s: f64,
-    /// When the second flow starts, s after the first.
-    #[arg(long, default_value_t = 5.0)]
+    /// When the second flow starts, s after the first, before the end of the run; allowed 0
+    /// to 3600.
+    #[arg(long, default_value_t = 5.0, value_parser = real(0.0, false, MAX_DURATION_S, "s"))]
     second_start_s: f64,
-    /// Number of flows (the first starts at 0, the others at --second-start-s).
-    #[arg(long, default_value_t = 2)]
+    /// Number of flows (the first starts at 0, the others at --second-start-s); allowed 1 to
+    /// 8.
+    #[arg(long, default_value_t = 2, value_parser = whole::<usize>(1, Some(8), "flows"))]
     flows: usize,
-    /// Bottleneck rate, Mbit/s (tbf).
-    #[arg(long, default_value_t = 20)]
+    /// Bottleneck rate, Mbit/s (tbf); allowed 1 to 10000.
+    #[arg(long, default_value_t = 20, value_parser = whole::<u32>(1, Some(10_000), "Mbit/s"))]
     rate_mbit: u32,
-    /// Drop-tail queue of the bottleneck, packets (pfifo).
-    #[arg(long, default_value_t = 100)]
+    /// Drop-tail queue of the bottleneck, packets (pfifo); allowed 2 to 100000.
+    #[arg(long, default_value_t = 100, value_parser = whole::<u32>(2, Some(100_000), "packets"))]
     queue_pkts: u32,
     /// Directory for samples.csv and summary.json.
     #[arg(long, default_value = "results/demo")]
@@ -110,32 +116,14 @@ fn fmt_betas(betas: &[Option<f64>]) -> String {
 
 /// Runs `cctl demo`.
 pub fn run(args: Args) -> Result<i32> {
-    if !(args.duration_s > 0.0 && args.duration_s <= 3600.0) {
+    // The ranges are the parser's; what depends on two options is checked here.
+    if args.second_start_s >= args.duration_s {
         usage!(
-            "--duration-s must be in (0, 3600] s, got {}",
+            "--second-start-s {}: the second flow must start before the run ends \
+             (--duration-s {}); give a smaller --second-start-s or a longer run",
+            args.second_start_s,
             args.duration_s
         );
-    }
-    if !(args.second_start_s >= 0.0 && args.second_start_s < args.duration_s) {
-        usage!(
-            "--second-start-s must be in [0, duration) s, got {}",
-            args.second_start_s
-        );
-    }
-    if !(1..=10_000).contains(&args.rate_mbit) {
-        usage!(
-            "--rate-mbit must be in [1, 10000] Mbit/s, got {}",
-            args.rate_mbit
-        );
-    }
-    if !(2..=100_000).contains(&args.queue_pkts) {
-        usage!(
-            "--queue-pkts must be in [2, 100000] packets, got {}",
-            args.queue_pkts
-        );
-    }
-    if !(1..=8).contains(&args.flows) {
-        usage!("--flows must be in [1, 8], got {}", args.flows);
     }
     // One of cctl's algorithms (loaded for the run), or a congestion control the kernel has.
     let algorithm = match catalogue::find(&args.algo) {

@@ -10,6 +10,7 @@ use cctl_loader::bpfstats::StatsGuard;
 use cctl_loader::collector::{Trace, TraceConfig};
 use cctl_loader::{kernel, migrate};
 
+use crate::cmd::args::{whole, MAX_INTERVAL_MS};
 use crate::exit::{self, usage};
 use crate::exporter::{self, server, Exporter, Options};
 
@@ -38,13 +39,13 @@ pub struct Args {
     #[arg(long, default_value = DEFAULT_LISTEN, value_name = "ADDR:PORT")]
     listen: String,
     /// Minimum interval between two samples of one flow, ms (the collector's rate limit;
-    /// histograms get one observation per sample).
-    #[arg(long, default_value_t = 100)]
+    /// histograms get one observation per sample); allowed 1 to 60000.
+    #[arg(long, default_value_t = 100, value_parser = whole::<u64>(1, Some(MAX_INTERVAL_MS), "ms"))]
     interval_ms: u64,
     /// Also serve per-flow series (cwnd, RTTs, bytes, retransmissions labelled by socket
     /// cookie and addresses) for at most N flows, the busiest first. Off by default: per-flow
-    /// labels multiply the series a Prometheus server stores.
-    #[arg(long, value_name = "N")]
+    /// labels multiply the series a Prometheus server stores. Allowed 1 to 10000.
+    #[arg(long, value_name = "N", value_parser = whole::<usize>(1, Some(PER_FLOW_CAP as i128), "flows (leave it out for no per-flow series)"))]
     per_flow_max: Option<usize>,
     /// Turn on the kernel's BPF run-time statistics while running and serve the run time of
     /// each callback of cctl's algorithms and of the collector (costs two clock reads per
@@ -78,20 +79,6 @@ pub fn parse_listen(s: &str) -> Result<SocketAddr> {
 /// Runs `cctl exporter`.
 pub fn run(args: Args) -> Result<i32> {
     let addr = parse_listen(&args.listen)?;
-    if args.interval_ms == 0 || args.interval_ms > 60_000 {
-        usage!(
-            "--interval-ms must be from 1 to 60000 (ms), got {}",
-            args.interval_ms
-        );
-    }
-    if let Some(n) = args.per_flow_max {
-        if !(1..=PER_FLOW_CAP).contains(&n) {
-            usage!(
-                "--per-flow-max must be from 1 to {PER_FLOW_CAP} flows, got {n} (leave it out \
-                 for no per-flow series)"
-            );
-        }
-    }
     // The port first: a busy port is reported before anything is loaded into the kernel.
     let listener = server::bind(addr)?;
     kernel::require_privileges("running the exporter (it attaches the collector)")?;

@@ -8,14 +8,17 @@ use cctl_loader::migrate::SocketFilter;
 /// Which sockets a command looks at: by port, address, cookie, namespace and cgroup.
 #[derive(Debug, Clone, clap::Args)]
 pub struct FilterArgs {
-    /// Only sockets with this local or remote port.
+    /// Only sockets with this local or remote port; allowed 1 to 65535.
     #[arg(long, value_parser = crate::cmd::args::port_parser())]
     pub port: Option<u16>,
     /// Only sockets with this local or remote address (IPv4 or IPv6).
-    #[arg(long)]
+    #[arg(long, value_parser = |s: &str| s.parse::<IpAddr>().map_err(|_| {
+        "not an IP address; give an IPv4 or IPv6 address (10.0.0.2, fd00::2)"
+    }))]
     pub addr: Option<IpAddr>,
-    /// Only the socket with this cookie (`cctl sockets`, the `cookie` of `cctl trace --json`).
-    #[arg(long)]
+    /// Only the socket with this cookie (`cctl sockets`, the `cookie` of `cctl trace
+    /// --json`); allowed 1 to 18446744073709551615 (the kernel counts cookies from 1).
+    #[arg(long, value_parser = crate::cmd::args::whole::<u64>(1, Some(u64::MAX.into()), ""))]
     pub cookie: Option<u64>,
     /// Network namespace: a name from `ip netns list` or a path (/proc/<pid>/ns/net);
     /// default: cctl's own.

@@ -28,9 +28,9 @@ pub struct Args {
     /// with run-time statistics on for --bpf-stats-ms: runs and ns per call (root).
     #[arg(long)]
     bpf_stats: bool,
-    /// How long --bpf-stats measures, in milliseconds (1 to 60000).
+    /// How long --bpf-stats measures, in milliseconds; allowed 1 to 60000.
     #[arg(long, default_value_t = 1000, requires = "bpf_stats",
-          value_parser = clap::value_parser!(u64).range(1..=60_000))]
+          value_parser = crate::cmd::args::whole::<u64>(1, Some(60_000), "ms"))]
     bpf_stats_ms: u64,
     /// Print the `--algo` list of `make compare` (every port with a Linux module, its
     /// `linux` profile where it has one, and the module as `native:<name>`), and exit.

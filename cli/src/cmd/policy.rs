@@ -39,8 +39,8 @@ Adding a rule for a port or cgroup that has one replaces it. Established connect
 not changed (that is `cctl migrate`)."
 )]
 struct AddArgs {
-    /// TCP port (1-65535).
-    #[arg(long, value_name = "N")]
+    /// TCP port; allowed 1 to 65535.
+    #[arg(long, value_name = "N", value_parser = crate::cmd::args::whole::<u32>(1, Some(65_535), ""))]
     port: Option<u32>,
     /// cgroup v2 directory: absolute, or relative to the cgroup2 mount.
     #[arg(long, value_name = "PATH")]
@@ -64,8 +64,8 @@ struct ListArgs {
 #[derive(Debug, clap::Args)]
 #[command(group = clap::ArgGroup::new("target").required(true).args(["port", "cgroup", "all"]))]
 struct RemoveArgs {
-    /// The port rule to remove.
-    #[arg(long, value_name = "N")]
+    /// The port rule to remove; allowed 1 to 65535.
+    #[arg(long, value_name = "N", value_parser = crate::cmd::args::whole::<u32>(1, Some(65_535), ""))]
     port: Option<u32>,
     /// The cgroup rule to remove (as given to `add`, or its absolute path).
     #[arg(long, value_name = "PATH")]

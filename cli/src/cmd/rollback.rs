@@ -16,8 +16,9 @@ Examples: cctl rollback bpf_htcp; cctl rollback bpf_htcp --to 1"
 pub struct Args {
     /// Registered name, or the key of an algorithm loaded under its default name.
     name: String,
-    /// Version to return to (default: the one before the current).
-    #[arg(long, value_name = "N")]
+    /// Version to return to (default: the one before the current); allowed 1 or more
+    /// (versions count from 1; `cctl list` shows those loaded).
+    #[arg(long, value_name = "N", value_parser = crate::cmd::args::whole::<u32>(1, None, ""))]
     to: Option<u32>,
     /// Print the swap as one JSON object.
     #[arg(long)]

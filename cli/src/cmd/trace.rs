@@ -8,6 +8,7 @@ use cctl_loader::collector::{Trace, TraceConfig};
 use cctl_loader::sample::Sample;
 use cctl_loader::upgrade::VersionCache;
 
+use crate::cmd::args::{real, whole, MAX_DURATION_S, MAX_INTERVAL_MS};
 use crate::exit::{self, usage};
 use crate::out::stdout_error;
 
@@ -24,18 +25,19 @@ pub struct Args {
     /// Only flows using this congestion control.
     #[arg(long)]
     cc: Option<String>,
-    /// Only flows with this local or remote port.
+    /// Only flows with this local or remote port; allowed 1 to 65535.
     #[arg(long, value_parser = crate::cmd::args::port_parser())]
     port: Option<u16>,
     /// Only flows of this network namespace: a name from `ip netns list` or a path
     /// (/proc/<pid>/ns/net); samples carry each flow's namespace cookie (`netns_cookie`).
     #[arg(long, value_name = "NAME")]
     netns: Option<String>,
-    /// Minimum interval between samples of one flow, ms.
-    #[arg(long, default_value_t = 100)]
+    /// Minimum interval between samples of one flow, ms; allowed 1 to 60000.
+    #[arg(long, default_value_t = 100, value_parser = whole::<u64>(1, Some(MAX_INTERVAL_MS), "ms"))]
     interval_ms: u64,
-    /// Stop after this many seconds (default: until Ctrl-C).
-    #[arg(long)]
+    /// Stop after this many seconds (default: until Ctrl-C); allowed more than 0 up to
+    /// 86400 (a day).
+    #[arg(long, value_parser = real(0.0, true, MAX_DURATION_S, "s"))]
     duration_s: Option<f64>,
     /// One JSON object per sample per line.
     #[arg(long, conflicts_with = "csv")]
@@ -128,14 +130,6 @@ impl Output {
 
 /// Runs `cctl trace`.
 pub fn run(args: Args) -> Result<i32> {
-    if args.interval_ms == 0 {
-        usage!("--interval-ms must be at least 1 (ms)");
-    }
-    if let Some(d) = args.duration_s {
-        if !(d > 0.0 && d.is_finite()) {
-            usage!("--duration-s must be a positive number of seconds, got {d}");
-        }
-    }
     if args.close_records {
         if args.cc.is_some() {
             usage!("--cc with --close-records: close records cover every congestion control; filter the output by its `cc` field");

@@ -29,7 +29,9 @@ pub struct Args {
     #[arg(long, requires = "migrate_to")]
     allow_restricted: bool,
     /// Print the result as one JSON object: the record of what was unloaded
-    /// (`unloaded`) and the migrations done first (`migrated`).
+    /// (`unloaded`) and the migrations done first (`migrated`); or, when an earlier unload
+    /// of the name was cut short after it unregistered the name, what this one removed of
+    /// it (`finished`: `name`, `removed`).
     #[arg(long)]
     json: bool,
 }
@@ -132,7 +134,25 @@ pub fn run(args: Args) -> Result<i32> {
             }
         }
     }
-    let rec = registry::unload(&args.name).map_err(ctx)?;
+    let rec = match registry::unload_or_finish(&args.name).map_err(ctx)? {
+        registry::Unloaded::Now(rec) => rec,
+        registry::Unloaded::Finished { name, removed } => {
+            if args.json {
+                outln!(
+                    "{}",
+                    serde_json::json!({ "finished": { "name": name, "removed": removed } })
+                )?;
+                return Ok(exit::OK);
+            }
+            let removed: Vec<String> = removed.iter().map(|p| p.display().to_string()).collect();
+            outln!(
+                "'{name}' was no longer registered: an earlier unload unregistered it and was cut \
+                 short; removed what it left: {}",
+                removed.join(", ")
+            )?;
+            return Ok(exit::OK);
+        }
+    };
     if args.json {
         outln!(
             "{}",

@@ -23,6 +23,7 @@ use cctl_loader::kernel;
 use cctl_loader::migrate::{self, MigrateRequest, SocketFilter};
 use ratatui::crossterm::event::{self, Event};
 
+use crate::cmd::args::{real, whole, MAX_INTERVAL_MS};
 use crate::exit::{self, usage};
 use app::{describe_scope, Action, App, BpfCc, Filter, MigrateAction, Scope};
 use cctl_loader::upgrade::VersionCache;
@@ -39,7 +40,7 @@ Needs a terminal and root (the collector is a BPF program); without a terminal u
 Example: cctl top --port 5201 --refresh-hz 10"
 )]
 pub struct Args {
-    /// Only flows with this local or remote port (in-kernel filter).
+    /// Only flows with this local or remote port (in-kernel filter); allowed 1 to 65535.
     #[arg(long, value_parser = crate::cmd::args::port_parser())]
     port: Option<u16>,
     /// Only flows of this network namespace: a name from `ip netns list` or a path
@@ -52,17 +53,18 @@ pub struct Args {
     /// Initial table filter, as typed after `/` (e.g. `addr:10.0.0.2 cc:htcp`).
     #[arg(long)]
     filter: Option<String>,
-    /// Minimum interval between two samples of one flow, ms.
-    #[arg(long, default_value_t = 100)]
+    /// Minimum interval between two samples of one flow, ms; allowed 1 to 60000.
+    #[arg(long, default_value_t = 100, value_parser = whole::<u64>(1, Some(MAX_INTERVAL_MS), "ms"))]
     interval_ms: u64,
-    /// Screen refreshes per second (1-60).
-    #[arg(long, default_value_t = 10)]
+    /// Screen refreshes per second; allowed 1 to 60.
+    #[arg(long, default_value_t = 10, value_parser = whole::<u32>(1, Some(60), "per second"))]
     refresh_hz: u32,
-    /// Sample history kept per flow for the charts, s (10-3600).
-    #[arg(long, default_value_t = 120.0)]
+    /// Sample history kept per flow for the charts, s; allowed 10 to 3600.
+    #[arg(long, default_value_t = 120.0, value_parser = real(10.0, false, 3600.0, "s"))]
     history_s: f64,
-    /// Drop a flow from the table after this long without a sample, s.
-    #[arg(long, default_value_t = 10.0)]
+    /// Drop a flow from the table after this long without a sample, s; allowed more than 0
+    /// up to 3600.
+    #[arg(long, default_value_t = 10.0, value_parser = real(0.0, true, 3600.0, "s"))]
     expire_s: f64,
     /// Where `e` writes its CSV and SVG files.
     #[arg(long, default_value = ".")]
@@ -75,21 +77,6 @@ pub struct Args {
 
 /// Runs `cctl top`.
 pub fn run(args: Args) -> Result<i32> {
-    if !(1..=60).contains(&args.refresh_hz) {
-        usage!("--refresh-hz must be 1-60, got {}", args.refresh_hz);
-    }
-    if !(10.0..=3600.0).contains(&args.history_s) {
-        usage!("--history-s must be 10-3600 (s), got {}", args.history_s);
-    }
-    if !(args.expire_s > 0.0 && args.expire_s.is_finite()) {
-        usage!(
-            "--expire-s must be a positive number of seconds, got {}",
-            args.expire_s
-        );
-    }
-    if args.interval_ms == 0 {
-        usage!("--interval-ms must be at least 1 (ms)");
-    }
     let mut app = App::new(args.history_s, args.expire_s);
     if let Some(f) = &args.filter {
         match Filter::parse(f) {

@@ -111,7 +111,9 @@ pub enum CheckError {
 
 impl CheckError {
     /// Whether the error is in what the user gave (a missing or invalid file) rather than
-    /// a failure to read an existing one.
+    /// a failure to read an existing one. `cctl` decides [`CheckError::Read`] itself, as
+    /// for every path named on its command line (a directory where the file belongs is
+    /// bad input too: `cli/src/exit.rs`, `bad_path`).
     pub fn is_bad_input(&self) -> bool {
         match self {
             CheckError::Read { error, .. } => error.kind() == std::io::ErrorKind::NotFound,

@@ -197,7 +197,12 @@ const POLL_INTERVAL: Duration = Duration::from_millis(100);
 pub enum VmError {
     /// The caller's cancel flag was raised (Ctrl-C); the VM was killed.
     #[error("interrupted: the VM was stopped")]
-    Cancelled,
+    Cancelled {
+        /// What the script printed on stdout before it was stopped.
+        stdout: String,
+        /// What the script, vng and QEMU printed on stderr before they were stopped.
+        stderr: String,
+    },
     /// A program the VM runner needs is not installed.
     #[error("`{tool}` not found ({package}); run `make vm-deps` (as root) to install it")]
     MissingTool {
@@ -276,6 +281,37 @@ pub enum VmError {
         #[source]
         source: io::Error,
     },
+}
+
+impl VmError {
+    /// What the guest printed before the run ended this way (its stdout, then its stderr,
+    /// then the guest kernel's log where it reached the host), for a log file; `None` for
+    /// the errors raised before a guest ran.
+    pub fn output(&self) -> Option<String> {
+        match self {
+            VmError::Cancelled { stdout, stderr } => Some(format!("{stdout}{stderr}")),
+            VmError::Timeout {
+                stdout,
+                stderr,
+                kernel_log,
+                ..
+            }
+            | VmError::NoExitStatus {
+                stdout,
+                stderr,
+                kernel_log,
+                ..
+            } => Some(format!(
+                "{stdout}{stderr}{}",
+                if kernel_log.is_empty() {
+                    String::new()
+                } else {
+                    format!("\n--- the guest kernel's log ---\n{kernel_log}")
+                }
+            )),
+            _ => None,
+        }
+    }
 }
 
 /// The last lines of `stderr`, formatted to end an error message ("" when empty).
@@ -924,7 +960,10 @@ pub fn run_in_vm(spec: &VmSpec, script: &str) -> Result<VmOutput, VmError> {
             Ok(false) if cancelled() => {
                 kill_group(&child);
                 let _ = child.wait();
-                return Err(VmError::Cancelled);
+                return Err(VmError::Cancelled {
+                    stdout: stdout.join().unwrap_or_default(),
+                    stderr: stderr.join().unwrap_or_default(),
+                });
             }
             Ok(false) if start.elapsed() >= spec.timeout => break true,
             Ok(false) => thread::sleep(POLL_INTERVAL),

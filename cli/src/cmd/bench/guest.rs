@@ -97,7 +97,7 @@ pub(super) fn run_in_vm(
                 },
                 out,
             )),
-            Err(vm::VmError::Cancelled) => {
+            Err(vm::VmError::Cancelled { .. }) => {
                 eprintln!(
                     "cctl bench: interrupted; the VM was stopped, runs finished so far are in {}",
                     out.display()
@@ -148,7 +148,7 @@ pub(super) fn run_in_vm(
                     code = exit::FAILURE;
                 }
             }
-            Err(vm::VmError::Cancelled) => code = exit::INTERRUPTED,
+            Err(vm::VmError::Cancelled { .. }) => code = exit::INTERRUPTED,
             Err(e) => {
                 eprintln!("cctl bench: slot {j}/{}: {e}", a.jobs);
                 code = exit::FAILURE;

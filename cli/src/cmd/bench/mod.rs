@@ -25,9 +25,14 @@ use cctl_report::summary;
 use cctl_scenario::{self as scenario, Profile};
 use cctl_vm as vm;
 
-use crate::cmd::args::{check_clock, clock_parser, VmMode};
+use crate::cmd::args::{
+    check_clock, clock_parser, real, unique_algos, whole, VmMode, MAX_DURATION_S, MAX_INTERVAL_MS,
+};
 use crate::exit::{self, usage};
 use crate::out::{out, outln};
+
+/// The most repetitions per point `bench run --repeat` takes (the paper profiles' most is 20).
+const MAX_REPEAT: i128 = 1000;
 
 /// Arguments of `cctl bench`.
 #[derive(Debug, clap::Args)]
@@ -79,28 +84,36 @@ struct RunArgs {
     /// Scale profile.
     #[arg(long, default_value = "ci")]
     profile: String,
-    /// Repetitions per point (default: the profile's).
-    #[arg(long)]
+    /// Repetitions per point (default: the profile's); allowed 1 to 1000.
+    #[arg(long, value_parser = whole::<u32>(1, Some(MAX_REPEAT), ""))]
     repeat: Option<u32>,
     /// Only these points of the sweep, comma-separated indices as --dry-run lists them
-    /// (default: every point), e.g. to repeat one case.
-    #[arg(long, value_delimiter = ',')]
+    /// (default: every point), e.g. to repeat one case; allowed 0 or more, up to the
+    /// sweep's last index.
+    #[arg(long, value_delimiter = ',', value_parser = whole::<usize>(0, None, ""))]
     points: Option<Vec<usize>>,
     /// Results root directory.
     #[arg(long, default_value = "results")]
     out: PathBuf,
-    /// Base seed of random start times (default: the scenario's).
-    #[arg(long)]
+    /// Base seed of random start times (default: the scenario's); allowed 0 to
+    /// 18446744073709551615.
+    #[arg(long, value_parser = whole::<u64>(0, Some(u64::MAX.into()), ""))]
     seed: Option<u64>,
-    /// Collector interval per flow, ms.
-    #[arg(long, default_value_t = 100)]
+    /// Collector interval per flow, ms; allowed 1 to 60000.
+    #[arg(long, default_value_t = 100, value_parser = whole::<u64>(1, Some(MAX_INTERVAL_MS), "ms"))]
     interval_ms: u64,
-    /// Bottleneck qdisc sampling interval, ms.
-    #[arg(long, default_value_t = 100)]
+    /// Bottleneck qdisc sampling interval, ms; allowed 1 to 60000.
+    #[arg(long, default_value_t = 100, value_parser = whole::<u64>(1, Some(MAX_INTERVAL_MS), "ms"))]
     queue_interval_ms: u64,
     /// Per-packet delay taps: time 1 TCP packet in N on its way (sender, bottleneck,
-    /// receiver) for one-way delays and sojourn times; 1 = every packet, 0 = off.
-    #[arg(long, default_value_t = cctl_bench::run::DELAY_SAMPLE_DEFAULT, value_name = "N")]
+    /// receiver) for one-way delays and sojourn times; 1 = every packet, 0 = off; allowed 0
+    /// to 1000000.
+    #[arg(
+        long,
+        default_value_t = cctl_bench::run::DELAY_SAMPLE_DEFAULT,
+        value_name = "N",
+        value_parser = whole::<u32>(0, Some(1_000_000), "")
+    )]
     delay_sample: u32,
     /// Where to run: auto (VM when netem is missing, or for --clock virtual), always, never.
     #[arg(long, value_enum, default_value_t = VmMode::Auto)]
@@ -120,16 +133,17 @@ struct RunArgs {
     #[arg(long)]
     dry_run: bool,
     /// Runs at once, each on its own dumbbell (namespaces cctl-b<slot>-*, subnets
-    /// 10.a.<slot>.b), sharing one collector and the loaded algorithms; 1 to 64. On the
-    /// virtual clock each run at once gets a guest of its own (QEMU's icount runs a guest's
-    /// vCPUs on one host thread), writing <results>/slots/<J>/; the runs are combined at
-    /// the end.
-    #[arg(long, default_value_t = 1)]
+    /// 10.a.<slot>.b), sharing one collector and the loaded algorithms. On the virtual
+    /// clock each run at once gets a guest of its own (QEMU's icount runs a guest's vCPUs
+    /// on one host thread), writing <results>/slots/<J>/; the runs are combined at the
+    /// end. Allowed 1 to 64.
+    #[arg(long, default_value_t = 1, value_parser = whole::<u32>(1, Some(MAX_JOBS.into()), "runs at once"))]
     jobs: u32,
     /// Run every point for S seconds instead of the profile's duration (e.g. 200 for the
     /// papers' 600-s points); recorded in metadata.json, and a resumed or merged run must
-    /// give the same.
-    #[arg(long, value_name = "S")]
+    /// give the same. Allowed more than 0 up to 86400 (a day; the longest shipped point
+    /// runs 23400 s).
+    #[arg(long, value_name = "S", value_parser = real(0.0, true, MAX_DURATION_S, "s"))]
     duration_s: Option<f64>,
     /// Internal: this guest's slot J/N of the run list (one guest per slot on the virtual
     /// clock).
@@ -358,9 +372,7 @@ fn run_bench(a: RunArgs) -> Result<i32> {
         Ok(p) => p,
         Err(e) => usage!("--profile: {e}"),
     };
-    if a.jobs == 0 || a.jobs > MAX_JOBS {
-        usage!("--jobs {}: give 1 to {} runs at once", a.jobs, MAX_JOBS);
-    }
+    unique_algos("--algo", &a.algo)?;
     let shard: Option<Shard> = match a.shard.as_deref().map(str::parse) {
         None => None,
         Some(Ok(s)) => Some(s),
@@ -375,12 +387,6 @@ fn run_bench(a: RunArgs) -> Result<i32> {
         if dir.exists() && !dir.is_dir() {
             usage!("--resume {}: not a directory", dir.display());
         }
-    }
-    if a.interval_ms == 0 || a.queue_interval_ms == 0 {
-        usage!("--interval-ms and --queue-interval-ms must be at least 1 ms");
-    }
-    if a.repeat == Some(0) {
-        usage!("--repeat must be at least 1");
     }
     if let Some(c) = a.clock {
         check_clock(c, a.vm)?;
