@@ -22,6 +22,29 @@ pub fn require_root() {
         nix::unistd::geteuid().is_root(),
         "kernel integration tests need root (CI runs them as root): run `sudo make test`"
     );
+    end_guests_of_killed_runs();
+}
+
+/// Where the tests' VMs record their process groups ([`cctl_vm::PGID_DIR_ENV`]).
+pub const TEST_VMS: &str = "/run/cctl-tests/vms";
+
+/// Makes every VM this test process and its children start record its process group under
+/// [`TEST_VMS`], and ends those that a test run killed before it could end them (SIGKILL,
+/// a CI timeout) left running, saying so, as `cctl bench run --resume` does for its own.
+pub fn end_guests_of_killed_runs() {
+    if std::env::var_os(cctl_vm::PGID_DIR_ENV).is_none() {
+        // Before any thread of this test reads the environment: tests of one binary run one
+        // at a time (`--test-threads=1`), and this runs first in each.
+        std::env::set_var(cctl_vm::PGID_DIR_ENV, TEST_VMS);
+    }
+    match cctl_vm::end_orphaned_vms(std::path::Path::new(TEST_VMS)) {
+        Ok(ended) => {
+            for msg in ended {
+                eprintln!("cctl-tests: {msg}");
+            }
+        }
+        Err(e) => panic!("ending the guests of a killed earlier test run: {e}"),
+    }
 }
 
 /// Removes what a crashed earlier run may have left: namespaces with `prefix`,

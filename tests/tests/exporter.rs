@@ -1,6 +1,6 @@
 //! `cctl exporter` scraped by a real Prometheus server (Debian's `prometheus`, 2.42): bulk
 //! flows with cctl's htcp and cubic (under this test's own names) through a veth/tbf
-//! bottleneck, with a 1-s loss burst (every ACK dropped) that fires their retransmission
+//! bottleneck, with a 2-s loss burst (every ACK dropped) that fires their retransmission
 //! timers; through Prometheus's HTTP API, the target is up without scrape errors, the
 //! established flows per congestion control are the true numbers, and the retransmission and
 //! CA-state counters equal what a trace taken in the same run read of the same kernel
@@ -312,17 +312,27 @@ fn sampled_entries(samples: &[Sample]) -> (usize, Vec<(CaState, CaState, u32)>) 
     (seen, uncounted)
 }
 
-/// Whether the latest sample of every flow of the test (sender side) is in Open with no
-/// segment lost or retransmitted outstanding: no more CA-state changes are coming.
+/// Whether every flow of the test (sender side) has been idle for the last second of
+/// samples: each of its samples since then in Open, with nothing lost or retransmitted
+/// outstanding and at most one segment (a ping) in flight, so its send queue is drained and
+/// no more CA-state changes or retransmissions are coming. A flow still sending what its
+/// bulk transfer queued in the socket is not idle, though it passes through Open.
 fn quiescent(samples: &[Sample]) -> bool {
-    let mut last: HashMap<u64, &Sample> = HashMap::new();
-    for s in samples.iter().filter(|s| s.dport == PORT) {
-        last.insert(s.cookie, s);
+    let Some(now) = samples.iter().map(|s| s.ts_ns).max() else {
+        return false;
+    };
+    let mut idle: HashMap<u64, bool> = HashMap::new();
+    for s in samples
+        .iter()
+        .filter(|s| s.dport == PORT && s.ts_ns + 1_000_000_000 >= now)
+    {
+        let quiet = s.ca_state == CaState::Open
+            && s.lost_out == 0
+            && s.retrans_out == 0
+            && s.packets_out <= 1;
+        *idle.entry(s.cookie).or_insert(true) &= quiet;
     }
-    last.len() == 2 * FLOWS_PER_CC
-        && last
-            .values()
-            .all(|s| s.ca_state == CaState::Open && s.lost_out == 0 && s.retrans_out == 0)
+    idle.len() == 2 * FLOWS_PER_CC && idle.values().all(|&q| q)
 }
 
 /// After `after`, drops every segment the receiver namespace `ns` sends to `sender` (its
@@ -577,13 +587,13 @@ fn a_real_prometheus_scrapes_flow_counts_retransmissions_and_ca_states_that_matc
     .expect("collector attaches");
     let flows = start_flows(&bed);
     let mut samples = Vec::new();
-    // A loss burst: every flow's ACKs dropped for 1 s, 2 s into the bulk transfer, so that
+    // A loss burst: every flow's ACKs dropped for 2 s, 2 s into the bulk transfer, so that
     // the retransmission timers fire (entries into Loss) in every run.
     let blackhole = blackhole_acks(
         bed.receiver_ns().to_string(),
         bed.sender_addr(),
         Duration::from_secs(2),
-        Duration::from_secs(1),
+        Duration::from_secs(2),
     );
     let bulk_done = flows.bulk_done.clone();
     trace.collect_while(&mut samples, |_| {
@@ -636,7 +646,7 @@ fn a_real_prometheus_scrapes_flow_counts_retransmissions_and_ca_states_that_matc
         let loss = truth.entries.get(&(cc.to_string(), "loss")).copied();
         assert!(
             loss.unwrap_or(0) > 0,
-            "the 1-s loss burst fired no retransmission timer of a {cc} flow: {truth:?}"
+            "the 2-s loss burst fired no retransmission timer of a {cc} flow: {truth:?}"
         );
     }
     let total_retrans: u64 = truth.retrans.values().sum();

@@ -413,6 +413,40 @@ pub struct VmSpec {
     pub pgid_file: Option<PathBuf>,
 }
 
+/// With this environment variable naming a directory, every VM whose spec records no
+/// [`VmSpec::pgid_file`] records its process group in `<dir>/<pid>-<n>/vm.pgid` (`pid`: the
+/// process that started it) while it runs, so that a VM outliving a killed process can be
+/// found and ended ([`end_orphaned_vms`]). The tests set it (cctl-tests' `require_root`).
+pub const PGID_DIR_ENV: &str = "CCTL_VM_PGID_DIR";
+
+/// Ends every VM recorded under `root` (see [`PGID_DIR_ENV`]) whose starting process is no
+/// longer running (killed before it could end its VM), removing its record; records of
+/// running processes are left alone. Returns one message per VM ended.
+///
+/// Errors: a group that survives SIGKILL ([`end_recorded_vm`]).
+pub fn end_orphaned_vms(root: &Path) -> Result<Vec<String>, VmError> {
+    let mut ended = Vec::new();
+    for entry in fs::read_dir(root).into_iter().flatten().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name.split('-').next().and_then(|p| p.parse::<i32>().ok()) else {
+            continue;
+        };
+        let alive = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok()
+            && !fs::read_to_string(format!("/proc/{pid}/stat"))
+                .unwrap_or_default()
+                .rsplit_once(')')
+                .is_some_and(|(_, t)| t.trim_start().starts_with('Z'));
+        if alive {
+            continue;
+        }
+        if let Some(msg) = end_recorded_vm(&entry.path())? {
+            ended.push(format!("{msg}; its starter, process {pid}, had died"));
+        }
+        let _ = fs::remove_dir_all(entry.path());
+    }
+    Ok(ended)
+}
+
 /// Name of the file, in a results directory, that holds the process group of the VM
 /// writing into it and the host's boot id (see [`VmSpec::pgid_file`]).
 pub const PGID_FILE: &str = "vm.pgid";
@@ -936,7 +970,15 @@ pub fn run_in_vm(spec: &VmSpec, script: &str) -> Result<VmOutput, VmError> {
         .process_group(0)
         .spawn()
         .map_err(io_err(format!("starting {}", vng.display())))?;
-    if let Some(f) = &spec.pgid_file {
+    let pgid_file = spec.pgid_file.clone().or_else(registry_pgid_file);
+    // The registry's per-VM directory goes with its file.
+    let _registry_dir = RemoveDirOnDrop(
+        pgid_file
+            .as_ref()
+            .filter(|_| spec.pgid_file.is_none())
+            .and_then(|f| f.parent().map(Path::to_path_buf)),
+    );
+    if let Some(f) = &pgid_file {
         if let Err(e) = fs::write(f, format!("{} {}\n", child.id(), boot_id())) {
             kill_group(&child);
             let _ = child.wait();
@@ -945,7 +987,7 @@ pub fn run_in_vm(spec: &VmSpec, script: &str) -> Result<VmOutput, VmError> {
     }
     // Removed on every return below, each after the group is killed; not after a SIGKILL
     // of this process, which is when it is needed.
-    let _pgid_file = RemoveOnDrop(spec.pgid_file.clone());
+    let _pgid_file = RemoveOnDrop(pgid_file.clone());
     let stdout = drain(child.stdout.take(), spec.echo.then_some(Echo::Stdout));
     let stderr = drain(child.stderr.take(), spec.echo.then_some(Echo::Stderr));
 
@@ -1081,6 +1123,28 @@ fn exited_unreaped(child: &Child) -> io::Result<bool> {
 
 /// SIGKILL to the process group led by `child` (gone already: nothing happens).
 /// Removes a file when dropped.
+/// `<$CCTL_VM_PGID_DIR>/<pid>-<n>/vm.pgid` for the next VM of this process, its directory
+/// created; `None` without the variable or when the directory cannot be made.
+fn registry_pgid_file() -> Option<PathBuf> {
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let root = PathBuf::from(std::env::var_os(PGID_DIR_ENV)?);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    let dir = root.join(format!("{}-{n}", std::process::id()));
+    fs::create_dir_all(&dir).ok()?;
+    Some(dir.join(PGID_FILE))
+}
+
+/// Removes a directory tree when dropped.
+struct RemoveDirOnDrop(Option<PathBuf>);
+
+impl Drop for RemoveDirOnDrop {
+    fn drop(&mut self) {
+        if let Some(p) = &self.0 {
+            let _ = fs::remove_dir_all(p);
+        }
+    }
+}
+
 struct RemoveOnDrop(Option<PathBuf>);
 
 impl Drop for RemoveOnDrop {
