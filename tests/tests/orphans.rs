@@ -35,7 +35,9 @@ fn the_guest_of_a_killed_run_is_ended_by_the_next_saying_so() {
         .stderr(Stdio::null())
         .spawn()
         .expect("cctl conform starts");
-    let record = vms.join(format!("{}-0", child.id())).join(cctl_vm::PGID_FILE);
+    let record = vms
+        .join(format!("{}-0", child.id()))
+        .join(cctl_vm::PGID_FILE);
     let t0 = Instant::now();
     while !record.exists() {
         assert!(
