@@ -83,7 +83,6 @@ impl FlowTable {
     /// (trace.bpf.c). Allocates nothing once the flow and its labels exist.
     pub fn observe(&mut self, s: &Sample, m: &Metrics, now: Instant) {
         let cc = CcLabels { cc: s.cc };
-        self.labelled.insert(s.cc);
         m.cwnd.get_or_create(&cc).observe(f64::from(s.cwnd));
         if let Some(v) = rtt_seconds(s.srtt_us) {
             m.srtt.get_or_create(&cc).observe(v);
@@ -92,6 +91,11 @@ impl FlowTable {
             m.min_rtt.get_or_create(&cc).observe(v);
         }
         let prev = self.flows.get(&s.cookie);
+        // A flow's name is noted once (its first sample, or a move to another algorithm),
+        // not hashed on every sample.
+        if prev.is_none_or(|p| p.cc != s.cc) {
+            self.labelled.insert(s.cc);
+        }
         let acked = s
             .bytes_acked
             .saturating_sub(prev.map_or(0, |p| p.bytes_acked));
