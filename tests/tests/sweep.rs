@@ -460,7 +460,7 @@ fn resume_goes_on_after_the_guest_dies_and_ends_the_vm_a_killed_cctl_left() {
     // while the guest boots, QEMU soon dies of the console pipe cctl held).
     let log = d.join("second.stderr");
     let mut child = spawn_logged(&args, &log);
-    wait_for("the resumed guest's run", Duration::from_secs(300), || {
+    wait_for("the resumed guest's run", Duration::from_secs(600), || {
         pgid_file.exists() && std::fs::read_to_string(&log).is_ok_and(|t| t.contains("run 2/2"))
     });
     child.kill().unwrap();
