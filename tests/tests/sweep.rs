@@ -104,6 +104,43 @@ fn wait_for(what: &str, timeout: Duration, mut cond: impl FnMut() -> bool) {
     }
 }
 
+/// [`wait_for`] on a running cctl (`child`, its stderr in `log`): fails at once, with its
+/// exit status, if it exits first; either failure ends with the last 40 lines of `log`.
+fn wait_for_running(
+    what: &str,
+    timeout: Duration,
+    child: &mut Child,
+    log: &Path,
+    mut cond: impl FnMut() -> bool,
+) {
+    let end = Instant::now() + timeout;
+    let tail = || {
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        format!(
+            "{} ended with:\n{}",
+            log.display(),
+            lines[lines.len().saturating_sub(40)..].join("\n")
+        )
+    };
+    while !cond() {
+        if let Some(status) = child.try_wait().unwrap() {
+            // What it wrote just before it exited may be what was waited for.
+            if cond() {
+                return;
+            }
+            panic!("cctl exited ({status}) before {what}; {}", tail());
+        }
+        assert!(
+            Instant::now() < end,
+            "timed out waiting for {what} ({} s); {}",
+            timeout.as_secs(),
+            tail()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 #[test]
 fn shards_merge_into_exactly_the_runs_of_the_unsplit_sweep() {
     let _g = setup();
@@ -426,9 +463,11 @@ fn resume_goes_on_after_the_guest_dies_and_ends_the_vm_a_killed_cctl_left() {
     // 1. The guest dies after its first run.
     let log = d.join("first.stderr");
     let mut child = spawn_logged(&args, &log);
-    wait_for(
+    wait_for_running(
         "the guest's first finished run",
         Duration::from_secs(600),
+        &mut child,
+        &log,
         || completed_runs(&dir).len() == 1 && pgid_file.exists(),
     );
     let pgid = read_pgid();
@@ -460,9 +499,13 @@ fn resume_goes_on_after_the_guest_dies_and_ends_the_vm_a_killed_cctl_left() {
     // while the guest boots, QEMU soon dies of the console pipe cctl held).
     let log = d.join("second.stderr");
     let mut child = spawn_logged(&args, &log);
-    wait_for("the resumed guest's run", Duration::from_secs(600), || {
-        pgid_file.exists() && std::fs::read_to_string(&log).is_ok_and(|t| t.contains("run 2/2"))
-    });
+    wait_for_running(
+        "the resumed guest's run",
+        Duration::from_secs(600),
+        &mut child,
+        &log,
+        || pgid_file.exists() && std::fs::read_to_string(&log).is_ok_and(|t| t.contains("run 2/2")),
+    );
     child.kill().unwrap();
     child.wait().unwrap();
     let pgid = read_pgid();

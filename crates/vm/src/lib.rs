@@ -8,7 +8,7 @@
 //! ```text
 //! vng --run=/boot/vmlinuz-6.12.95+deb12-amd64 --disable-kvm --cpus=2 --memory=2048M
 //!     --append=modprobe.blacklist=kvm_amd,... --rwdir=/tmp/cctl-vm-<pid>-<n> [--rwdir=DIR...]
-//!     --exec=": >/tmp/cctl-vm-<pid>-<n>/started; (dmesg -w >/tmp/cctl-vm-<pid>-<n>/kmsg &); bash '/tmp/cctl-vm-<pid>-<n>/script.sh' </dev/null; echo $? >'/tmp/cctl-vm-<pid>-<n>/status'"
+//!     --exec=": >/tmp/cctl-vm-<pid>-<n>/started; (dmesg -w >/tmp/cctl-vm-<pid>-<n>/kmsg &); bash '/tmp/cctl-vm-<pid>-<n>/script.sh' </dev/null >>.../stdout 2>>.../stderr; echo $? >'/tmp/cctl-vm-<pid>-<n>/status'"
 //! ```
 //!
 //! `--disable-kvm` is there only when [`choose_accel`] picked [`Accel::Tcg`]. `make vm-deps`
@@ -24,8 +24,11 @@
 //! them apart: no file means the script never finished, reported as [`VmError::NoExitStatus`].
 //! The `started` mark tells a guest that died while booting (booted again: the script has
 //! not run) from one that died running the script.
-//! The script's stdout and stderr reach the host through virtio-serial ports and come back
-//! in [`VmOutput`]; QEMU's and vng's own complaints land in the same stderr. The guest's
+//! The script's stdout and stderr go to files in the same directory, which the host follows
+//! as they grow (copying them to its own when [`VmSpec::echo`] is set), and come back in
+//! [`VmOutput`], followed by what vng printed (QEMU's and vng's own complaints). Not vng's
+//! virtio-serial ports: on the virtual clock its init can start the script before udev has
+//! made them, and the output is then lost. The guest's
 //! kernel log does not go to the console (that is /dev/null): `dmesg -w` copies it into the
 //! run directory as it is written, and a guest that dies or times out has its last lines
 //! in the error ([`VmError::NoExitStatus`], [`VmError::Timeout`]).
@@ -67,8 +70,8 @@ use std::io::{self, Read, Write};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -998,14 +1001,17 @@ fn run_attempt(
     boot_console: bool,
 ) -> (Result<VmOutput, VmError>, bool) {
     let mut started = false;
-    let res = run_attempt_inner(spec, script, boot_console, &mut started);
+    let res = run_attempt_inner(spec, script, boot_console, "", &mut started);
     (res, started)
 }
 
+/// [`run_attempt`], with `pre_exec` (shell code ending in `; `, or nothing) run in the
+/// guest before the script (a test takes the script's output ports away with it).
 fn run_attempt_inner(
     spec: &VmSpec,
     script: &str,
     boot_console: bool,
+    pre_exec: &str,
     started: &mut bool,
 ) -> Result<VmOutput, VmError> {
     let vng = vng_path()?;
@@ -1028,11 +1034,24 @@ fn run_attempt_inner(
         .map_err(io_err(format!("writing {}", script_path.display())))?;
     // The guest's kernel log follows into the run directory as it is written, so that an
     // oops or the OOM killer before a guest dies reaches the host.
+    // The script's stdout and stderr go to files in the run directory, which the host
+    // follows, not to vng's virtio-serial ports: on the virtual clock, where the guest's
+    // idle time passes at once, virtme-ng-init's `udevadm settle --timeout=300` can give up
+    // before udev has made the ports' links, and the script then writes to the console,
+    // which is /dev/null (2 of 6 runs of the sweep VM resume test printed nothing and
+    // exited 0, 2026-11-28).
+    let out_path = run_dir.path.join("stdout");
+    let err_path = run_dir.path.join("stderr");
+    for p in [&out_path, &err_path] {
+        fs::write(p, "").map_err(io_err(format!("writing {}", p.display())))?;
+    }
     let exec = format!(
-        ": >{}; (dmesg -w >{} 2>&1 &); bash {} </dev/null; echo $? >{}",
+        ": >{}; (dmesg -w >{} 2>&1 &); {pre_exec}bash {} </dev/null >>{} 2>>{}; echo $? >{}",
         sh_quote(&started_path),
         sh_quote(&kmsg_path),
         sh_quote(&script_path),
+        sh_quote(&out_path),
+        sh_quote(&err_path),
         sh_quote(&status_path)
     );
 
@@ -1068,8 +1087,14 @@ fn run_attempt_inner(
     // Removed on every return below, each after the group is killed; not after a SIGKILL
     // of this process, which is when it is needed.
     let _pgid_file = RemoveOnDrop(pgid_file.clone());
-    let stdout = drain(child.stdout.take(), spec.echo.then_some(Echo::Stdout));
-    let stderr = drain(child.stderr.take(), spec.echo.then_some(Echo::Stderr));
+    let output = Output {
+        stop: Arc::new(AtomicBool::new(false)),
+        vng_out: drain(child.stdout.take(), spec.echo.then_some(Echo::Stdout)),
+        vng_err: drain(child.stderr.take(), spec.echo.then_some(Echo::Stderr)),
+        script_out: None,
+        script_err: None,
+    }
+    .follow(&out_path, &err_path, spec.echo);
 
     let cancelled = || {
         spec.cancel
@@ -1082,16 +1107,15 @@ fn run_attempt_inner(
             Ok(false) if cancelled() => {
                 kill_group(&child);
                 let _ = child.wait();
-                return Err(VmError::Cancelled {
-                    stdout: stdout.join().unwrap_or_default(),
-                    stderr: stderr.join().unwrap_or_default(),
-                });
+                let (stdout, stderr) = output.finish();
+                return Err(VmError::Cancelled { stdout, stderr });
             }
             Ok(false) if start.elapsed() >= spec.timeout => break true,
             Ok(false) => thread::sleep(POLL_INTERVAL),
             Err(e) => {
                 kill_group(&child);
                 let _ = child.wait();
+                let _ = output.finish();
                 return Err(VmError::Io {
                     what: "waiting for vng".into(),
                     source: e,
@@ -1103,8 +1127,7 @@ fn run_attempt_inner(
     // cannot have been reused: killing the group reaches only what vng left behind.
     kill_group(&child);
     let exit = child.wait().map_err(io_err("waiting for vng"))?;
-    let stdout = stdout.join().unwrap_or_default();
-    let stderr = stderr.join().unwrap_or_default();
+    let (stdout, stderr) = output.finish();
     let elapsed = start.elapsed();
     *started = started_path.exists();
     let kernel_log = || fs::read_to_string(&kmsg_path).unwrap_or_default();
@@ -1139,6 +1162,90 @@ fn run_attempt_inner(
     }
 }
 
+/// What a guest prints: the script's stdout and stderr, followed in their files in the run
+/// directory, and vng's own (vng's, QEMU's messages, the boot console).
+struct Output {
+    /// Raised once the VM is gone: the followers read what is left and end.
+    stop: Arc<AtomicBool>,
+    vng_out: thread::JoinHandle<String>,
+    vng_err: thread::JoinHandle<String>,
+    script_out: Option<thread::JoinHandle<String>>,
+    script_err: Option<thread::JoinHandle<String>>,
+}
+
+impl Output {
+    /// Starts following the script's output files, copying them as `echo` says.
+    fn follow(mut self, out: &Path, err: &Path, echo: bool) -> Output {
+        self.script_out = Some(follow(
+            out.to_path_buf(),
+            echo.then_some(Echo::Stdout),
+            self.stop.clone(),
+        ));
+        self.script_err = Some(follow(
+            err.to_path_buf(),
+            echo.then_some(Echo::Stderr),
+            self.stop.clone(),
+        ));
+        self
+    }
+
+    /// Everything printed, once the VM is gone: (stdout, stderr), the script's first.
+    fn finish(self) -> (String, String) {
+        self.stop.store(true, Ordering::SeqCst);
+        let join = |h: Option<thread::JoinHandle<String>>| {
+            h.map(|h| h.join().unwrap_or_default()).unwrap_or_default()
+        };
+        let mut stdout = join(self.script_out);
+        stdout.push_str(&self.vng_out.join().unwrap_or_default());
+        let mut stderr = join(self.script_err);
+        stderr.push_str(&self.vng_err.join().unwrap_or_default());
+        (stdout, stderr)
+    }
+}
+
+/// Reads what is appended to the file `path` on a thread, every 100 ms, until `stop` is
+/// raised (then what is left), copying it as `echo` says.
+fn follow(path: PathBuf, echo: Option<Echo>, stop: Arc<AtomicBool>) -> thread::JoinHandle<String> {
+    thread::spawn(move || {
+        let mut buf = Vec::new();
+        let mut file = None;
+        loop {
+            // Read before the last look, so that nothing written before `stop` is missed.
+            let last = stop.load(Ordering::SeqCst);
+            if file.is_none() {
+                file = fs::File::open(&path).ok();
+            }
+            if let Some(f) = file.as_mut() {
+                let mut chunk = Vec::new();
+                if f.read_to_end(&mut chunk).is_ok() && !chunk.is_empty() {
+                    copy_out(echo, &chunk);
+                    buf.extend_from_slice(&chunk);
+                }
+            }
+            if last {
+                break;
+            }
+            thread::sleep(Duration::from_millis(100));
+        }
+        String::from_utf8_lossy(&buf).into_owned()
+    })
+}
+
+/// Copies `chunk` to this process's stdout or stderr, as `echo` says.
+fn copy_out(echo: Option<Echo>, chunk: &[u8]) {
+    match echo {
+        Some(Echo::Stdout) => {
+            let mut o = io::stdout().lock();
+            let _ = o.write_all(chunk);
+            let _ = o.flush();
+        }
+        Some(Echo::Stderr) => {
+            let _ = io::stderr().lock().write_all(chunk);
+        }
+        None => {}
+    }
+}
+
 /// Reads a pipe to the end on a thread.
 /// Where [`drain`] copies what it reads.
 #[derive(Clone, Copy)]
@@ -1160,17 +1267,7 @@ fn drain(
                     Ok(0) => break,
                     Ok(n) => {
                         buf.extend_from_slice(&chunk[..n]);
-                        match echo {
-                            Some(Echo::Stdout) => {
-                                let mut o = io::stdout().lock();
-                                let _ = o.write_all(&chunk[..n]);
-                                let _ = o.flush();
-                            }
-                            Some(Echo::Stderr) => {
-                                let _ = io::stderr().lock().write_all(&chunk[..n]);
-                            }
-                            None => {}
-                        }
+                        copy_out(echo, &chunk[..n]);
                     }
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                     Err(_) => break,
@@ -1438,15 +1535,18 @@ mod tests {
         }
     }
 
-    /// Needs root and the VM deps (`make vm-deps`): 6.12 guests side by side (~30 s each
-    /// under TCG; none touches the host's state), one checking netem and the native
-    /// modules, one crashing its kernel, then one that cannot boot. A failure in any fails
-    /// the test.
+    /// Needs root and the VM deps (`make vm-deps`): 6.12 guests, two side by side (~30 s
+    /// each under TCG; none touches the host's state): one checking netem and the native
+    /// modules, then one whose script starts without its output ports; one crashing its
+    /// kernel, then one that cannot boot. A failure in any fails the test.
     #[test]
     #[ignore = "root and the VM: boots two 6.12 guests; `make test` runs it serially"]
     fn guests_side_by_side_have_netem_report_a_crash_and_a_failed_boot() {
         std::thread::scope(|sc| {
-            let a = sc.spawn(guest_kernel_has_netem_and_native_htcp);
+            let a = sc.spawn(|| {
+                guest_kernel_has_netem_and_native_htcp();
+                a_script_started_without_its_output_ports_gets_them();
+            });
             let b = sc.spawn(|| {
                 a_guest_that_dies_is_reported_with_its_kernel_log();
                 a_guest_that_dies_booting_is_booted_again();
@@ -1460,6 +1560,25 @@ mod tests {
                 if b.is_ok() { "ok" } else { "FAILED" }
             );
         });
+    }
+
+    /// A script the guest's init started without its output ports (as when udev settles
+    /// late on the virtual clock; here they are closed and the output sent to /dev/null
+    /// before the script) still has its stdout and stderr reach the host.
+    fn a_script_started_without_its_output_ports_gets_them() {
+        let spec = guest_test_spec("closes its script's output ports");
+        let mut started = false;
+        let out = run_attempt_inner(
+            &spec,
+            "echo on-stdout; echo on-stderr >&2",
+            false,
+            "exec 3>&- 4>&- 5>&- >/dev/null 2>/dev/null; ",
+            &mut started,
+        )
+        .unwrap_or_else(|e| panic!("running the guest: {e}"));
+        assert!(started && out.success(), "{out:?}");
+        assert!(out.stdout.contains("on-stdout"), "{out:?}");
+        assert!(out.stderr.contains("on-stderr"), "{out:?}");
     }
 
     /// A guest that dies before its script starts (here: 48 MiB, too little for the
