@@ -1087,14 +1087,7 @@ fn run_attempt_inner(
     // Removed on every return below, each after the group is killed; not after a SIGKILL
     // of this process, which is when it is needed.
     let _pgid_file = RemoveOnDrop(pgid_file.clone());
-    let output = Output {
-        stop: Arc::new(AtomicBool::new(false)),
-        vng_out: drain(child.stdout.take(), spec.echo.then_some(Echo::Stdout)),
-        vng_err: drain(child.stderr.take(), spec.echo.then_some(Echo::Stderr)),
-        script_out: None,
-        script_err: None,
-    }
-    .follow(&out_path, &err_path, spec.echo);
+    let output = Output::start(&mut child, &out_path, &err_path, spec.echo);
 
     let cancelled = || {
         spec.cancel
@@ -1169,37 +1162,33 @@ struct Output {
     stop: Arc<AtomicBool>,
     vng_out: thread::JoinHandle<String>,
     vng_err: thread::JoinHandle<String>,
-    script_out: Option<thread::JoinHandle<String>>,
-    script_err: Option<thread::JoinHandle<String>>,
+    script_out: thread::JoinHandle<String>,
+    script_err: thread::JoinHandle<String>,
 }
 
 impl Output {
-    /// Starts following the script's output files, copying them as `echo` says.
-    fn follow(mut self, out: &Path, err: &Path, echo: bool) -> Output {
-        self.script_out = Some(follow(
-            out.to_path_buf(),
-            echo.then_some(Echo::Stdout),
-            self.stop.clone(),
-        ));
-        self.script_err = Some(follow(
-            err.to_path_buf(),
-            echo.then_some(Echo::Stderr),
-            self.stop.clone(),
-        ));
-        self
+    /// Starts reading vng's pipes and following the script's output files `out` and
+    /// `err`, copying all of it to this process's when `echo`.
+    fn start(child: &mut Child, out: &Path, err: &Path, echo: bool) -> Output {
+        let stop = Arc::new(AtomicBool::new(false));
+        let (o, e) = (echo.then_some(Echo::Stdout), echo.then_some(Echo::Stderr));
+        Output {
+            vng_out: drain(child.stdout.take(), o),
+            vng_err: drain(child.stderr.take(), e),
+            script_out: follow(out.to_path_buf(), o, stop.clone()),
+            script_err: follow(err.to_path_buf(), e, stop.clone()),
+            stop,
+        }
     }
 
     /// Everything printed, once the VM is gone: (stdout, stderr), the script's first.
     fn finish(self) -> (String, String) {
         self.stop.store(true, Ordering::SeqCst);
-        let join = |h: Option<thread::JoinHandle<String>>| {
-            h.map(|h| h.join().unwrap_or_default()).unwrap_or_default()
-        };
-        let mut stdout = join(self.script_out);
-        stdout.push_str(&self.vng_out.join().unwrap_or_default());
-        let mut stderr = join(self.script_err);
-        stderr.push_str(&self.vng_err.join().unwrap_or_default());
-        (stdout, stderr)
+        let join = |h: thread::JoinHandle<String>| h.join().unwrap_or_default();
+        (
+            join(self.script_out) + &join(self.vng_out),
+            join(self.script_err) + &join(self.vng_err),
+        )
     }
 }
 
