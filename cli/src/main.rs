@@ -49,9 +49,22 @@ fn markdown_help() -> String {
     let options = clap_markdown::MarkdownOptions::new()
         .title("cctl command reference".to_string())
         .show_footer(false);
+    // clap-markdown puts the parent commands before a usage line, also before one that
+    // `override_usage` gives whole (`cctl bench run`'s): "cctl bench cctl bench run ...".
+    let text = clap_markdown::help_markdown_custom::<Cli>(&options);
+    let lines: Vec<String> = text
+        .lines()
+        .map(|l| match l.strip_prefix("**Usage:** `cctl ") {
+            Some(rest) => match rest.find("cctl ") {
+                Some(i) => format!("**Usage:** `{}", &rest[i..]),
+                None => l.to_string(),
+            },
+            None => l.to_string(),
+        })
+        .collect();
     format!(
-        "<!-- Generated from the clap definitions by `make docs` (cctl --markdown-help); do not edit. -->\n\n{}",
-        clap_markdown::help_markdown_custom::<Cli>(&options)
+        "<!-- Generated from the clap definitions by `make docs` (cctl --markdown-help); do not edit. -->\n\n{}\n",
+        lines.join("\n")
     )
 }
 

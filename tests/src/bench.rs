@@ -5,15 +5,14 @@ use std::path::Path;
 use std::process::Command;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
-use std::time::Duration;
 
 use cctl_bench::execute::run_scenario;
-use cctl_bench::run::RunOptions;
+use cctl_bench::request::RunRequest;
 use cctl_loader::registry;
 use cctl_netem::slot::PREFIX;
 use cctl_report::record::read_records;
 use cctl_report::summary::{self, Summary};
-use cctl_scenario::{Profile, Scenario};
+use cctl_scenario::Scenario;
 
 /// Runs `sc` in the ci profile (repeat 1) for `algos`, results under `out`; returns the
 /// run's directory and its summary, and prints the summary table.
@@ -29,24 +28,14 @@ pub fn run_ci_points(
     out: &Path,
     points: Option<&[usize]>,
 ) -> (std::path::PathBuf, Summary) {
-    let opts = RunOptions {
-        algos: algos.iter().map(|s| s.to_string()).collect(),
-        profile: Profile::Ci,
+    let algos: Vec<&str> = algos.to_vec();
+    let req = RunRequest {
         repeat: Some(1),
         out: out.to_path_buf(),
-        seed: None,
-        interval: Duration::from_millis(100),
-        queue_interval: Duration::from_millis(100),
-        delay_sample: cctl_bench::run::DELAY_SAMPLE_DEFAULT,
-        progress: false,
         points: points.map(<[usize]>::to_vec),
-        jobs: 1,
-        shard: None,
-        slot: None,
-        duration_s: None,
-        resume: None,
+        ..RunRequest::new(&sc.name, &algos)
     };
-    let (dir, records) = run_scenario(sc, &opts, Arc::new(AtomicBool::new(false)))
+    let (dir, records) = run_scenario(sc, &req, false, Arc::new(AtomicBool::new(false)))
         .unwrap_or_else(|e| panic!("{}: {e:#}", sc.name));
     let (meta, _) = read_records(&dir).expect("metadata");
     let s =

@@ -64,12 +64,13 @@ pub fn port_parser() -> impl clap::builder::TypedValueParser<Value = u16> {
     whole::<u16>(1, Some(65_535), "")
 }
 
-/// The longest `--duration-s` of `bench run` and `trace`, s (a day): the longest shipped
-/// point runs 23400 s (T1.3, paper profile).
-pub const MAX_DURATION_S: f64 = 86_400.0;
+/// The longest `--duration-s` of `bench run` and `trace`, s: `bench run`'s
+/// ([`cctl_bench::request::MAX_DURATION_S`]).
+pub const MAX_DURATION_S: f64 = cctl_bench::request::MAX_DURATION_S;
 
-/// The longest `--interval-ms` (and `--queue-interval-ms`) of every command, ms (a minute).
-pub const MAX_INTERVAL_MS: i128 = 60_000;
+/// The longest `--interval-ms` (and `--queue-interval-ms`) of every command, ms: `bench
+/// run`'s ([`cctl_bench::request::MAX_INTERVAL_MS`]).
+pub const MAX_INTERVAL_MS: i128 = cctl_bench::request::MAX_INTERVAL_MS as i128;
 
 /// Every numeric option takes its real range in its parser, so that clap refuses a value
 /// outside it (exit 2) before anything runs, with a message naming the option, the value

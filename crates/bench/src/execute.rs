@@ -3,63 +3,52 @@
 //! the kernel's bench lock, with one collector for all, algorithms loaded for the sweep and
 //! unloaded after their last run, and everything removed at the end or on an interrupt.
 
-use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use cctl_loader::{kernel, registry};
-use cctl_netem::slot::{Slot, MAX_JOBS, PREFIX};
+use cctl_netem::slot::PREFIX;
 use cctl_netem::testbed::remove_leftovers;
 use cctl_report::record::{timestamp, Metadata, ResolvedCc, RunRecord};
 use cctl_report::resume::{check_compatible, completed_runs, Mismatch};
-use cctl_report::runs::{point_indices, run_list, RunId};
-use cctl_scenario::{select_points, CcRef, RunPoint, Scenario};
+use cctl_report::runs::RunId;
+use cctl_scenario::Scenario;
 
 use crate::cost::cpu_warning;
 use crate::feed::SampleFeed;
-use crate::network::{check_dctcp, check_supported, setup_of};
-use crate::resolve::{resolve_algorithms, Loaded};
-use crate::run::{run_once, RunOptions, PORT};
+use crate::network::{check_dctcp, check_supported, NetPlan};
+use crate::plan::{Plan, Unloads};
+use crate::pool::{self, Progress};
+use crate::request::RunRequest;
+use crate::resolve::resolve_algorithms;
+use crate::run::{run_once, PORT};
 use crate::validity::deviations;
 
-/// Runs every point × algorithm × repetition of `sc` (or `opts.shard`'s part of them),
-/// `opts.jobs` at a time; returns the results directory and the records of the completed
-/// runs (with `opts.resume`, also those completed before). Takes the kernel's bench lock
+/// Runs every point × algorithm × repetition of `sc` (or `req.shard`'s part of them),
+/// `req.jobs` at a time; returns the results directory and the records of the completed
+/// runs (with `req.resume`, also those completed before). Writes `metadata.json` and
+/// [`crate::request::REQUEST_FILE`] there first. Takes the kernel's bench lock
 /// ([`crate::lock`]), cleans up leftovers first and everything it made at the end, also
 /// when interrupted through `stop` (then it returns what was completed). An algorithm is
-/// unloaded when the last run that uses it has ended.
+/// unloaded when the last run that uses it has ended. `progress`: a bar on a terminal, a
+/// line per run elsewhere.
 ///
-/// Errors: another `cctl bench` holds the lock ([`crate::lock::LockError::Held`]); the
-/// resumed directory describes another sweep ([`Mismatch`]); privileges, kernel features,
-/// loading, and the first run that fails (the runs under way finish first).
+/// Errors: a request out of range ([`crate::request::RequestError`]); another `cctl bench`
+/// holds the lock ([`crate::lock::LockError::Held`]); the resumed directory describes
+/// another sweep ([`Mismatch`]); privileges, kernel features, loading, and the first run
+/// that fails (the runs under way finish first).
 pub fn run_scenario(
     sc: &Scenario,
-    opts: &RunOptions,
+    req: &RunRequest,
+    progress: bool,
     stop: Arc<AtomicBool>,
 ) -> Result<(PathBuf, Vec<RunRecord>)> {
-    let seed = opts.seed.unwrap_or_else(|| sc.seed(opts.profile));
-    let repeat = opts
-        .repeat
-        .unwrap_or_else(|| sc.repeat(opts.profile))
-        .max(1);
-    if opts.jobs == 0 || opts.jobs > MAX_JOBS {
-        bail!("--jobs {}: give 1 to {MAX_JOBS} runs at once", opts.jobs);
-    }
-    // Each repetition draws its own random start times from seed + rep.
-    let per_rep: Vec<Vec<RunPoint>> = (0..repeat)
-        .map(|r| {
-            select_points(
-                sc.expand(opts.profile, seed + u64::from(r))?,
-                opts.points.as_deref(),
-            )
-            .map_err(anyhow::Error::msg)
-        })
-        .collect::<Result<_>>()?;
-    let points = per_rep[0].clone();
-    check_supported(sc, &points)?;
-    check_dctcp(&opts.algos, &points)?;
+    req.validate()?;
+    let plan = Plan::of(sc, req)?;
+    check_supported(sc, plan.points())?;
+    check_dctcp(&req.algo, plan.points())?;
     kernel::require_privileges("running a benchmark")?;
     kernel::require_struct_ops_links()?;
     kernel::ensure_bpffs()?;
@@ -67,94 +56,133 @@ pub fn run_scenario(
     remove_leftovers(PREFIX)?;
     let _ = registry::remove_orphans();
 
-    let mut list = run_list(&point_indices(&points), &opts.algos, repeat);
-    if let Some(shard) = opts.shard {
-        list = shard.select(list);
-    }
-    if let Some(slot) = opts.slot {
-        list = slot.select(list);
-    }
-    let runs_planned = list.len();
-    let dir = match &opts.resume {
+    let dir = match &req.resume {
         Some(d) => d.clone(),
-        None => opts.out.join(&sc.name).join(timestamp()),
-    };
-    let previous = match std::fs::read(dir.join("metadata.json")) {
-        Ok(bytes) => Some(
-            serde_json::from_slice::<Metadata>(&bytes)
-                .with_context(|| format!("parsing {}/metadata.json", dir.display()))?,
-        ),
-        Err(_) => None,
+        None => req.out.join(&sc.name).join(timestamp()),
     };
     let done = completed_runs(&dir);
-    let todo: Vec<RunId> = list.into_iter().filter(|r| !done.contains_key(r)).collect();
-
-    // Every algorithm, under test or named by a flow, is resolved before anything runs;
-    // each is counted by the runs still to do that use it.
-    let uses = |id: &RunId| -> Vec<String> {
-        let mut v = vec![id.algo.clone()];
-        if let Some(p) = per_rep[id.rep as usize]
-            .iter()
-            .find(|p| p.index == id.point)
-        {
-            for f in &p.flows {
-                if let CcRef::Named(n) = &f.cc {
-                    v.push(n.clone());
-                }
-            }
-            if p.web_sessions > 0 {
-                v.push(p.web_cc.clone());
-            }
-        }
-        v.sort();
-        v.dedup();
-        v
-    };
-    let mut names = opts.algos.clone();
-    for p in &points {
-        for f in &p.flows {
-            if let CcRef::Named(n) = &f.cc {
-                names.push(n.clone());
-            }
-        }
-        if p.web_sessions > 0 {
-            names.push(p.web_cc.clone());
-        }
-    }
-    let (resolved, loaded) = resolve_algorithms(&names)?;
+    let todo = plan.todo(&done);
+    // Every algorithm, under test or named by a flow, is resolved before anything runs.
+    let (resolved, mut loaded) = resolve_algorithms(&plan.algorithms())?;
     cctl_loader::faults::step("bench.after-load")?;
-    let under_test: Vec<ResolvedCc> = opts
-        .algos
-        .iter()
-        .filter_map(|a| resolved.iter().find(|r| &r.requested == a).cloned())
-        .collect();
+    let mut meta = metadata(sc, req, &plan, &resolved, done.len());
+    begin(&dir, req, &mut meta, &todo)?;
 
-    let mut meta = Metadata {
+    let progress = Progress::new(progress, plan.traffic_s(&todo));
+    let jobs = (req.jobs as usize).min(todo.len()).max(1);
+    let points: Vec<_> = todo.iter().map(|id| plan.point(id)).collect();
+    if let Some(w) = cpu_warning(&points, jobs).filter(|_| progress.on()) {
+        eprintln!("cctl bench: warning: {w}");
+    }
+    // Algorithms no run still to do uses (a resumed sweep's finished part) go now.
+    let unloads = Unloads::of(&plan, &todo);
+    for n in unloads.unused(resolved.iter().map(|r| &r.requested)) {
+        loaded.release(&n)?;
+    }
+    let feed = match todo.is_empty() {
+        true => None,
+        false => Some(SampleFeed::start(PORT, req.interval())?),
+    };
+    let run = |slot: cctl_netem::slot::Slot, nth: usize, id: &RunId| -> Result<RunRecord> {
+        let point = plan.point(id);
+        let algo = resolved
+            .iter()
+            .find(|r| r.requested == id.algo)
+            .expect("algorithm resolved");
+        progress.start(
+            format!("{} p{} {} r{}", meta.scenario, id.point, id.algo, id.rep),
+            || {
+                let on = if jobs > 1 {
+                    format!(" (slot {})", slot.0)
+                } else {
+                    String::new()
+                };
+                format!(
+                    "run {nth}/{}: point {} ({}) with {}, repetition {}, {:.0} s{on}",
+                    meta.runs_planned,
+                    point.index,
+                    point.label(),
+                    algo.requested,
+                    id.rep,
+                    point.duration_s
+                )
+            },
+        );
+        let run_dir = id.dir(&dir);
+        let _ = std::fs::remove_dir_all(&run_dir);
+        let feed = feed
+            .as_ref()
+            .expect("a collector runs while there are runs to do");
+        let res = run_once(
+            point, algo, &resolved, id.rep, req, &run_dir, &stop, slot, feed,
+        );
+        progress.done(point.duration_s);
+        // The run's directory, so that a write that failed (a full disk) names where;
+        // `--resume` redoes this run.
+        res.with_context(|| {
+            format!(
+                "point {} with {} (rep {}), results in {}",
+                id.point,
+                id.algo,
+                id.rep,
+                run_dir.display()
+            )
+        })
+    };
+    let out = pool::run(&plan, todo, jobs, done.len(), &stop, (unloads, loaded), run);
+    progress.finish();
+    if let Some(feed) = feed {
+        let _ = feed.finish();
+    }
+    let _ = remove_leftovers(PREFIX);
+    let unloaded = out.loaded.unload();
+    let mut records: Vec<RunRecord> = done.into_values().chain(out.records).collect();
+    records.sort_by(|a, b| (a.point, &a.algo, a.rep).cmp(&(b.point, &b.algo, b.rep)));
+    meta.runs_done = records.iter().filter(|r| r.completed).count();
+    meta.interrupted = stop.load(Ordering::SeqCst);
+    std::fs::write(dir.join("metadata.json"), serde_json::to_vec_pretty(&meta)?)?;
+    if let Some(e) = out.failure {
+        return Err(e);
+    }
+    unloaded?;
+    Ok((dir, records))
+}
+
+/// The metadata of the sweep `req` of `sc` as planned, `done` runs completed before.
+fn metadata(
+    sc: &Scenario,
+    req: &RunRequest,
+    plan: &Plan,
+    resolved: &[ResolvedCc],
+    done: usize,
+) -> Metadata {
+    let points = plan.points();
+    Metadata {
         scenario: sc.name.clone(),
         id: sc.id.clone(),
         scenario_path: sc.path.display().to_string(),
-        profile: opts.profile.to_string(),
-        repeat,
-        seed,
+        profile: req.profile.to_string(),
+        repeat: plan.repeat,
+        seed: plan.seed,
         kernel: kernel::release(),
         cctl_version: cctl_loader::version().into(),
-        algorithms: resolved.clone(),
-        interval_ms: opts.interval.as_millis() as u64,
-        queue_interval_ms: opts.queue_interval.as_millis() as u64,
+        algorithms: resolved.to_vec(),
+        interval_ms: req.interval_ms,
+        queue_interval_ms: req.queue_interval_ms,
         started_unix: std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_secs())
             .unwrap_or(0),
-        runs_done: done.len(),
-        runs_planned,
+        runs_done: done,
+        runs_planned: plan.runs.len(),
         interrupted: false,
-        deviations: deviations(&points),
-        under_test: opts.algos.clone(),
-        points: opts.points.clone(),
-        shard: opts.shard,
-        slot: opts.slot,
-        duration_s: opts.duration_s,
-        jobs: opts.jobs,
+        deviations: deviations(points),
+        under_test: req.algo.clone(),
+        points: req.points.clone(),
+        shard: req.shard,
+        slot: req.slot,
+        duration_s: req.duration_s,
+        jobs: req.jobs,
         merged_from: Vec::new(),
         topology: points
             .iter()
@@ -162,13 +190,26 @@ pub fn run_scenario(
             .collect(),
         bottleneck: points
             .iter()
-            .map(|p| (p.index, setup_of(p, &opts.algos)))
+            .map(|p| (p.index, NetPlan::of_point(p).setup))
             .collect(),
         clock: Some(crate::run::current_clock()),
+    }
+}
+
+/// Before the first run: refuses to resume `dir` when it holds another sweep (keeping its
+/// start time when it is this one), says what is resumed and where the runs deviate from
+/// the scenario, and writes `metadata.json` and the request into `dir`.
+fn begin(dir: &Path, req: &RunRequest, meta: &mut Metadata, todo: &[RunId]) -> Result<()> {
+    let previous = match std::fs::read(dir.join("metadata.json")) {
+        Ok(bytes) => Some(
+            serde_json::from_slice::<Metadata>(&bytes)
+                .with_context(|| format!("parsing {}/metadata.json", dir.display()))?,
+        ),
+        Err(_) => None,
     };
     if let Some(old) = &previous {
         let what = format!("cannot resume into {}", dir.display());
-        check_compatible(old, &meta, &what, "resumed")?;
+        check_compatible(old, meta, &what, "resumed")?;
         for (field, old, new) in [
             ("shard", old.shard, meta.shard),
             ("slot", old.slot, meta.slot),
@@ -186,185 +227,21 @@ pub fn run_scenario(
         }
         meta.started_unix = old.started_unix;
     }
-    if !done.is_empty() {
+    if meta.runs_done > 0 {
         eprintln!(
             "cctl bench: resuming {}: {} of {} runs completed, {} to do",
             dir.display(),
-            done.len(),
-            runs_planned,
+            meta.runs_done,
+            meta.runs_planned,
             todo.len()
         );
     }
     for d in &meta.deviations {
         eprintln!("cctl bench: deviation: {d}");
     }
-    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     std::fs::write(dir.join("metadata.json"), serde_json::to_vec_pretty(&meta)?)?;
-
-    let point_of = |id: &RunId| -> &RunPoint {
-        per_rep[id.rep as usize]
-            .iter()
-            .find(|p| p.index == id.point)
-            .expect("run list built from these points")
-    };
-    let total_s: f64 = todo.iter().map(|id| point_of(id).duration_s).sum();
-    let bar = if opts.progress && std::io::IsTerminal::is_terminal(&std::io::stderr()) {
-        indicatif::ProgressBar::new(total_s.ceil() as u64)
-    } else {
-        indicatif::ProgressBar::hidden()
-    };
-    bar.set_style(
-        indicatif::ProgressStyle::with_template(
-            "{spinner} {msg} [{bar:30}] {pos}/{len} s (eta {eta})",
-        )
-        .expect("valid template"),
-    );
-    let jobs = (opts.jobs as usize).min(todo.len()).max(1);
-    if opts.progress {
-        if let Some(w) = cpu_warning(&todo.iter().map(point_of).collect::<Vec<_>>(), jobs) {
-            eprintln!("cctl bench: warning: {w}");
-        }
-    }
-
-    let mut remaining: BTreeMap<String, usize> = BTreeMap::new();
-    for id in &todo {
-        for n in uses(id) {
-            *remaining.entry(n).or_default() += 1;
-        }
-    }
-    // Algorithms no run still to do uses (a resumed sweep's finished part) go now.
-    let mut loaded = loaded;
-    for r in &resolved {
-        if !remaining.contains_key(&r.requested) {
-            loaded.release(&r.requested)?;
-        }
-    }
-
-    struct Shared {
-        queue: std::collections::VecDeque<RunId>,
-        records: Vec<RunRecord>,
-        failure: Option<anyhow::Error>,
-        remaining: BTreeMap<String, usize>,
-        loaded: Loaded,
-        started: usize,
-    }
-    let shared = Mutex::new(Shared {
-        queue: todo.iter().cloned().collect(),
-        records: Vec::new(),
-        failure: None,
-        remaining,
-        loaded,
-        started: done.len(),
-    });
-    let feed = if todo.is_empty() {
-        None
-    } else {
-        Some(SampleFeed::start(PORT, opts.interval)?)
-    };
-    std::thread::scope(|scope| {
-        for s in 0..jobs {
-            let (shared, feed, bar, stop) = (&shared, feed.as_ref(), &bar, &stop);
-            let (under_test, resolved, dir, meta) = (&under_test, &resolved, &dir, &meta);
-            let (point_of, uses) = (&point_of, &uses);
-            scope.spawn(move || loop {
-                let (id, nth) = {
-                    let mut sh = shared.lock().expect("sweep lock");
-                    if stop.load(Ordering::SeqCst) || sh.failure.is_some() {
-                        return;
-                    }
-                    let Some(id) = sh.queue.pop_front() else {
-                        return;
-                    };
-                    sh.started += 1;
-                    (id, sh.started)
-                };
-                let point = point_of(&id);
-                let algo = under_test
-                    .iter()
-                    .find(|r| r.requested == id.algo)
-                    .expect("algorithm resolved");
-                bar.set_message(format!(
-                    "{} p{} {} r{}",
-                    meta.scenario, id.point, id.algo, id.rep
-                ));
-                if opts.progress && bar.is_hidden() {
-                    // No terminal (e.g. inside the VM): one line per run instead of a bar.
-                    eprintln!(
-                        "cctl bench: run {nth}/{}: point {} ({}) with {}, repetition {}, {:.0} s{}",
-                        meta.runs_planned,
-                        point.index,
-                        point.label(),
-                        algo.requested,
-                        id.rep,
-                        point.duration_s,
-                        if jobs > 1 {
-                            format!(" (slot {s})")
-                        } else {
-                            String::new()
-                        }
-                    );
-                }
-                let run_dir = id.dir(dir);
-                let _ = std::fs::remove_dir_all(&run_dir);
-                let feed = feed.expect("a collector runs while there are runs to do");
-                let res = run_once(
-                    point,
-                    algo,
-                    resolved,
-                    id.rep,
-                    opts,
-                    &run_dir,
-                    stop,
-                    Slot(s as u8),
-                    feed,
-                );
-                bar.inc(point.duration_s.ceil() as u64);
-                let mut sh = shared.lock().expect("sweep lock");
-                match res {
-                    Ok(r) => sh.records.push(r),
-                    Err(e) => {
-                        // The run's directory, so that a write that failed (a full
-                        // disk) names where; `--resume` redoes this run.
-                        let e = e.context(format!(
-                            "point {} with {} (rep {}), results in {}",
-                            id.point,
-                            id.algo,
-                            id.rep,
-                            run_dir.display()
-                        ));
-                        sh.failure.get_or_insert(e);
-                    }
-                }
-                for n in uses(&id) {
-                    let left = sh.remaining.get_mut(&n).map(|c| {
-                        *c -= 1;
-                        *c
-                    });
-                    if left == Some(0) {
-                        if let Err(e) = sh.loaded.release(&n) {
-                            sh.failure
-                                .get_or_insert(e.context(format!("unloading {n}")));
-                        }
-                    }
-                }
-            });
-        }
-    });
-    bar.finish_and_clear();
-    if let Some(feed) = feed {
-        let _ = feed.finish();
-    }
-    let _ = remove_leftovers(PREFIX);
-    let sh = shared.into_inner().expect("sweep lock");
-    let unloaded = sh.loaded.unload();
-    let mut records: Vec<RunRecord> = done.into_values().chain(sh.records).collect();
-    records.sort_by(|a, b| (a.point, &a.algo, a.rep).cmp(&(b.point, &b.algo, b.rep)));
-    meta.runs_done = records.iter().filter(|r| r.completed).count();
-    meta.interrupted = stop.load(Ordering::SeqCst);
-    std::fs::write(dir.join("metadata.json"), serde_json::to_vec_pretty(&meta)?)?;
-    if let Some(e) = sh.failure {
-        return Err(e);
-    }
-    unloaded?;
-    Ok((dir, records))
+    req.write(dir)
+        .with_context(|| format!("writing the request into {}", dir.display()))?;
+    Ok(())
 }

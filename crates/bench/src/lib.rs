@@ -2,9 +2,11 @@
 //! the BPF collector tracing every flow, their results written in `cctl-report`'s format;
 //! and the performance benchmarks (`cctl bench perf`).
 //!
+//! - [`request`]: what a sweep is asked to run (every run flag; the guest's input);
+//! - [`plan`]: the runs of a sweep, pure: points per repetition, shard, slot, resume, unloads;
 //! - [`resolve`]: requested names → registered congestion controls (loaded, ref-counted);
-//! - [`network`]: a point → the network a slot builds for it; checks before building;
-//! - [`run`]: one run; [`execute`]: a sweep of runs (`--jobs`, `--shard`, `--resume`);
+//! - [`network`]: a run → the network its slot builds ([`network::NetPlan`]); checks first;
+//! - [`run`]: one run; [`pool`]: the `--jobs` workers; [`execute`]: a sweep of runs;
 //! - [`feed`]: one collector for every slot; [`lock`]: one bench per kernel;
 //! - [`cost`]: CPU per run; [`validity`]: where runs differ from the scenario;
 //! - [`perf`]: BPF ports against native modules, the collector, migration, the testbed.
@@ -20,6 +22,9 @@ pub mod feed;
 pub mod lock;
 pub mod network;
 pub mod perf;
+pub mod plan;
+pub mod pool;
+pub mod request;
 pub mod resolve;
 pub mod run;
 pub mod traffic;

@@ -44,16 +44,6 @@ pub fn path_in_slot(point: &RunPoint, slot: Slot) -> PathSpec {
     spec
 }
 
-/// The chain of `point` in slot `slot`; `None` without a `[topology]`.
-pub fn chain_spec(point: &RunPoint, slot: Slot) -> Option<ChainSpec> {
-    let t = point.topology.as_ref()?;
-    Some(ChainSpec {
-        template: path_in_slot(point, slot),
-        hops: t.hops.clone(),
-        paths: t.paths.iter().map(|p| (p.first, p.last)).collect(),
-    })
-}
-
 /// Builds the schedules' values at 0 s into `path` (the testbed of `point`): the rate, and
 /// the RTT of every sender's access link; and the point's tbf bucket (`tbf_burst_ms`).
 pub fn initial_path(point: &RunPoint, path: &mut PathSpec) {
@@ -68,23 +58,64 @@ pub fn initial_path(point: &RunPoint, path: &mut PathSpec) {
     }
 }
 
-/// The bottleneck of `point` as slot 0 builds it, for the metadata; the receiver runs dctcp
-/// when a named flow does (or every flow when dctcp is under test: `algos`).
-pub fn setup_of(point: &cctl_scenario::RunPoint, algos: &[String]) -> BottleneckSetup {
-    let named_dctcp = point.flows.iter().any(|f| match &f.cc {
-        cctl_scenario::CcRef::Named(n) => cctl_scenario::is_dctcp(n),
-        cctl_scenario::CcRef::UnderTest => algos.iter().any(|a| cctl_scenario::is_dctcp(a)),
-    });
-    let mut path = crate::network::path_for(point);
-    if named_dctcp {
-        path.receiver_cc = Some("dctcp".into());
+/// The network one run of a point builds, computed once: the dumbbell's (or the chain
+/// template's) path with its receivers' congestion control, the `[topology]` chain if the
+/// point has one, and the bottleneck setup `run.json` records.
+#[derive(Debug, Clone)]
+pub struct NetPlan {
+    /// The dumbbell (or, with a chain, the template of its hosts) in the run's slot.
+    pub path: PathSpec,
+    /// The `[topology]` chain; `None` on the dumbbell.
+    pub chain: Option<ChainSpec>,
+    /// The bottleneck as built: qdisc, tc lines, ECN sysctl, receivers' congestion control.
+    pub setup: BottleneckSetup,
+}
+
+impl NetPlan {
+    /// The network of `point` in `slot` for a run whose TCP flows use the congestion
+    /// controls `flow_ccs` (see [`receiver_cc`] for what they decide).
+    pub fn of(point: &RunPoint, slot: Slot, flow_ccs: &[String]) -> NetPlan {
+        let mut path = path_in_slot(point, slot);
+        path.receiver_cc = receiver_cc(flow_ccs);
+        let setup = BottleneckSetup {
+            aqm: point.aqm.clone(),
+            tc: path.bottleneck_tc_lines(),
+            ecn_sysctl: point.aqm.ecn_sysctl().into(),
+            receiver_cc: path.receiver_cc.clone(),
+        };
+        let chain = point.topology.as_ref().map(|t| ChainSpec {
+            template: path.clone(),
+            hops: t.hops.clone(),
+            paths: t.paths.iter().map(|p| (p.first, p.last)).collect(),
+        });
+        NetPlan { path, chain, setup }
     }
-    BottleneckSetup {
-        aqm: point.aqm.clone(),
-        tc: path.bottleneck_tc_lines(),
-        ecn_sysctl: point.aqm.ecn_sysctl().into(),
-        receiver_cc: path.receiver_cc,
+
+    /// The bottleneck of `point` as every run of it builds it whatever the algorithm under
+    /// test, for `metadata.json`: the receivers run dctcp only when a TCP flow names it (a
+    /// run's `run.json` has what that run applied, dctcp under test included).
+    pub fn of_point(point: &RunPoint) -> NetPlan {
+        let named: Vec<String> = point
+            .flows
+            .iter()
+            .filter(|f| f.kind == cctl_scenario::FlowKind::Tcp)
+            .filter_map(|f| match &f.cc {
+                cctl_scenario::CcRef::Named(n) => Some(n.clone()),
+                cctl_scenario::CcRef::UnderTest => None,
+            })
+            .collect();
+        NetPlan::of(point, Slot(0), &named)
     }
+}
+
+/// The receivers' congestion control of a run whose flows use `flow_ccs`: dctcp when one of
+/// them is dctcp, since dctcp's receiver echoes every CE mark (not classic ECN's latched
+/// ECE), which is what the sender's marked fraction α is computed from; else the default.
+pub fn receiver_cc(flow_ccs: &[String]) -> Option<String> {
+    flow_ccs
+        .iter()
+        .any(|c| cctl_scenario::is_dctcp(c))
+        .then(|| "dctcp".to_string())
 }
 
 /// `--algo dctcp` at a point whose bottleneck does not mark ECN (bad input: exit 2).
@@ -157,6 +188,30 @@ pub fn check_supported(sc: &Scenario, points: &[RunPoint]) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn dctcp_point() -> RunPoint {
+        let sc = cctl_scenario::find("fairness-same-rtt").unwrap();
+        sc.expand(cctl_scenario::Profile::Ci, 1).unwrap().remove(0)
+    }
+
+    #[test]
+    fn the_receivers_run_dctcp_in_the_runs_of_dctcp_only() {
+        let point = dctcp_point();
+        let ccs = |cc: &str| vec![cc.to_string(); point.flows.len()];
+        let dctcp = NetPlan::of(&point, Slot(0), &ccs("dctcp"));
+        assert_eq!(dctcp.setup.receiver_cc.as_deref(), Some("dctcp"));
+        assert_eq!(dctcp.path.receiver_cc.as_deref(), Some("dctcp"));
+        let reno = NetPlan::of(&point, Slot(0), &ccs("reno"));
+        assert_eq!(reno.setup.receiver_cc, None);
+        // The metadata's record of the point holds for the runs of every algorithm.
+        assert_eq!(NetPlan::of_point(&point).setup.receiver_cc, None);
+        let mut named = point.clone();
+        named.flows[0].cc = cctl_scenario::CcRef::Named("dctcp".into());
+        assert_eq!(
+            NetPlan::of_point(&named).setup.receiver_cc.as_deref(),
+            Some("dctcp")
+        );
+    }
 
     #[test]
     fn a_zero_rtt_point_needs_no_netem() {

@@ -11,6 +11,7 @@ use cctl_loader::{catalogue, kernel};
 use cctl_report::record::ResolvedCc;
 
 /// Registrations the runner made (by requested name), undone on drop.
+#[derive(Default)]
 pub struct Loaded {
     guards: Vec<(String, LoadGuard)>,
 }

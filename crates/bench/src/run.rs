@@ -2,7 +2,7 @@
 //! collector and the bottleneck sampled, its raw data and [`RunRecord`] written to its
 //! directory (`runs/<algo>/p<point>-r<rep>/`).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -14,62 +14,15 @@ use cctl_netem::flows::{run_bulk_flows, FlowResult, FlowSpec};
 use cctl_netem::slot::Slot;
 use cctl_netem::testbed::QdiscSampler;
 use cctl_report::record::{ClockRecord, ResolvedCc, RunRecord};
-use cctl_report::runs::Shard;
-use cctl_scenario::{CcRef, Profile, RunPoint};
+use cctl_scenario::{CcRef, RunPoint};
 
 use crate::cost::cpu_times;
 use crate::feed::SampleFeed;
-use crate::network::{chain_spec, path_in_slot};
+use crate::network::NetPlan;
+use crate::request::RunRequest;
 
 /// Receiver port of the bulk flows.
 pub const PORT: u16 = 5301;
-
-/// Default of [`RunOptions::delay_sample`]: 1 packet in 10. At 20 Mbit/s a 30-s run
-/// still gives ~5,000 timed data packets per flow, enough for a p99; every packet costs
-/// the emulated guest more than the percentiles gain.
-pub const DELAY_SAMPLE_DEFAULT: u32 = 10;
-
-/// How to run a scenario.
-#[derive(Debug, Clone)]
-pub struct RunOptions {
-    /// Algorithms under test (`--algo`): cctl keys (`htcp` → `bpf_htcp`) or kernel names.
-    pub algos: Vec<String>,
-    /// Scale profile.
-    pub profile: Profile,
-    /// Repetitions per point; `None` = the profile's.
-    pub repeat: Option<u32>,
-    /// Results root; the run goes to `<out>/<scenario name>/<timestamp>/`.
-    pub out: PathBuf,
-    /// Base seed of random start times (repetition r uses seed + r); `None` = the
-    /// scenario's. Recorded in the metadata.
-    pub seed: Option<u64>,
-    /// Collector sampling interval per flow ([P0]'s δ = 100 ms).
-    pub interval: Duration,
-    /// Bottleneck qdisc sampling interval.
-    pub queue_interval: Duration,
-    /// Per-packet delay taps: 1 TCP packet in this many is timed; 0 = no taps.
-    pub delay_sample: u32,
-    /// Show a progress bar on stderr.
-    pub progress: bool,
-    /// Only these points of the sweep, by index as `cctl bench run --dry-run` lists them
-    /// (`None`: every point). Results keep the original indices, so runs of the same point
-    /// from separate invocations pool in one report.
-    pub points: Option<Vec<usize>>,
-    /// Runs at once, each on its own dumbbell (slot), 1..=[`MAX_JOBS`].
-    pub jobs: u32,
-    /// Only this shard of the run list (`--shard K/N`).
-    pub shard: Option<Shard>,
-    /// Every point's duration, replacing the profile's (`--duration-s`; the scenario given
-    /// to [`crate::execute::run_scenario`] is already [`cctl_scenario::Scenario::with_duration`]);
-    /// recorded in the metadata.
-    pub duration_s: Option<f64>,
-    /// Only this guest's part of the shard's list: `--jobs N` on the virtual clock starts
-    /// N guests, guest J running slot `J/N` (selected like a shard, after it).
-    pub slot: Option<Shard>,
-    /// Write into this results directory instead of a new `<out>/<scenario>/<timestamp>/`,
-    /// skipping the runs it holds completed (`--resume`); created if missing.
-    pub resume: Option<PathBuf>,
-}
 
 /// The clock that times this machine's runs, for `metadata.json` and every `run.json`: in
 /// a guest that [`cctl_vm::run_in_vm`] booted, the guest's (from
@@ -125,7 +78,7 @@ pub fn run_once(
     algo: &ResolvedCc,
     all: &[ResolvedCc],
     rep: u32,
-    opts: &RunOptions,
+    req: &RunRequest,
     dir: &Path,
     stop: &Arc<AtomicBool>,
     slot: Slot,
@@ -149,20 +102,10 @@ pub fn run_once(
             reverse: f.direction == cctl_scenario::Direction::Reverse,
         })
         .collect();
-    let mut path = path_in_slot(point, slot);
-    // dctcp's receivers must run dctcp too: it echoes every CE mark (not classic ECN's
-    // latched ECE), which is what the sender's marked fraction α is computed from.
-    if flows.iter().any(|f| cctl_scenario::is_dctcp(&f.cc)) {
-        path.receiver_cc = Some("dctcp".into());
-    }
-    let setup = cctl_netem::aqm::BottleneckSetup {
-        aqm: point.aqm.clone(),
-        tc: path.bottleneck_tc_lines(),
-        ecn_sysctl: point.aqm.ecn_sysctl().into(),
-        receiver_cc: path.receiver_cc.clone(),
-    };
-    let bed = cctl_netem::chain::Bed::create(chain_spec(point, slot), &path)?;
-    let taps = crate::delays::start(&bed, opts.delay_sample)?;
+    let ccs: Vec<String> = flows.iter().map(|f| f.cc.clone()).collect();
+    let net = NetPlan::of(point, slot, &ccs);
+    let bed = cctl_netem::chain::Bed::create(net.chain, &net.path)?;
+    let taps = crate::delays::start(&bed, req.delay_sample)?;
     let closing = crate::closing::start(PORT, &bed.drop_places().namespaces)?;
     cctl_loader::faults::step("bench.after-testbed")?;
     feed.subscribe(slot.0);
@@ -211,7 +154,7 @@ pub fn run_once(
     let sampler = {
         let (queue, aqm_points, done) = (queue.clone(), aqm_points.clone(), done.clone());
         let (ns, dev) = bed.sampled_queue();
-        let every = opts.queue_interval;
+        let every = req.queue_interval();
         let qdisc = point.aqm.qdisc;
         let mut tc = QdiscSampler::start(&ns, &dev).context("starting the queue sampler")?;
         std::thread::spawn(move || {
@@ -278,7 +221,7 @@ pub fn run_once(
             crate::delays::write_csv(dir, &packets, plan.hops.len())?;
             Some(crate::delays::record(
                 counts,
-                opts.delay_sample,
+                req.delay_sample,
                 &packets,
                 results.len(),
                 &plan,
@@ -326,7 +269,7 @@ pub fn run_once(
         completed,
         hops,
         schedule,
-        bottleneck: Some(setup),
+        bottleneck: Some(net.setup),
         aqm,
         clock: Some(current_clock()),
         invalid: drops.unintended(),

@@ -96,7 +96,7 @@ pub(crate) const INTEGER_PARAMS: &[&str] = &["buffer_pkts", "buffer_floor_pkts",
 pub(crate) const BUFFER_KEYS: &[&str] = &["buffer_bdp", "buffer_pkts", "buffer_ms"];
 
 /// Which set of values of a scenario to run (`benchmarks.md` §7.4).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Profile {
     /// Scaled down for the CI VM (≤ 50 Mbit/s, short runs): smoke and regression only.

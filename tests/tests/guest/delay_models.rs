@@ -10,12 +10,11 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
-use std::time::Duration;
 
 use cctl_bench::execute::run_scenario;
-use cctl_bench::run::RunOptions;
+use cctl_bench::request::RunRequest;
 use cctl_report::record::RunRecord;
-use cctl_scenario::{Profile, Scenario};
+use cctl_scenario::Scenario;
 use cctl_tests::guest::Part;
 
 /// The parts, in the order they run.
@@ -50,24 +49,14 @@ fn one_flow(algo: &str, secs: u32) -> (RunRecord, Vec<HashMap<String, f64>>) {
          duration_s = {secs}\n[[flows]]\ncc = \"{{algo}}\"\n[profiles.paper]\n[profiles.ci]\n"
     );
     let sc = Scenario::parse(&text, Path::new("<test>/delay-model.toml")).unwrap();
-    let opts = RunOptions {
-        algos: vec![algo.to_string()],
-        profile: Profile::Ci,
+    let req = RunRequest {
         repeat: Some(1),
         out: results_root(),
-        seed: None,
-        interval: Duration::from_millis(20),
-        queue_interval: Duration::from_millis(50),
-        delay_sample: cctl_bench::run::DELAY_SAMPLE_DEFAULT,
-        progress: false,
-        points: None,
-        jobs: 1,
-        shard: None,
-        slot: None,
-        duration_s: None,
-        resume: None,
+        interval_ms: 20,
+        queue_interval_ms: 50,
+        ..RunRequest::new(&sc.name, &[algo])
     };
-    let (dir, mut records) = run_scenario(&sc, &opts, Arc::new(AtomicBool::new(false)))
+    let (dir, mut records) = run_scenario(&sc, &req, false, Arc::new(AtomicBool::new(false)))
         .unwrap_or_else(|e| panic!("{algo}: {e:#}"));
     let record = records.remove(0);
     let csv_path = dir

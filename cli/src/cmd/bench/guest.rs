@@ -1,6 +1,7 @@
 //! `cctl bench run` in the 6.12 guest: the host picks the results directory, boots the
 //! guest (or, on the virtual clock with `--jobs N`, N guests, one per slot) and has it run
-//! the sweep into that directory with `--vm never`.
+//! the sweep into that directory: the host writes the request there (`request.json`) and
+//! the guest runs `cctl bench run --request FILE --vm never`.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
@@ -8,11 +9,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
+use cctl_bench::request::RunRequest;
 use cctl_report::record::timestamp;
-use cctl_scenario::{self as scenario, Profile};
+use cctl_report::runs::Shard;
+use cctl_scenario as scenario;
 use cctl_vm as vm;
 
-use super::RunArgs;
 use crate::exit::{self, usage};
 use crate::out::{out, outln};
 
@@ -30,14 +32,17 @@ fn wall_per_traffic_s(clock: vm::Clock) -> f64 {
     }
 }
 
-/// Runs the scenario in the VM; returns the exit code and the results directory.
+/// Runs the sweep `req` of `sc` in the VM on `clock`; returns the exit code and the
+/// results directory. `json`: the guest prints its summary as JSON lines.
 ///
 /// On the virtual clock with `--jobs N > 1`, N guests run side by side, one slot each
 /// (icount runs all of a guest's vCPUs on one host thread, so one guest cannot use more
 /// than one host CPU), and their slot directories are combined into the results directory.
 pub(super) fn run_in_vm(
-    a: &RunArgs,
+    req: &RunRequest,
     sc: &scenario::Scenario,
+    clock: vm::Clock,
+    json: bool,
     needs_netem: bool,
 ) -> Result<(i32, PathBuf)> {
     if needs_netem {
@@ -49,54 +54,99 @@ pub(super) fn run_in_vm(
     }
     // The host picks the results directory, so that it can record the VM's process group
     // there (`--resume` ends a VM a killed cctl left behind); the guest resumes into it.
-    let dir = match &a.resume {
+    let dir = match &req.resume {
         Some(d) => d.clone(),
-        None => a.out.join(&sc.name).join(timestamp()),
+        None => req.out.join(&sc.name).join(timestamp()),
     };
-    let clock = a.clock.unwrap_or(vm::Clock::Real);
-    let per_slot = clock == vm::Clock::Virtual && a.jobs > 1;
-    check_layout(&dir, per_slot, a.jobs)?;
+    let per_slot = clock == vm::Clock::Virtual && req.jobs > 1;
+    check_layout(&dir, per_slot, req.jobs)?;
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let out = dir.canonicalize()?;
-    let profile: Profile = a.profile.parse().map_err(anyhow::Error::msg)?;
-    let reps =
-        f64::from(a.repeat.unwrap_or_else(|| sc.repeat(profile)) / sc.repeat(profile).max(1))
-            .max(1.0);
-    let traffic_s = sc.total_duration_s(profile).unwrap_or(600.0) * a.algo.len() as f64 * reps;
+    let reps = f64::from(req.repeat_of(sc) / sc.repeat(req.profile).max(1)).max(1.0);
+    let traffic_s =
+        sc.total_duration_s(req.profile).unwrap_or(600.0) * req.algo.len() as f64 * reps;
     // Ctrl-C kills the VMs (their namespaces and algorithms go with them); finished runs
     // stay on disk.
     let cancel = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, cancel.clone()).context("installing signal handlers")?;
     }
-    let timeout =
-        Duration::from_secs_f64(traffic_s * wall_per_traffic_s(clock) / f64::from(a.jobs) + 600.0);
-    if !per_slot {
-        let cmd = guest_command(a, sc, &out, a.jobs, None)?;
+    let timeout = Duration::from_secs_f64(
+        traffic_s * wall_per_traffic_s(clock) / f64::from(req.jobs) + 600.0,
+    );
+    let guests = Guests {
+        clock,
+        timeout,
+        cancel,
+    };
+    if per_slot {
+        guests.per_slot(req, sc, &out, json)
+    } else {
+        guests.one(req, &out, json)
+    }
+}
+
+/// How the guests of one sweep boot: their clock, how long they may take, and the flag
+/// that stops them.
+struct Guests {
+    clock: vm::Clock,
+    timeout: Duration,
+    cancel: Arc<AtomicBool>,
+}
+
+impl Guests {
+    /// A guest for the sweep's results directory `out` (its slot's with `slot`): the VM
+    /// and the command that runs `req` there, resumed into `out`.
+    fn spec(
+        &self,
+        req: &RunRequest,
+        out: &Path,
+        slot: Option<Shard>,
+        json: bool,
+    ) -> Result<(vm::VmSpec, String)> {
+        let guest_req = RunRequest {
+            resume: Some(out.to_path_buf()),
+            jobs: if slot.is_some() { 1 } else { req.jobs },
+            slot,
+            ..req.clone()
+        };
+        let file = guest_req
+            .write(out)
+            .with_context(|| format!("writing the guest's request into {}", out.display()))?;
+        let exe = std::env::current_exe()?;
+        let mut cmd = format!(
+            "{} bench run --request {} --vm never",
+            shell_quote(&exe.display().to_string()),
+            shell_quote(&file.display().to_string()),
+        );
+        if json {
+            cmd += " --json";
+        }
         let mut spec = vm::VmSpec::detect()?;
-        spec.rwdirs.push(out.clone());
+        spec.rwdirs.push(out.to_path_buf());
         spec.pgid_file = Some(out.join(vm::PGID_FILE));
+        spec.timeout = self.timeout;
+        spec.cancel = Some(self.cancel.clone());
+        Ok((spec, cmd))
+    }
+
+    /// One guest runs every slot.
+    fn one(&self, req: &RunRequest, out: &Path, json: bool) -> Result<(i32, PathBuf)> {
+        let (mut spec, cmd) = self.spec(req, out, None, json)?;
         // A vCPU per slot besides the base two (a TCG vCPU is a host thread: more than the
         // host's CPUs cannot help), and 256 MiB per slot beyond the first.
         let host_cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
-        spec.cpus = spec.cpus.max((a.jobs + 1).min(host_cpus.max(spec.cpus)));
-        spec.memory_mb += 256 * (a.jobs - 1);
+        spec.cpus = spec.cpus.max((req.jobs + 1).min(host_cpus.max(spec.cpus)));
+        spec.memory_mb += 256 * (req.jobs - 1);
         // On the virtual clock (here one slot) every vCPU runs on one host thread:
         // set_clock gives the guest vm::VIRTUAL_VCPUS.
-        spec.set_clock(clock)?;
-        spec.timeout = timeout;
+        spec.set_clock(self.clock)?;
         spec.echo = true;
-        spec.cancel = Some(cancel);
         announce(&spec, None);
-        return match vm::run_in_vm(&spec, &cmd) {
-            Ok(res) => Ok((
-                if res.success() {
-                    exit::OK
-                } else {
-                    exit::FAILURE
-                },
-                out,
-            )),
+        let out = out.to_path_buf();
+        match vm::run_in_vm(&spec, &cmd) {
+            Ok(res) if res.success() => Ok((exit::OK, out)),
+            Ok(_) => Ok((exit::FAILURE, out)),
             Err(vm::VmError::Cancelled { .. }) => {
                 eprintln!(
                     "cctl bench: interrupted; the VM was stopped, runs finished so far are in {}",
@@ -105,56 +155,77 @@ pub(super) fn run_in_vm(
                 Ok((exit::INTERRUPTED, out))
             }
             Err(e) => Err(e.into()),
-        };
+        }
     }
 
-    // One guest per slot: each has the base vCPUs and memory and runs one run at a time.
-    let slots: Vec<PathBuf> = (1..=a.jobs)
-        .map(|j| out.join(SLOTS_DIR).join(j.to_string()))
-        .collect();
-    let mut runs: Vec<(vm::VmSpec, String)> = Vec::new();
-    for (j, slot_dir) in (1..=a.jobs).zip(&slots) {
-        std::fs::create_dir_all(slot_dir)
-            .with_context(|| format!("creating {}", slot_dir.display()))?;
-        if let Some(ended) = vm::end_recorded_vm(slot_dir)? {
-            eprintln!("cctl bench: slot {j}: {ended}");
+    /// One guest per slot, each with the base vCPUs and memory running one run at a time;
+    /// their slot directories combined into `out` at the end.
+    fn per_slot(
+        &self,
+        req: &RunRequest,
+        sc: &scenario::Scenario,
+        out: &Path,
+        json: bool,
+    ) -> Result<(i32, PathBuf)> {
+        let n = req.jobs;
+        let slots: Vec<PathBuf> = (1..=n)
+            .map(|j| out.join(SLOTS_DIR).join(j.to_string()))
+            .collect();
+        let mut runs: Vec<(vm::VmSpec, String)> = Vec::new();
+        for (j, slot_dir) in (1..=n).zip(&slots) {
+            std::fs::create_dir_all(slot_dir)
+                .with_context(|| format!("creating {}", slot_dir.display()))?;
+            if let Some(ended) = vm::end_recorded_vm(slot_dir)? {
+                eprintln!("cctl bench: slot {j}: {ended}");
+            }
+            let (mut spec, cmd) = self.spec(req, slot_dir, Some(Shard { k: j, n }), false)?;
+            spec.set_clock(self.clock)?;
+            // The guests' lines would interleave: each goes to its slot's log instead.
+            spec.echo = false;
+            announce(&spec, Some((j, n)));
+            runs.push((spec, cmd));
         }
-        let cmd = guest_command(a, sc, slot_dir, 1, Some((j, a.jobs)))?;
-        let mut spec = vm::VmSpec::detect()?;
-        spec.rwdirs.push(slot_dir.clone());
-        spec.pgid_file = Some(slot_dir.join(vm::PGID_FILE));
-        spec.set_clock(clock)?;
-        spec.timeout = timeout;
-        // The guests' lines would interleave: each goes to its slot's log instead.
-        spec.echo = false;
-        spec.cancel = Some(cancel.clone());
-        announce(&spec, Some((j, a.jobs)));
-        runs.push((spec, cmd));
-    }
-    let results = (1..=a.jobs).zip(vm::run_in_vms(&runs));
-    let mut code = exit::OK;
-    for ((j, res), slot_dir) in results.into_iter().zip(&slots) {
-        let log = slot_dir.join("guest.log");
-        match res {
-            Ok(o) => {
-                let _ = std::fs::write(&log, format!("{}{}", o.stdout, o.stderr));
-                if !o.success() {
-                    eprintln!(
-                        "cctl bench: slot {j}/{}: the guest failed ({}); its output is in {}",
-                        a.jobs,
-                        o.status,
-                        log.display()
-                    );
+        let mut code = exit::OK;
+        for ((j, res), slot_dir) in (1..=n).zip(vm::run_in_vms(&runs)).zip(&slots) {
+            let log = slot_dir.join("guest.log");
+            match res {
+                Ok(o) => {
+                    let _ = std::fs::write(&log, format!("{}{}", o.stdout, o.stderr));
+                    if !o.success() {
+                        eprintln!(
+                            "cctl bench: slot {j}/{n}: the guest failed ({}); its output is in {}",
+                            o.status,
+                            log.display()
+                        );
+                        code = exit::FAILURE;
+                    }
+                }
+                Err(vm::VmError::Cancelled { .. }) => code = exit::INTERRUPTED,
+                Err(e) => {
+                    eprintln!("cctl bench: slot {j}/{n}: {e}");
                     code = exit::FAILURE;
                 }
             }
-            Err(vm::VmError::Cancelled { .. }) => code = exit::INTERRUPTED,
-            Err(e) => {
-                eprintln!("cctl bench: slot {j}/{}: {e}", a.jobs);
-                code = exit::FAILURE;
-            }
         }
+        combine(sc, out, &slots, n, json)?;
+        if code == exit::INTERRUPTED {
+            eprintln!(
+                "cctl bench: interrupted; the VMs were stopped, runs finished so far are in {}",
+                out.display()
+            );
+        }
+        Ok((code, out.to_path_buf()))
     }
+}
+
+/// Combines the slot directories the guests wrote into `out` and prints the summary.
+fn combine(
+    sc: &scenario::Scenario,
+    out: &Path,
+    slots: &[PathBuf],
+    n: u32,
+    json: bool,
+) -> Result<()> {
     let written: Vec<PathBuf> = slots
         .iter()
         .filter(|d| d.join("metadata.json").exists())
@@ -166,20 +237,13 @@ pub(super) fn run_in_vm(
             out.join(SLOTS_DIR).display()
         );
     }
-    let m = cctl_report::merge::combine_slots(&out, &written, cctl_bench::resolve::native_of)?;
-    if code == exit::INTERRUPTED {
-        eprintln!(
-            "cctl bench: interrupted; the VMs were stopped, runs finished so far are in {}",
-            out.display()
-        );
-    }
+    let m = cctl_report::merge::combine_slots(out, &written, cctl_bench::resolve::native_of)?;
     eprintln!(
-        "cctl bench: {} guests: {} runs of {} done",
-        a.jobs,
+        "cctl bench: {n} guests: {} runs of {} done",
         m.runs,
         m.runs + m.missing.len()
     );
-    if a.json {
+    if json {
         for r in &m.summary.rows {
             outln!("{}", serde_json::to_string(r)?)?;
         }
@@ -190,7 +254,7 @@ pub(super) fn run_in_vm(
         )?;
     }
     outln!("results: {}", out.display())?;
-    Ok((code, out))
+    Ok(())
 }
 
 /// Refuses to resume `dir` with a layout other than the one it was started with: one guest
@@ -215,60 +279,6 @@ fn check_layout(dir: &Path, per_slot: bool, jobs: u32) -> Result<()> {
         );
     }
     Ok(())
-}
-
-/// The `cctl bench run` command a guest runs: into `dir`, `jobs` runs at once, slot `J/N`
-/// of the run list if given.
-fn guest_command(
-    a: &RunArgs,
-    sc: &scenario::Scenario,
-    dir: &Path,
-    jobs: u32,
-    slot: Option<(u32, u32)>,
-) -> Result<String> {
-    let exe = std::env::current_exe()?;
-    // Built-in scenarios go by name; a file by its absolute path (the guest sees the
-    // host's file system read-only at the same paths).
-    let scenario_arg = if sc.path.starts_with("<builtin>") {
-        sc.name.clone()
-    } else {
-        sc.path.canonicalize()?.display().to_string()
-    };
-    let mut cmd = format!(
-        "{} bench run {} --algo {} --profile {} --resume {} --interval-ms {} --queue-interval-ms {} --delay-sample {} --vm never --jobs {}",
-        shell_quote(&exe.display().to_string()),
-        shell_quote(&scenario_arg),
-        shell_quote(&a.algo.join(",")),
-        shell_quote(&a.profile),
-        shell_quote(&dir.display().to_string()),
-        a.interval_ms,
-        a.queue_interval_ms,
-        a.delay_sample,
-        jobs,
-    );
-    if let Some(s) = &a.shard {
-        cmd += &format!(" --shard {}", shell_quote(s));
-    }
-    if let Some(d) = a.duration_s {
-        cmd += &format!(" --duration-s {d}");
-    }
-    if let Some((j, n)) = slot {
-        cmd += &format!(" --slot {j}/{n}");
-    }
-    if let Some(r) = a.repeat {
-        cmd += &format!(" --repeat {r}");
-    }
-    if let Some(s) = a.seed {
-        cmd += &format!(" --seed {s}");
-    }
-    if let Some(p) = &a.points {
-        let list: Vec<String> = p.iter().map(usize::to_string).collect();
-        cmd += &format!(" --points {}", list.join(","));
-    }
-    if a.json && slot.is_none() {
-        cmd += " --json";
-    }
-    Ok(cmd)
 }
 
 fn announce(spec: &vm::VmSpec, slot: Option<(u32, u32)>) {

@@ -25,7 +25,7 @@ use cctl_netem::testbed::{AccessSpec, PathSpec};
 /// Namespace prefix of the part's testbeds.
 pub const PREFIX: &str = "pm-dly";
 /// 1 packet in this many is timed in the sampled mode (the bench default).
-pub const SAMPLED: u32 = crate::run::DELAY_SAMPLE_DEFAULT;
+pub const SAMPLED: u32 = crate::request::DELAY_SAMPLE_DEFAULT;
 /// The cost the sampled mode may have, as a fraction of throughput (and of CPU per GB).
 pub const TARGET: f64 = 0.02;
 const SUBNET_OCTET: u8 = 74;

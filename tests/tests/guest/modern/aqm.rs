@@ -137,14 +137,19 @@ pub fn checks(root: &Path) {
         assert!(tp(p) > 8.0, "point {p}: {} Mbit/s of 20", tp(p));
     }
 
+    // reno beside it in the same sweep: its runs must not record dctcp's receivers.
     let sc = parse(DCTCP_RED).unwrap();
-    let (dir, s) = run_ci(&sc, &["dctcp"], root);
+    let (dir, s) = run_ci(&sc, &["dctcp", "reno"], root);
     let marks = metric(&s, "dctcp", 0, "bottleneck ECN marks (pkts)").expect("marks");
     let drops = metric(&s, "dctcp", 0, "bottleneck drops (pkts)").expect("drops");
     let dq = metric(&s, "dctcp", 0, "M13 flow1 mean qdelay (ms)").expect("M13");
     let dtp = metric(&s, "dctcp", 0, "M1 flow1 (Mbit/s)").expect("M1");
-    let (_, records) = cctl_report::record::read_records(&dir).expect("run records");
-    let retrans = records[0].series[0]
+    let (meta, records) = cctl_report::record::read_records(&dir).expect("run records");
+    let dctcp = records
+        .iter()
+        .find(|r| r.algo == "dctcp")
+        .expect("the dctcp run");
+    let retrans = dctcp.series[0]
         .points
         .last()
         .expect("collector samples of the dctcp flow")
@@ -175,4 +180,17 @@ pub fn checks(root: &Path) {
     assert!(meta.contains("net.ipv4.tcp_ecn=1"), "{meta}");
     let run = std::fs::read_to_string(dir.join("runs/dctcp/p0-r0/run.json")).unwrap();
     assert!(run.contains("\"receiver_cc\": \"dctcp\""), "{run}");
+    // Each run records the receivers it had: dctcp's for the dctcp run, the default for
+    // reno's; the point's record in metadata.json holds for both (no flow names dctcp).
+    for r in &records {
+        let receiver = r.bottleneck.as_ref().and_then(|b| b.receiver_cc.as_deref());
+        let want = (r.algo == "dctcp").then_some("dctcp");
+        assert_eq!(receiver, want, "receivers of the {} run", r.algo);
+    }
+    assert_eq!(records.len(), 2);
+    assert_eq!(
+        meta.bottleneck[&0].receiver_cc, None,
+        "{:?}",
+        meta.bottleneck
+    );
 }
