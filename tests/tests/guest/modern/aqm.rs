@@ -144,7 +144,7 @@ pub fn checks(root: &Path) {
     let drops = metric(&s, "dctcp", 0, "bottleneck drops (pkts)").expect("drops");
     let dq = metric(&s, "dctcp", 0, "M13 flow1 mean qdelay (ms)").expect("M13");
     let dtp = metric(&s, "dctcp", 0, "M1 flow1 (Mbit/s)").expect("M1");
-    let (meta, records) = cctl_report::record::read_records(&dir).expect("run records");
+    let (metadata, records) = cctl_report::record::read_records(&dir).expect("run records");
     let dctcp = records
         .iter()
         .find(|r| r.algo == "dctcp")
@@ -189,8 +189,8 @@ pub fn checks(root: &Path) {
     }
     assert_eq!(records.len(), 2);
     assert_eq!(
-        meta.bottleneck[&0].receiver_cc, None,
+        metadata.bottleneck[&0].receiver_cc, None,
         "{:?}",
-        meta.bottleneck
+        metadata.bottleneck
     );
 }
