@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use cctl_bench::delays::{packets, record};
+use cctl_bench::sources::delays::{packets, record};
 use cctl_netem::chain::Bed;
 use cctl_netem::flows::{run_bulk_flows, FlowSpec};
 use cctl_netem::testbed::{PathSpec, QdiscSampler};
@@ -33,7 +33,7 @@ fn sojourn_times_agree_with_the_bottlenecks_backlog() {
     let prefix = "cctl-dl";
     clean_slate(prefix, &[]);
     let bed = Bed::create(None, &PathSpec::new(prefix, RATE_MBIT, 60)).expect("testbed");
-    let (taps, plan) = cctl_bench::delays::start(&bed, 1)
+    let (taps, plan) = cctl_bench::sources::delays::start(&bed, 1)
         .expect("attaching the taps")
         .expect("sampling on");
     let (ns, dev) = bed.sampled_queue();

@@ -89,25 +89,8 @@ pub fn run_scenario(
             .iter()
             .find(|r| r.requested == id.algo)
             .expect("algorithm resolved");
-        progress.start(
-            format!("{} p{} {} r{}", meta.scenario, id.point, id.algo, id.rep),
-            || {
-                let on = if jobs > 1 {
-                    format!(" (slot {})", slot.0)
-                } else {
-                    String::new()
-                };
-                format!(
-                    "run {nth}/{}: point {} ({}) with {}, repetition {}, {:.0} s{on}",
-                    meta.runs_planned,
-                    point.index,
-                    point.label(),
-                    algo.requested,
-                    id.rep,
-                    point.duration_s
-                )
-            },
-        );
+        let on = (jobs > 1).then_some(slot);
+        progress.start(&meta.scenario, id, point, nth, meta.runs_planned, on);
         let run_dir = id.dir(&dir);
         let _ = std::fs::remove_dir_all(&run_dir);
         let feed = feed

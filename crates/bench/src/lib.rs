@@ -6,7 +6,8 @@
 //! - [`plan`]: the runs of a sweep, pure: points per repetition, shard, slot, resume, unloads;
 //! - [`resolve`]: requested names → registered congestion controls (loaded, ref-counted);
 //! - [`network`]: a run → the network its slot builds ([`network::NetPlan`]); checks first;
-//! - [`run`]: one run; [`pool`]: the `--jobs` workers; [`execute`]: a sweep of runs;
+//! - [`run`]: one run; [`sources`]: what it measures besides the collector, one file each;
+//! - [`pool`]: the `--jobs` workers; [`execute`]: a sweep of runs;
 //! - [`feed`]: one collector for every slot; [`lock`]: one bench per kernel;
 //! - [`cost`]: CPU per run; [`validity`]: where runs differ from the scenario;
 //! - [`perf`]: BPF ports against native modules, the collector, migration, the testbed.
@@ -14,9 +15,7 @@
 //! Running needs root (CAP_BPF, CAP_NET_ADMIN, CAP_SYS_ADMIN).
 
 pub mod calibrate;
-pub mod closing;
 pub mod cost;
-pub mod delays;
 pub mod execute;
 pub mod feed;
 pub mod lock;
@@ -27,5 +26,5 @@ pub mod pool;
 pub mod request;
 pub mod resolve;
 pub mod run;
-pub mod traffic;
+pub mod sources;
 pub mod validity;

@@ -9,6 +9,7 @@ use std::sync::Mutex;
 use anyhow::Result;
 use cctl_netem::slot::Slot;
 use cctl_report::runs::RunId;
+use cctl_scenario::RunPoint;
 
 use crate::plan::{Plan, Unloads};
 use crate::resolve::Loaded;
@@ -139,12 +140,29 @@ impl Progress {
         self.on
     }
 
-    /// A run starts: `what` names it on the bar, `line` describes it on its
-    /// own line.
-    pub fn start(&self, what: String, line: impl FnOnce() -> String) {
-        self.bar.set_message(what);
+    /// Run `id` of `scenario` starts, the `nth` of `planned`, on `slot` when runs share
+    /// the machine: its name on the bar, or a line.
+    pub fn start(
+        &self,
+        scenario: &str,
+        id: &RunId,
+        point: &RunPoint,
+        nth: usize,
+        planned: usize,
+        slot: Option<Slot>,
+    ) {
+        self.bar
+            .set_message(format!("{scenario} p{} {} r{}", id.point, id.algo, id.rep));
         if self.lines {
-            eprintln!("cctl bench: {}", line());
+            let on = slot.map_or(String::new(), |s| format!(" (slot {})", s.0));
+            eprintln!(
+                "cctl bench: run {nth}/{planned}: point {} ({}) with {}, repetition {}, {:.0} s{on}",
+                point.index,
+                point.label(),
+                id.algo,
+                id.rep,
+                point.duration_s
+            );
         }
     }
 

@@ -82,7 +82,7 @@ fn round(site: Site, rate_mbit: f64, every: u32, secs: f64) -> Result<Round> {
         ..Default::default()
     }];
     let bed = Bed::create(None, &spec).context("building the testbed")?;
-    let taps = crate::delays::start(&bed, every)?;
+    let taps = crate::sources::delays::start(&bed, every)?;
     let flows = [FlowSpec {
         id: 1,
         cc: "cubic".into(),

@@ -9,6 +9,10 @@ use anyhow::{Context, Result};
 use cctl_loader::closerec::{CloseConfig, CloseRecord, CloseRecords};
 use cctl_loader::migrate::resolve_netns;
 use cctl_loader::upgrade::VersionCache;
+use cctl_report::record::RunRecord;
+
+use super::{End, Running, Source, Start};
+use crate::run::PORT;
 
 /// Close records being written for one run: the program and the cookies of the run's
 /// namespaces (others' records are left out: runs of other slots use the same port).
@@ -66,4 +70,32 @@ pub fn write(dir: &Path, records: &[CloseRecord]) -> Result<()> {
     let path = dir.join("close.json");
     std::fs::write(&path, serde_json::to_vec_pretty(records)?)
         .with_context(|| format!("writing {}", path.display()))
+}
+
+/// The source of a run's close records (`close.json`): loaded before t0, read after the
+/// testbed is removed, which closes the sockets still in TIME_WAIT.
+pub struct Closing;
+
+impl Source for Closing {
+    fn before_t0(&self) -> bool {
+        true
+    }
+
+    fn start(&self, run: &Start) -> Result<Option<Box<dyn Running>>> {
+        Ok(Some(Box::new(start(
+            PORT,
+            &run.bed.drop_places().namespaces,
+        )?)))
+    }
+}
+
+impl Running for RunCloseRecords {
+    fn after_bed(&self) -> bool {
+        true
+    }
+
+    fn finish(self: Box<Self>, end: &End, _: &mut RunRecord) -> Result<()> {
+        let records = (*self).finish()?;
+        write(end.dir, &records)
+    }
 }

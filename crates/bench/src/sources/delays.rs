@@ -10,6 +10,9 @@ use cctl_metrics::delay::{DelayRecord, PacketDelay, TapCounts};
 use cctl_netem::chain::Bed;
 use cctl_netem::flows::FlowResult;
 use cctl_netem::taps::{TapPlan, ORIGIN, TERMINAL};
+use cctl_report::record::RunRecord;
+
+use super::{End, Running, Source, Start};
 
 /// Attaches the taps of `bed`, timing 1 packet in `sample_every`; `None` when 0 (off).
 ///
@@ -129,4 +132,42 @@ pub fn write_csv(dir: &Path, packets: &[PacketDelay], hops: usize) -> Result<()>
     }
     w.flush()?;
     Ok(())
+}
+
+/// The source of a run's per-packet delays (`delays` of `run.json`, `delays.csv`): taps
+/// attached before t0 when `--delay-sample` is not 0.
+pub struct Delays;
+
+/// The taps of one run, attached.
+struct Attached {
+    taps: DelayTaps,
+    plan: TapPlan,
+}
+
+impl Source for Delays {
+    fn before_t0(&self) -> bool {
+        true
+    }
+
+    fn start(&self, run: &Start) -> Result<Option<Box<dyn Running>>> {
+        Ok(start(run.bed, run.req.delay_sample)?
+            .map(|(taps, plan)| Box::new(Attached { taps, plan }) as Box<dyn Running>))
+    }
+}
+
+impl Running for Attached {
+    fn finish(self: Box<Self>, end: &End, record: &mut RunRecord) -> Result<()> {
+        let Attached { taps, plan } = *self;
+        let (events, counts) = taps.finish().context("reading the delay taps")?;
+        let packets = packets(&events, &plan, end.flows, end.t0.ns);
+        write_csv(end.dir, &packets, plan.hops.len())?;
+        record.delays = Some(self::record(
+            counts,
+            end.req.delay_sample,
+            &packets,
+            end.flows.len(),
+            &plan,
+        ));
+        Ok(())
+    }
 }

@@ -12,7 +12,10 @@ use cctl_netem::chain::Bed;
 use cctl_netem::flows::Endpoints;
 use cctl_netem::probes::{ProbeResult, ProbeSpec, Probes};
 use cctl_netem::udp::{CbrResult, CbrSpec, CbrTraffic};
+use cctl_report::record::RunRecord;
 use cctl_scenario::{FlowKind, RunPoint};
+
+use super::{End, Running, Source, Start};
 
 /// First UDP port of the streams: flow `i` (0-based) uses `UDP_PORT + i`.
 pub const UDP_PORT: u16 = 5600;
@@ -20,7 +23,7 @@ pub const UDP_PORT: u16 = 5600;
 pub const PROBE_PORT: u16 = 5700;
 
 /// The UDP streams and probes of one run, running.
-pub struct Running {
+pub struct Streams {
     streams: Vec<CbrTraffic>,
     probes: Vec<Probes>,
 }
@@ -38,8 +41,8 @@ pub struct Finished {
 /// probes (from the first sender's namespace to its receiver), timed from `t0`.
 ///
 /// Errors: a socket cannot be made in its namespace; whatever started is stopped first.
-pub fn start(point: &RunPoint, bed: &Bed, t0: Instant, stop: &Arc<AtomicBool>) -> Result<Running> {
-    let mut running = Running {
+pub fn start(point: &RunPoint, bed: &Bed, t0: Instant, stop: &Arc<AtomicBool>) -> Result<Streams> {
+    let mut running = Streams {
         streams: Vec::new(),
         probes: Vec::new(),
     };
@@ -95,7 +98,7 @@ pub fn start(point: &RunPoint, bed: &Bed, t0: Instant, stop: &Arc<AtomicBool>) -
     Ok(running)
 }
 
-impl Running {
+impl Streams {
     /// Waits for every stream and probe run to end (each at its stop time, or `stop`), and
     /// returns what they measured.
     ///
@@ -123,5 +126,27 @@ impl Running {
             Some(e) => Err(e),
             None => Ok(out),
         }
+    }
+}
+
+/// The source of a run's UDP streams and probes (`udp`, `probes` of `run.json`).
+pub struct Traffic;
+
+impl Source for Traffic {
+    fn start(&self, run: &Start) -> Result<Option<Box<dyn Running>>> {
+        let p = run.point;
+        if p.probes.is_empty() && !p.flows.iter().any(|f| f.kind == FlowKind::UdpCbr) {
+            return Ok(None);
+        }
+        Ok(Some(Box::new(start(p, run.bed, run.t0().at, run.stop)?)))
+    }
+}
+
+impl Running for Streams {
+    fn finish(self: Box<Self>, _: &End, record: &mut RunRecord) -> Result<()> {
+        let f = (*self).finish().context("finishing the UDP traffic")?;
+        record.udp = f.udp;
+        record.probes = f.probes;
+        Ok(())
     }
 }
