@@ -4,24 +4,12 @@
 //! bad input naming the file or key. No root, no kernel.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
 use serde_json::Value;
 
-fn cctl(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_cctl"))
-        .args(args)
-        .output()
-        .expect("cctl runs")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "stdout:\n{}\nstderr:\n{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
+mod common;
+use common::{cctl, text};
 
 fn baseline() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/summary.json")

@@ -5,12 +5,8 @@
 
 use std::process::{Command, Output};
 
-fn cctl(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_cctl"))
-        .args(args)
-        .output()
-        .expect("cctl runs")
-}
+mod common;
+use common::cctl;
 
 fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()

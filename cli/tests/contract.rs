@@ -7,29 +7,14 @@
 //! change: every row is refused before anything is done.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 use std::time::{Duration, Instant};
+
+mod common;
+use common::{cctl, cctl_parse_only};
 
 /// Exit code of bad input (cli/src/exit.rs `USAGE`).
 const USAGE: i32 = 2;
-
-fn cctl(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_cctl"))
-        .args(args)
-        .env_remove("CCTL_PARSE_ONLY")
-        .output()
-        .expect("cctl runs")
-}
-
-/// `cctl` that only parses its command line (`CCTL_PARSE_ONLY`, cli/src/main.rs): a value
-/// the parser accepts exits 0 instead of running the command.
-fn cctl_parse_only(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_cctl"))
-        .args(args)
-        .env("CCTL_PARSE_ONLY", "1")
-        .output()
-        .expect("cctl runs")
-}
 
 /// The reference, as `cctl --markdown-help` prints it.
 fn reference() -> String {

@@ -3,26 +3,14 @@
 //! and every link between them resolves. No root, no kernel: lines are checked with
 //! `CCTL_PARSE_ONLY=1`, which makes `cctl` parse its arguments and exit.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::Path;
 
-/// The workspace root (README.md, docs/).
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-fn cctl(args: &[String], parse_only: bool) -> Output {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_cctl"));
-    c.args(args);
-    if parse_only {
-        c.env("CCTL_PARSE_ONLY", "1");
-    }
-    c.output().expect("cctl runs")
-}
+mod common;
+use common::root;
 
 /// What `cctl --markdown-help` prints today.
 fn generated_reference() -> String {
-    let o = cctl(&["--markdown-help".to_string()], false);
+    let o = common::run(&["--markdown-help".to_string()], false);
     assert_eq!(
         o.status.code(),
         Some(0),
@@ -285,7 +273,7 @@ fn every_documented_cctl_line_parses_with_todays_cli() {
             args.push("--help".to_string());
         }
         let real = runs_for_real(&args);
-        let o = cctl(&args, !real);
+        let o = common::run(&args, !real);
         if o.status.code() != Some(0) {
             failures.push(format!(
                 "{}: cctl {} -> exit {:?}: {}",
@@ -306,12 +294,9 @@ fn every_documented_cctl_line_parses_with_todays_cli() {
 
 #[test]
 fn parse_only_mode_still_refuses_bad_arguments() {
-    let o = cctl(
-        &["bench".into(), "run".into(), "--no-such-flag".into()],
-        true,
-    );
+    let o = common::run(&["bench", "run", "--no-such-flag"], true);
     assert_eq!(o.status.code(), Some(2));
-    let o = cctl(&["load".into(), "htcp".into()], true);
+    let o = common::run(&["load", "htcp"], true);
     assert_eq!(o.status.code(), Some(0), "parse only: nothing is loaded");
 }
 

@@ -5,28 +5,11 @@
 //! anything runs. No root, no kernel.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
 use serde_json::Value;
 
-fn cctl(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_cctl"))
-        .args(args)
-        .output()
-        .expect("cctl runs")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "stdout:\n{}\nstderr:\n{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
+mod common;
+use common::{cctl, root, text};
 
 /// A fresh directory for one test.
 fn scratch(tag: &str) -> PathBuf {

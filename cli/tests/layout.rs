@@ -7,6 +7,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+mod common;
+use common::root;
+
 /// The crates `cargo test -p ...` must build and test on a machine without clang or BTF.
 const PURE: &[&str] = &[
     "cctl-scenario",
@@ -18,10 +21,6 @@ const PURE: &[&str] = &[
 
 /// What needs clang and kernel BTF to build: the loader (its BPF skeletons) and libbpf.
 const NEEDS_BPF_TOOLCHAIN: &[&str] = &["cctl-loader", "libbpf-cargo", "libbpf-sys"];
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
 
 fn metadata() -> serde_json::Value {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());

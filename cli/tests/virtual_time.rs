@@ -3,22 +3,9 @@
 //! resuming a one-guest-per-slot run with another layout. No root, no kernel, no guest.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
-fn cctl(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_cctl"))
-        .args(args)
-        .output()
-        .expect("cctl runs")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "stdout:\n{}\nstderr:\n{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
+mod common;
+use common::{cctl, text};
 
 /// A fresh, empty directory for one test.
 fn scratch(tag: &str) -> PathBuf {

@@ -7,10 +7,8 @@
 
 use std::mem::MaybeUninit;
 use std::net::IpAddr;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::mpsc::Receiver;
-use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
@@ -18,6 +16,7 @@ use libbpf_rs::RingBufferBuilder;
 
 use crate::error::{Error, Result};
 use crate::kernel;
+use crate::ringbuf::{poll_until_stopped, Reader, Ready, POLL_INTERVAL};
 use crate::sample::addr;
 use crate::skel::close::types::cctl_close_record;
 use crate::skel::close::CloseSkelBuilder;
@@ -27,7 +26,6 @@ use crate::skel::close::CloseSkelBuilder;
 unsafe impl plain::Plain for cctl_close_record {}
 
 const FLAG_SEEN: u16 = 1;
-const POLL_INTERVAL: Duration = Duration::from_millis(20);
 
 /// Which sockets get a record.
 #[derive(Debug, Clone, Copy, Default)]
@@ -205,8 +203,7 @@ pub struct CloseStats {
 /// Close records being written: attached until [`CloseRecords::finish`] or drop.
 pub struct CloseRecords {
     rx: Receiver<CloseRecord>,
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<Result<CloseStats>>>,
+    reader: Reader<CloseStats>,
 }
 
 impl CloseRecords {
@@ -219,33 +216,9 @@ impl CloseRecords {
     pub fn start(cfg: CloseConfig) -> Result<CloseRecords> {
         kernel::require_privileges("writing close records")?;
         kernel::require_btf()?;
-        let stop = Arc::new(AtomicBool::new(false));
         let (tx, rx) = std::sync::mpsc::channel();
-        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
-        let thread_stop = stop.clone();
-        let thread = std::thread::Builder::new()
-            .name("cctl-close".into())
-            .spawn(move || run(cfg, tx, ready_tx, thread_stop))
-            .map_err(|e| Error::io("starting the close-record thread", "-", e))?;
-        match ready_rx.recv() {
-            Ok(Ok(())) => Ok(CloseRecords {
-                rx,
-                stop,
-                thread: Some(thread),
-            }),
-            Ok(Err(e)) => {
-                let _ = thread.join();
-                Err(e)
-            }
-            Err(_) => match thread.join() {
-                Ok(Err(e)) => Err(e),
-                _ => Err(Error::io(
-                    "close-record thread ended before attaching",
-                    "-",
-                    std::io::Error::other("thread exited"),
-                )),
-            },
-        }
+        let reader = Reader::start("cctl-close", move |ready, stop| run(cfg, tx, ready, stop))?;
+        Ok(CloseRecords { rx, reader })
     }
 
     /// The next record, waiting at most `timeout`; `None` when none came.
@@ -261,45 +234,22 @@ impl CloseRecords {
     }
 
     /// Stops, detaches and returns the counters.
-    pub fn finish(mut self) -> Result<CloseStats> {
-        self.stop.store(true, Ordering::SeqCst);
-        self.thread
-            .take()
-            .expect("joined once")
-            .join()
-            .unwrap_or_else(|_| {
-                Err(Error::io(
-                    "close-record thread panicked",
-                    "-",
-                    std::io::Error::other("panic"),
-                ))
-            })
+    pub fn finish(self) -> Result<CloseStats> {
+        self.reader.finish()
     }
 }
 
-impl Drop for CloseRecords {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
+/// The reader's body: load, attach, read until stopped.
 fn run(
     cfg: CloseConfig,
     tx: std::sync::mpsc::Sender<CloseRecord>,
-    ready: std::sync::mpsc::Sender<Result<()>>,
-    stop: Arc<AtomicBool>,
+    ready: Ready,
+    stop: &AtomicBool,
 ) -> Result<CloseStats> {
-    let fail = |e: Error| {
-        let _ = ready.send(Err(e));
-        Ok(CloseStats::default())
-    };
     let mut storage = MaybeUninit::uninit();
     let mut open = match CloseSkelBuilder::default().open(&mut storage) {
         Ok(o) => o,
-        Err(e) => return fail(Error::bpf("opening the close-record BPF object", e)),
+        Err(e) => return Err(Error::bpf("opening the close-record BPF object", e)),
     };
     {
         let ro = open
@@ -313,14 +263,14 @@ fn run(
     let mut skel = match open.load() {
         Ok(s) => s,
         Err(e) => {
-            return fail(Error::bpf(
+            return Err(Error::bpf(
                 "loading the close-record programs (verifier)",
                 e,
             ))
         }
     };
     if let Err(e) = skel.attach() {
-        return fail(Error::bpf(
+        return Err(Error::bpf(
             "attaching to tp_btf/tcp_probe and tp_btf/tcp_destroy_sock",
             e,
         ));
@@ -332,21 +282,14 @@ fn run(
         }
         0
     }) {
-        return fail(Error::bpf("setting up the ring buffer", e));
+        return Err(Error::bpf("setting up the ring buffer", e));
     }
     let rb = match builder.build() {
         Ok(rb) => rb,
-        Err(e) => return fail(Error::bpf("setting up the ring buffer", e)),
+        Err(e) => return Err(Error::bpf("setting up the ring buffer", e)),
     };
-    let _ = ready.send(Ok(()));
-    while !stop.load(Ordering::SeqCst) {
-        if let Err(e) = rb.poll(POLL_INTERVAL) {
-            if e.kind() != libbpf_rs::ErrorKind::Interrupted {
-                return Err(Error::bpf("polling the ring buffer", e));
-            }
-        }
-    }
-    let _ = rb.consume();
+    ready.attached();
+    poll_until_stopped(&rb, stop, || {})?;
     let bss = skel
         .maps
         .bss_data

@@ -10,7 +10,6 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
@@ -19,6 +18,7 @@ use libbpf_rs::RingBufferBuilder;
 use crate::catalogue::validate_cc_name;
 use crate::error::{Error, Result};
 use crate::kernel;
+use crate::ringbuf::{poll_until_stopped, Reader, Ready};
 use crate::sample::Sample;
 use crate::skel::trace::TraceSkelBuilder;
 
@@ -120,17 +120,17 @@ impl LiveAtomics {
 
 /// A running trace: a stream of samples until [`Trace::finish`].
 pub struct Trace {
+    // Dropped before the reader: a closed channel unblocks a collector waiting on it.
     rx: tokio::sync::mpsc::Receiver<Sample>,
-    stop: Arc<AtomicBool>,
     live: Arc<LiveAtomics>,
-    thread: Option<JoinHandle<Result<TraceStats>>>,
+    reader: Reader<TraceStats>,
 }
 
 const CHANNEL_DEPTH: usize = 65_536;
 
 /// How often the collector thread reads the ring buffer when the program has not woken it:
 /// samples reach [`Trace::drain_ready`] at most this late.
-pub const POLL_INTERVAL: Duration = Duration::from_millis(20);
+pub const POLL_INTERVAL: Duration = crate::ringbuf::POLL_INTERVAL;
 
 /// Pending bytes in the ring buffer above which the program wakes the collector thread at
 /// once: a sixteenth of the 16-MiB ring, about 4,000 full or 6,700 short samples.
@@ -147,36 +147,13 @@ impl Trace {
         }
         kernel::require_privileges("tracing TCP flows")?;
         kernel::require_btf()?;
-        let stop = Arc::new(AtomicBool::new(false));
         let (tx, rx) = tokio::sync::mpsc::channel(CHANNEL_DEPTH);
-        let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<()>>();
-        let thread_stop = stop.clone();
         let live = Arc::new(LiveAtomics::default());
         let thread_live = live.clone();
-        let thread = std::thread::Builder::new()
-            .name("cctl-collector".into())
-            .spawn(move || run(cfg, tx, ready_tx, thread_stop, thread_live))
-            .map_err(|e| Error::io("starting the collector thread", "-", e))?;
-        match ready_rx.recv() {
-            Ok(Ok(())) => Ok(Trace {
-                rx,
-                stop,
-                live,
-                thread: Some(thread),
-            }),
-            Ok(Err(e)) => {
-                let _ = thread.join();
-                Err(e)
-            }
-            Err(_) => match thread.join() {
-                Ok(Err(e)) => Err(e),
-                _ => Err(Error::io(
-                    "collector thread ended before attaching",
-                    "-",
-                    std::io::Error::other("thread exited"),
-                )),
-            },
-        }
+        let reader = Reader::start("cctl-collector", move |ready, stop| {
+            run(cfg, tx, ready, stop, thread_live)
+        })?;
+        Ok(Trace { rx, live, reader })
     }
 
     /// Counters since the start, as of the collector's last ring-buffer poll (at most
@@ -233,7 +210,7 @@ impl Trace {
         // Two reads: the one under way when called may have begun before the call.
         while self.live.reads.load(Ordering::SeqCst) < start + 2
             && Instant::now() < deadline
-            && self.thread.as_ref().is_some_and(|t| !t.is_finished())
+            && self.reader.is_running()
         {
             std::thread::sleep(Duration::from_millis(1));
         }
@@ -250,22 +227,13 @@ impl Trace {
 
     /// Stops the trace, detaches the program and returns its counters. Samples
     /// still queued can be read with [`Trace::drain`] before calling this.
-    pub fn finish(mut self) -> Result<TraceStats> {
-        self.stop.store(true, Ordering::SeqCst);
+    pub fn finish(self) -> Result<TraceStats> {
+        let Trace { mut rx, reader, .. } = self;
+        reader.stop();
         // Unblock a collector waiting on a full channel.
-        self.rx.close();
-        while self.rx.try_recv().is_ok() {}
-        self.thread
-            .take()
-            .expect("collector thread joined once")
-            .join()
-            .unwrap_or_else(|_| {
-                Err(Error::io(
-                    "collector thread panicked",
-                    "-",
-                    std::io::Error::other("panic"),
-                ))
-            })
+        rx.close();
+        while rx.try_recv().is_ok() {}
+        reader.finish()
     }
 }
 
@@ -295,32 +263,18 @@ impl futures::Stream for Trace {
     }
 }
 
-impl Drop for Trace {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        self.rx.close();
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
 /// The collector thread: load, attach, poll until stopped.
 fn run(
     cfg: TraceConfig,
     tx: tokio::sync::mpsc::Sender<Sample>,
-    ready: std::sync::mpsc::Sender<Result<()>>,
-    stop: Arc<AtomicBool>,
+    ready: Ready,
+    stop: &AtomicBool,
     live: Arc<LiveAtomics>,
 ) -> Result<TraceStats> {
-    let fail = |e: Error| {
-        let _ = ready.send(Err(e));
-        Ok(TraceStats::default())
-    };
     let mut storage = MaybeUninit::uninit();
     let mut open = match TraceSkelBuilder::default().open(&mut storage) {
         Ok(o) => o,
-        Err(e) => return fail(Error::bpf("opening the collector BPF object", e)),
+        Err(e) => return Err(Error::bpf("opening the collector BPF object", e)),
     };
     {
         let ro = open
@@ -340,11 +294,11 @@ fn run(
     }
     let skel = match open.load() {
         Ok(s) => s,
-        Err(e) => return fail(Error::bpf("loading the collector (verifier)", e)),
+        Err(e) => return Err(Error::bpf("loading the collector (verifier)", e)),
     };
     let _link = match skel.progs.cctl_tcp_probe.attach() {
         Ok(l) => l,
-        Err(e) => return fail(Error::bpf("attaching the collector to tp_btf/tcp_probe", e)),
+        Err(e) => return Err(Error::bpf("attaching the collector to tp_btf/tcp_probe", e)),
     };
     // In this order: the second counter counts what the kernel made the first skip
     // (trace.bpf.c, count_entry).
@@ -356,7 +310,7 @@ fn run(
         match prog.attach() {
             Ok(l) => state_links.push(l),
             Err(e) => {
-                return fail(Error::bpf(
+                return Err(Error::bpf(
                     "attaching the CA-state counters to tp_btf/tcp_cong_state_set",
                     e,
                 ))
@@ -395,7 +349,7 @@ fn run(
         let cb_flows = &mut flows;
         let cb_live = live.clone();
         let cb_publish = &publish;
-        let cb_stop = stop.clone();
+        let cb_stop = stop;
         let added = builder.add(&skel.maps.samples, move |data: &[u8]| {
             if let Some(s) = Sample::decode(data) {
                 *cb_flows += usize::from(s.first);
@@ -428,27 +382,20 @@ fn run(
             0
         });
         if let Err(e) = added {
-            return fail(Error::bpf("setting up the ring buffer", e));
+            return Err(Error::bpf("setting up the ring buffer", e));
         }
         let rb = match builder.build() {
             Ok(rb) => rb,
-            Err(e) => return fail(Error::bpf("setting up the ring buffer", e)),
+            Err(e) => return Err(Error::bpf("setting up the ring buffer", e)),
         };
-        let _ = ready.send(Ok(()));
+        ready.attached();
         // The program wakes this thread only when the ring buffer holds more than
         // `wakeup_bytes` (trace.bpf.c); otherwise it is read every POLL_INTERVAL. One
         // wakeup per sample cost more CPU than decoding the samples.
-        while !stop.load(Ordering::SeqCst) {
-            if let Err(e) = rb.poll(POLL_INTERVAL).and_then(|_| rb.consume()) {
-                if e.kind() != libbpf_rs::ErrorKind::Interrupted {
-                    return Err(Error::bpf("polling the ring buffer", e));
-                }
-            }
+        poll_until_stopped(&rb, stop, || {
             publish();
             live.reads.fetch_add(1, Ordering::SeqCst);
-        }
-        let _ = rb.consume();
-        publish();
+        })?;
     }
     let end = live.read();
     Ok(TraceStats {

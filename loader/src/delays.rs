@@ -11,10 +11,8 @@
 use std::mem::MaybeUninit;
 use std::net::Ipv4Addr;
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::mpsc::Receiver;
-use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 use libbpf_rs::skel::{OpenSkel, SkelBuilder};
@@ -23,6 +21,7 @@ use libbpf_rs::{MapCore, MapFlags, RingBufferBuilder};
 use crate::error::{Error, Result};
 use crate::kernel;
 use crate::migrate::resolve_netns;
+use crate::ringbuf::{poll_until_stopped, Reader, Ready, POLL_INTERVAL};
 use crate::skel::delay::types::{cctl_delay_event, cctl_delay_role, cctl_delay_tap};
 use crate::skel::delay::DelaySkelBuilder;
 
@@ -33,8 +32,6 @@ unsafe impl plain::Plain for cctl_delay_role {}
 
 /// Timestamp slots per packet (`CCTL_DELAY_SLOTS` in bpf/cctl.h).
 pub const SLOTS: usize = 10;
-
-const POLL_INTERVAL: Duration = Duration::from_millis(20);
 
 /// One place where packets are timestamped.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -131,8 +128,7 @@ pub struct DelayCounts {
 /// Taps attached: until [`DelayTaps::finish`] or drop.
 pub struct DelayTaps {
     rx: Receiver<DelayEvent>,
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<Result<DelayCounts>>>,
+    reader: Reader<DelayCounts>,
 }
 
 impl DelayTaps {
@@ -147,33 +143,9 @@ impl DelayTaps {
         check(&cfg)?;
         kernel::require_privileges("timestamping packets")?;
         kernel::require_btf()?;
-        let stop = Arc::new(AtomicBool::new(false));
         let (tx, rx) = std::sync::mpsc::channel();
-        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
-        let thread_stop = stop.clone();
-        let thread = std::thread::Builder::new()
-            .name("cctl-delays".into())
-            .spawn(move || run(cfg, tx, ready_tx, thread_stop))
-            .map_err(|e| Error::io("starting the delay-tap thread", "-", e))?;
-        match ready_rx.recv() {
-            Ok(Ok(())) => Ok(DelayTaps {
-                rx,
-                stop,
-                thread: Some(thread),
-            }),
-            Ok(Err(e)) => {
-                let _ = thread.join();
-                Err(e)
-            }
-            Err(_) => match thread.join() {
-                Ok(Err(e)) => Err(e),
-                _ => Err(Error::io(
-                    "delay-tap thread ended before attaching",
-                    "-",
-                    std::io::Error::other("thread exited"),
-                )),
-            },
-        }
+        let reader = Reader::start("cctl-delays", move |ready, stop| run(cfg, tx, ready, stop))?;
+        Ok(DelayTaps { rx, reader })
     }
 
     /// Every event written before this call and not yet returned (waits two ring-buffer
@@ -187,30 +159,9 @@ impl DelayTaps {
     /// counters.
     ///
     /// Errors: [`Error::Bpf`] when polling the ring buffer failed.
-    pub fn finish(mut self) -> Result<(Vec<DelayEvent>, DelayCounts)> {
-        self.stop.store(true, Ordering::SeqCst);
-        let counts = self
-            .thread
-            .take()
-            .expect("joined once")
-            .join()
-            .unwrap_or_else(|_| {
-                Err(Error::io(
-                    "delay-tap thread panicked",
-                    "-",
-                    std::io::Error::other("panic"),
-                ))
-            })?;
+    pub fn finish(self) -> Result<(Vec<DelayEvent>, DelayCounts)> {
+        let counts = self.reader.finish()?;
         Ok((self.rx.try_iter().collect(), counts))
-    }
-}
-
-impl Drop for DelayTaps {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
     }
 }
 
@@ -297,20 +248,17 @@ fn attach(prog_fd: i32, tap: &Tap) -> Result<(OwnedFd, cctl_delay_tap)> {
     })
 }
 
+/// The reader's body: load, fill the tap table, attach, read until stopped.
 fn run(
     cfg: DelayConfig,
     tx: std::sync::mpsc::Sender<DelayEvent>,
-    ready: std::sync::mpsc::Sender<Result<()>>,
-    stop: Arc<AtomicBool>,
+    ready: Ready,
+    stop: &AtomicBool,
 ) -> Result<DelayCounts> {
-    let fail = |e: Error| {
-        let _ = ready.send(Err(e));
-        Ok(DelayCounts::default())
-    };
     let mut storage = MaybeUninit::uninit();
     let mut open = match DelaySkelBuilder::default().open(&mut storage) {
         Ok(o) => o,
-        Err(e) => return fail(Error::bpf("opening the delay-tap BPF object", e)),
+        Err(e) => return Err(Error::bpf("opening the delay-tap BPF object", e)),
     };
     open.maps
         .rodata_data
@@ -319,7 +267,7 @@ fn run(
         .sample_every = cfg.sample_every;
     let skel = match open.load() {
         Ok(s) => s,
-        Err(e) => return fail(Error::bpf("loading the delay-tap programs (verifier)", e)),
+        Err(e) => return Err(Error::bpf("loading the delay-tap programs (verifier)", e)),
     };
     let mut links = Vec::with_capacity(cfg.taps.len());
     for tap in &cfg.taps {
@@ -328,10 +276,7 @@ fn run(
         } else {
             &skel.progs.delay_egress
         };
-        let (link, key) = match attach(prog.as_fd().as_raw_fd(), tap) {
-            Ok(x) => x,
-            Err(e) => return fail(e),
-        };
+        let (link, key) = attach(prog.as_fd().as_raw_fd(), tap)?;
         let role = cctl_delay_role {
             slot: u32::from(tap.slot),
             terminal: u32::from(tap.terminal),
@@ -339,7 +284,7 @@ fn run(
         // SAFETY: both are Plain structs; their bytes are the map's key and value.
         let (k, v) = unsafe { (plain::as_bytes(&key), plain::as_bytes(&role)) };
         if let Err(e) = skel.maps.taps.update(k, v, MapFlags::ANY) {
-            return fail(Error::bpf("filling the delay-tap table", e));
+            return Err(Error::bpf("filling the delay-tap table", e));
         }
         links.push(link);
     }
@@ -350,20 +295,15 @@ fn run(
         }
         0
     }) {
-        return fail(Error::bpf("setting up the ring buffer", e));
+        return Err(Error::bpf("setting up the ring buffer", e));
     }
     let rb = match builder.build() {
         Ok(rb) => rb,
-        Err(e) => return fail(Error::bpf("setting up the ring buffer", e)),
+        Err(e) => return Err(Error::bpf("setting up the ring buffer", e)),
     };
-    let _ = ready.send(Ok(()));
-    while !stop.load(Ordering::SeqCst) {
-        if let Err(e) = rb.poll(POLL_INTERVAL) {
-            if e.kind() != libbpf_rs::ErrorKind::Interrupted {
-                return Err(Error::bpf("polling the ring buffer", e));
-            }
-        }
-    }
+    ready.attached();
+    poll_until_stopped(&rb, stop, || {})?;
+    // Events of packets under way when the taps come off.
     drop(links);
     let _ = rb.consume();
     let bss = skel

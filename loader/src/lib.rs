@@ -34,6 +34,7 @@ pub mod model_check;
 pub mod object;
 pub mod policy;
 pub mod registry;
+pub mod ringbuf;
 pub mod sample;
 pub mod security;
 pub mod summary;
