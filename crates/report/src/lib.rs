@@ -3,6 +3,7 @@
 //! ```text
 //! <out>/<scenario>/<timestamp>/
 //!   metadata.json                     kernel, algorithms + parameters, scenario, profile, seed, cctl version
+//!   request.json                      the run's options (cctl_bench::request::RunRequest)
 //!   runs/<algo>/p<point>-r<rep>/      samples.csv (collector), queue.csv (bottleneck), run.json (flows, metrics)
 //!   summary.json, summary.md          mean ± standard error over repetitions
 //!   plots/*.png, plots/*.svg

@@ -76,9 +76,24 @@ pub fn run_metrics(r: &RunRecord, p: &MetricParams) -> RunMetrics {
     let mut v = MetricMap::new();
     let mut nc = Vec::new();
     let end = r.spec.duration_s;
-    let capacity = r.spec.rate_mbit * 1e6;
-    let flows = &r.series;
+    per_flow(&mut v, &r.series, end, p);
+    between_flows(&mut v, &mut nc, &r.series, end, p);
+    composition(&mut v, &r.series, p);
+    bottleneck(&mut v, r, end);
+    traffic(&mut v, r);
+    host_and_hops(&mut v, r, end);
+    RunMetrics {
+        point: r.point,
+        algo: r.algo.clone(),
+        rep: r.rep,
+        values: v,
+        nc,
+    }
+}
 
+/// Each flow's own: M1 (whole run, steady state), M13 queueing delay, M16 congestion
+/// epoch, backoffs, min RTT over the base RTT, M15 completion.
+fn per_flow(v: &mut MetricMap, flows: &[FlowSeries], end: f64, p: &MetricParams) {
     for f in flows {
         let tp = metrics::flow_throughput(f, end, &p.steady_state);
         if let Some(x) = tp.whole_run_bps {
@@ -112,6 +127,17 @@ pub fn run_metrics(r: &RunRecord, p: &MetricParams) -> RunMetrics {
             v.insert(format!("M15 flow{} completion (s)", f.id), c);
         }
     }
+}
+
+/// Between flows 1 and 2: M3 ratios (whole run and last 50 %), M4 Jain over every flow,
+/// M5 convergence times (a metric that never converged is named in `nc`).
+fn between_flows(
+    v: &mut MetricMap,
+    nc: &mut Vec<String>,
+    flows: &[FlowSeries],
+    end: f64,
+    p: &MetricParams,
+) {
     if flows.len() >= 2 {
         let u = |f: &FlowSeries| metrics::flow_throughput(f, end, &p.steady_state).whole_run_bps;
         if let (Some(u1), Some(u2)) = (u(&flows[0]), u(&flows[1])) {
@@ -157,7 +183,11 @@ pub fn run_metrics(r: &RunRecord, p: &MetricParams) -> RunMetrics {
             }
         }
     }
-    // M6/M7 over the longest interval in which the set of flows does not change.
+}
+
+/// M6 R1 and M7 stability over the longest interval in which the set of flows does not
+/// change.
+fn composition(v: &mut MetricMap, flows: &[FlowSeries], p: &MetricParams) {
     if let Some(iv) = metrics::constant_composition_intervals(flows)
         .into_iter()
         .filter(|iv| !iv.flow_ids.is_empty())
@@ -175,6 +205,13 @@ pub fn run_metrics(r: &RunRecord, p: &MetricParams) -> RunMetrics {
             v.insert("M7 S".into(), x);
         }
     }
+}
+
+/// The forward bottleneck's: M8 goodput and utilisation, M9 drop and retransmission rates,
+/// random and unintended drops.
+fn bottleneck(v: &mut MetricMap, r: &RunRecord, end: f64) {
+    let capacity = r.spec.rate_mbit * 1e6;
+    let flows = &r.series;
     // M8 is the forward bottleneck's: reverse flows (`direction = "reverse"`) cross the
     // reverse path, not it.
     let forward: Vec<FlowSeries> = flows
@@ -210,6 +247,11 @@ pub fn run_metrics(r: &RunRecord, p: &MetricParams) -> RunMetrics {
             d.unintended_total() as f64,
         );
     }
+}
+
+/// One-way delays (the taps), latency under load (each `[[probes]]` table), the udp-cbr
+/// streams and the web sessions.
+fn traffic(v: &mut MetricMap, r: &RunRecord) {
     if let Some(d) = &r.delays {
         v.extend(d.metrics());
     }
@@ -246,6 +288,12 @@ pub fn run_metrics(r: &RunRecord, p: &MetricParams) -> RunMetrics {
         v.insert("web load forward (Mbit/s)".into(), w.forward_bps() / 1e6);
         v.insert("web pages".into(), w.pages as f64);
     }
+}
+
+/// The host's CPU, each `[topology]` hop, M12 queue length, M14 cwnd at backoff, the
+/// bottleneck discipline's counters.
+fn host_and_hops(v: &mut MetricMap, r: &RunRecord, end: f64) {
+    let flows = &r.series;
     if r.cpu_busy.is_finite() {
         v.insert("CPU busy (%)".into(), 100.0 * r.cpu_busy);
     }
@@ -268,13 +316,6 @@ pub fn run_metrics(r: &RunRecord, p: &MetricParams) -> RunMetrics {
     }
     for (name, x) in bottleneck_metrics(r) {
         v.insert(name, x);
-    }
-    RunMetrics {
-        point: r.point,
-        algo: r.algo.clone(),
-        rep: r.rep,
-        values: v,
-        nc,
     }
 }
 
