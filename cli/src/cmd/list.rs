@@ -38,16 +38,62 @@ pub struct Args {
     compare_set: bool,
 }
 
+/// What `cctl list` shows of the kernel and of cctl's records, read once.
+struct Listing {
+    /// The kernel's registered congestion controls.
+    available: Vec<String>,
+    /// The kernel's default.
+    default: String,
+    /// cctl's registrations, with their live tunables.
+    loaded: Vec<LoadedCc>,
+    /// Records and pins of crashed runs.
+    leftovers: Vec<std::path::PathBuf>,
+    /// Registered and recorded, but pinned in a BPF file system this namespace lacks.
+    unreachable: Vec<String>,
+    /// Established sockets per (name, version); empty = unknown.
+    counts: SocketCounts,
+}
+
 /// Runs `cctl list`.
 pub fn run(args: Args) -> Result<i32> {
     if args.compare_set {
         outln!("{}", catalogue::ports_and_modules().join(","))?;
         return Ok(exit::OK);
     }
+    let l = listing()?;
+    if args.json {
+        print_json(&l)?;
+        if args.bpf_stats {
+            print_bpf_stats(args.bpf_stats_ms, true)?;
+        }
+        return Ok(exit::OK);
+    }
+    print_algorithms(args.params)?;
+    outln!()?;
+    print_registered(&l)?;
+    if !l.leftovers.is_empty() {
+        outln!()?;
+        outln!(
+            "Leftovers of crashed runs (no registration; removed by the next cctl load, unload, \
+             upgrade or rollback):"
+        )?;
+        for path in &l.leftovers {
+            outln!("  {}", path.display())?;
+        }
+    }
+    if args.bpf_stats {
+        outln!()?;
+        print_bpf_stats(args.bpf_stats_ms, false)?;
+    }
+    Ok(exit::OK)
+}
+
+/// Reads what the listing shows. Reads only: a listing changes nothing, leftovers of
+/// crashed runs included. A planted or writable record or pin is refused (exit 9), not
+/// shown as if cctl made it.
+fn listing() -> Result<Listing> {
     let available = kernel::available_ccs().unwrap_or_default();
     let default = kernel::default_cc().unwrap_or_default();
-    // Reads only: a listing changes nothing, leftovers of crashed runs included.
-    // A planted or writable record or pin is refused (exit 9), not shown as if cctl made it.
     let mut loaded = registry::list_loaded()?;
     // Live tunables as they are in the kernel now (`cctl set`), not as recorded.
     loaded.iter_mut().for_each(cctl_loader::live::refresh);
@@ -74,45 +120,64 @@ pub fn run(args: Args) -> Result<i32> {
             .unwrap_or_default()
     };
 
-    if args.json {
-        for a in catalogue::ALGORITHMS {
-            let line = serde_json::json!({
-                "kind": "algorithm", "key": a.key, "cc_name": a.cc_name, "summary": a.summary,
-                "paper": a.paper, "spec": a.spec, "native": a.native, "params": a.params,
-                "profiles": a.profiles, "vars": a.var_docs.iter().map(|(n, d)| serde_json::json!({"name": n, "doc": d})).collect::<Vec<_>>(),
-            });
-            outln!("{line}")?;
-        }
-        for name in &available {
-            let ours = loaded.iter().find(|l| &l.name == name);
-            let line = serde_json::json!({
-                "kind": "registered", "name": name, "default": *name == default,
-                "cctl": ours.is_some(), "algo": ours.map(|o| o.algo.clone()),
-                "params": ours.map(|o| o.params.clone()),
-                "version": ours.map(|o| o.version),
-                "versions": ours.map(|o| versions_json(o, &counts)),
-            });
-            outln!("{line}")?;
-        }
-        for path in &leftovers {
-            outln!(
-                "{}",
-                serde_json::json!({"kind": "leftover", "path": path.display().to_string()})
-            )?;
-        }
-        for name in &unreachable {
-            outln!(
-                "{}",
-                serde_json::json!({"kind": "unreachable", "name": name,
-                                   "reason": registry::unreachable_detail()})
-            )?;
-        }
-        if args.bpf_stats {
-            print_bpf_stats(args.bpf_stats_ms, true)?;
-        }
-        return Ok(exit::OK);
-    }
+    Ok(Listing {
+        available,
+        default,
+        loaded,
+        leftovers,
+        unreachable,
+        counts,
+    })
+}
 
+/// The listing as JSON lines: `"kind"` algorithm, registered, leftover, unreachable.
+fn print_json(l: &Listing) -> Result<()> {
+    let Listing {
+        available,
+        default,
+        loaded,
+        leftovers,
+        unreachable,
+        counts,
+    } = l;
+    for a in catalogue::ALGORITHMS {
+        let line = serde_json::json!({
+            "kind": "algorithm", "key": a.key, "cc_name": a.cc_name, "summary": a.summary,
+            "paper": a.paper, "spec": a.spec, "native": a.native, "params": a.params,
+            "profiles": a.profiles, "vars": a.var_docs.iter().map(|(n, d)| serde_json::json!({"name": n, "doc": d})).collect::<Vec<_>>(),
+        });
+        outln!("{line}")?;
+    }
+    for name in available {
+        let ours = loaded.iter().find(|l| &l.name == name);
+        let line = serde_json::json!({
+            "kind": "registered", "name": name, "default": name == default,
+            "cctl": ours.is_some(), "algo": ours.map(|o| o.algo.clone()),
+            "params": ours.map(|o| o.params.clone()),
+            "version": ours.map(|o| o.version),
+            "versions": ours.map(|o| versions_json(o, counts)),
+        });
+        outln!("{line}")?;
+    }
+    for path in leftovers {
+        outln!(
+            "{}",
+            serde_json::json!({"kind": "leftover", "path": path.display().to_string()})
+        )?;
+    }
+    for name in unreachable {
+        outln!(
+            "{}",
+            serde_json::json!({"kind": "unreachable", "name": name,
+                               "reason": registry::unreachable_detail()})
+        )?;
+    }
+    Ok(())
+}
+
+/// The algorithms cctl carries; with `params`, each one's profiles, trace variables and
+/// parameters.
+fn print_algorithms(params: bool) -> Result<()> {
     outln!("Algorithms carried by cctl (cctl load <key>):")?;
     outln!("  {:<9} {:<13} {:<80} PAPER", "KEY", "REGISTERS", "SUMMARY")?;
     for a in catalogue::ALGORITHMS {
@@ -123,7 +188,7 @@ pub fn run(args: Args) -> Result<i32> {
             a.summary,
             a.paper
         )?;
-        if args.params {
+        if params {
             for p in a.profiles {
                 let vals: Vec<String> = p.values.iter().map(|(k, v)| format!("{k}={v}")).collect();
                 outln!(
@@ -155,14 +220,25 @@ pub fn run(args: Args) -> Result<i32> {
             )?;
         }
     }
-    outln!()?;
+    Ok(())
+}
+
+/// The kernel's registered congestion controls, with cctl's versions of its own.
+fn print_registered(l: &Listing) -> Result<()> {
+    let Listing {
+        available,
+        default,
+        loaded,
+        counts,
+        ..
+    } = l;
     outln!("Registered in the kernel (/proc/sys/net/ipv4/tcp_available_congestion_control):")?;
-    for name in &available {
+    for name in available {
         let mut notes = Vec::new();
-        if *name == default {
+        if name == default {
             notes.push("default".to_string());
         }
-        if let Some(l) = loaded.iter().find(|l| &l.name == name) {
+        if let Some(l) = loaded.iter().find(|x| &x.name == name) {
             let changed: Vec<String> = catalogue::find(&l.algo)
                 .map(|a| {
                     a.params
@@ -190,27 +266,13 @@ pub fn run(args: Args) -> Result<i32> {
         } else {
             outln!("  {name:<16} [{}]", notes.join("; "))?;
         }
-        if let Some(l) = loaded.iter().find(|l| &l.name == name) {
-            for line in versions_table(l, &counts) {
+        if let Some(l) = loaded.iter().find(|x| &x.name == name) {
+            for line in versions_table(l, counts) {
                 outln!("      {line}")?;
             }
         }
     }
-    if !leftovers.is_empty() {
-        outln!()?;
-        outln!(
-            "Leftovers of crashed runs (no registration; removed by the next cctl load, unload, \
-             upgrade or rollback):"
-        )?;
-        for path in &leftovers {
-            outln!("  {}", path.display())?;
-        }
-    }
-    if args.bpf_stats {
-        outln!()?;
-        print_bpf_stats(args.bpf_stats_ms, false)?;
-    }
-    Ok(exit::OK)
+    Ok(())
 }
 
 /// Turns BPF run-time statistics on for `ms`, and prints what cctl's programs did
