@@ -53,6 +53,26 @@ pub fn markdown(r: &Report) -> String {
         r.clock.as_ref().map_or("-".into(), ClockRecord::describe),
         r.other_clock.as_ref().map_or("-".into(), ClockRecord::describe),
     );
+    ceiling(&mut s, f);
+    path(&mut s, f);
+    theory(&mut s, f);
+    repeatability(&mut s, f);
+    pairs(&mut s, f);
+    if !r.wall_s.is_empty() {
+        s += "### Wall time\n\n| run | wall time (s) |\n|---|---|\n";
+        for (k, v) in &r.wall_s {
+            let _ = writeln!(s, "| {k} | {v:.0} |");
+        }
+        s += "\n";
+    }
+    for e in &r.errors {
+        let _ = writeln!(s, "FAILED: {e}");
+    }
+    s
+}
+
+/// Part 1: the ceiling table and the ceiling per RTT.
+fn ceiling(s: &mut String, f: &Figures) {
     if !f.ceiling.is_empty() {
         let _ = writeln!(
             s,
@@ -82,19 +102,23 @@ pub fn markdown(r: &Report) -> String {
                 ))
             );
         }
-        s += "\n";
+        *s += "\n";
     }
+}
+
+/// Part 2: RTT, rate, loss and schedule as configured against as measured.
+fn path(s: &mut String, f: &Figures) {
     let p = &f.path;
     if !p.rtt.is_empty() || !p.schedule.is_empty() {
-        s += "### 2. The path is what was asked for\n\n| configured RTT (ms) | loss | min RTT seen (ms) | ratio |\n|---|---|---|---|\n";
+        *s += "### 2. The path is what was asked for\n\n| configured RTT (ms) | loss | min RTT seen (ms) | ratio |\n|---|---|---|---|\n";
         for (rtt, loss, min) in &p.rtt {
             let _ = writeln!(s, "| {rtt} | {loss} | {min:.2} | {:.4} |", min / rtt);
         }
-        s += "\n| rate (Mbit/s) | RTT (ms) | tbf sent (L2, Mbit/s) | ratio |\n|---|---|---|---|\n";
+        *s += "\n| rate (Mbit/s) | RTT (ms) | tbf sent (L2, Mbit/s) | ratio |\n|---|---|---|---|\n";
         for (rate, rtt, got) in &p.rate {
             let _ = writeln!(s, "| {rate} | {rtt} | {got:.3} | {:.4} |", got / rate);
         }
-        s += "\n| configured loss | achieved loss | netem drops | data segments | ratio |\n|---|---|---|---|---|\n";
+        *s += "\n| configured loss | achieved loss | netem drops | data segments | ratio |\n|---|---|---|---|---|\n";
         for (want, got, drops, segs) in &p.loss {
             let _ = writeln!(
                 s,
@@ -102,7 +126,7 @@ pub fn markdown(r: &Report) -> String {
                 got / want
             );
         }
-        s += "\n| scheduled (s) | rate (Mbit/s) | completed − scheduled (ms) | tc read back (Mbit/s) |\n|---|---|---|---|\n";
+        *s += "\n| scheduled (s) | rate (Mbit/s) | completed − scheduled (ms) | tc read back (Mbit/s) |\n|---|---|---|---|\n";
         for (at, rate, err, read) in &p.schedule {
             let _ = writeln!(
                 s,
@@ -110,10 +134,14 @@ pub fn markdown(r: &Report) -> String {
                 read.map_or("-".into(), |v| format!("{v}"))
             );
         }
-        s += "\n";
+        *s += "\n";
     }
+}
+
+/// Part 3: Reno against Mathis et al. and against the buffer model.
+fn theory(s: &mut String, f: &Figures) {
     if !f.mathis.is_empty() || !f.buffer.is_empty() {
-        s += "### 3. Theory\n\nOne bpf_reno flow under random loss against Mathis et al., `MSS/RTT · sqrt(3/(2b))/sqrt(p)`, MSS 1448 bytes, RTT the mean srtt, p the achieved loss, b the data segments per ACK the receiver sent. Linux's Reno grows cwnd by the segments each ACK covers (RFC 3465 counting), so its effective b is 1: the last two columns.\n\n| p | achieved p | mean srtt (ms) | b | measured (Mbit/s) | model (Mbit/s) | measured / model | model, b = 1 (Mbit/s) | measured / model, b = 1 |\n|---|---|---|---|---|---|---|---|---|\n";
+        *s += "### 3. Theory\n\nOne bpf_reno flow under random loss against Mathis et al., `MSS/RTT · sqrt(3/(2b))/sqrt(p)`, MSS 1448 bytes, RTT the mean srtt, p the achieved loss, b the data segments per ACK the receiver sent. Linux's Reno grows cwnd by the segments each ACK covers (RFC 3465 counting), so its effective b is 1: the last two columns.\n\n| p | achieved p | mean srtt (ms) | b | measured (Mbit/s) | model (Mbit/s) | measured / model | model, b = 1 (Mbit/s) | measured / model, b = 1 |\n|---|---|---|---|---|---|---|---|---|\n";
         for m in &f.mathis {
             let _ = writeln!(
                 s,
@@ -129,7 +157,7 @@ pub fn markdown(r: &Report) -> String {
                 m.ratio_b1
             );
         }
-        s += "\nOne bpf_reno flow against buffer size (model: the fluid sawtooth).\n\n| buffer (BDP) | buffer (pkts) | utilisation | model |\n|---|---|---|---|\n";
+        *s += "\nOne bpf_reno flow against buffer size (model: the fluid sawtooth).\n\n| buffer (BDP) | buffer (pkts) | utilisation | model |\n|---|---|---|---|\n";
         for b in &f.buffer {
             let _ = writeln!(
                 s,
@@ -140,8 +168,12 @@ pub fn markdown(r: &Report) -> String {
                 pct(b.model)
             );
         }
-        s += "\n";
+        *s += "\n";
     }
+}
+
+/// Part 4: repeatability.
+fn repeatability(s: &mut String, f: &Figures) {
     if !f.repeat.is_empty() {
         let _ = writeln!(
             s,
@@ -164,8 +196,12 @@ pub fn markdown(r: &Report) -> String {
                 vals.join(", ")
             );
         }
-        s += "\n";
+        *s += "\n";
     }
+}
+
+/// Parts 5 and 6: idle against loaded, this clock against the other.
+fn pairs(s: &mut String, f: &Figures) {
     for (title, rows, a, b) in [
         (
             "### 5. Load independence (idle vs two CPU-bound host processes)",
@@ -203,19 +239,8 @@ pub fn markdown(r: &Report) -> String {
                 if r.within_spread { "yes" } else { "no" }
             );
         }
-        s += "\n";
+        *s += "\n";
     }
-    if !r.wall_s.is_empty() {
-        s += "### Wall time\n\n| run | wall time (s) |\n|---|---|\n";
-        for (k, v) in &r.wall_s {
-            let _ = writeln!(s, "| {k} | {v:.0} |");
-        }
-        s += "\n";
-    }
-    for e in &r.errors {
-        let _ = writeln!(s, "FAILED: {e}");
-    }
-    s
 }
 
 /// Draws the ceiling (utilisation against rate) and Mathis (measured and model throughput
