@@ -226,7 +226,49 @@ fn prepare(chart: &Chart) -> anyhow::Result<Prepared> {
     let ax = Axis { log: chart.log_x };
     let ay = Axis { log: chart.log_y };
     let mut notes = chart.notes.clone();
+    check(chart, ax, ay)?;
+    let valid = showable(chart, ax, ay, &mut notes);
+    let total_valid: usize = valid.iter().map(|pts| pts.iter().flatten().count()).sum();
 
+    // Axis ranges: fixed, or from the data with a margin (y from the data inside the x range).
+    let x = match chart.x_range {
+        Some(r) => r,
+        None => auto_range(valid.iter().flatten().flatten().map(|p| p.0), ax),
+    };
+    let y = match chart.y_range {
+        Some(r) => r,
+        None => y_range(chart, &valid, x, ay),
+    };
+
+    // Clip to the ranges and downsample.
+    let mut series = Vec::with_capacity(chart.series.len());
+    let mut drawn = 0usize;
+    for (i, (s, pts)) in chart.series.iter().zip(&valid).enumerate() {
+        let (p, n) = clip(i, s, pts, (x, y), (ax, ay));
+        drawn += n;
+        series.push(p);
+    }
+    if total_valid == 0 {
+        notes.push("no data".to_owned());
+    } else if drawn == 0 {
+        notes.push("no data inside the axis ranges".to_owned());
+    }
+
+    Ok(Prepared {
+        title: chart.title.clone(),
+        x_label: chart.x_label.clone(),
+        y_label: chart.y_label.clone(),
+        log_x: chart.log_x,
+        log_y: chart.log_y,
+        x,
+        y,
+        notes,
+        series,
+    })
+}
+
+/// Refuses error bars that do not match their points, and fixed ranges an axis cannot show.
+fn check(chart: &Chart, ax: Axis, ay: Axis) -> anyhow::Result<()> {
     for s in &chart.series {
         if let SeriesStyle::ErrorBars(e) = &s.style {
             if e.len() != s.points.len() {
@@ -248,9 +290,18 @@ fn prepare(chart: &Chart) -> anyhow::Result<Prepared> {
         }
     }
 
-    // Points each axis can show, keeping `None` where a line must break.
+    Ok(())
+}
+
+/// The points of each series each axis can show, keeping `None` where a line must break;
+/// a note in `notes` for a series with points a log axis cannot show.
+fn showable(
+    chart: &Chart,
+    ax: Axis,
+    ay: Axis,
+    notes: &mut Vec<String>,
+) -> Vec<Vec<Option<(f64, f64)>>> {
     let mut valid: Vec<Vec<Option<(f64, f64)>>> = Vec::with_capacity(chart.series.len());
-    let mut total_valid = 0usize;
     for s in &chart.series {
         let mut non_positive = 0usize;
         let pts: Vec<Option<(f64, f64)>> = s
@@ -278,105 +329,93 @@ fn prepare(chart: &Chart) -> anyhow::Result<Prepared> {
                 s.label
             ));
         }
-        total_valid += pts.iter().flatten().count();
         valid.push(pts);
     }
 
-    // Axis ranges: fixed, or from the data with a margin (y from the data inside the x range).
-    let x = match chart.x_range {
-        Some(r) => r,
-        None => auto_range(valid.iter().flatten().flatten().map(|p| p.0), ax),
-    };
+    valid
+}
+
+/// The y range of the points (and error bars) inside the x range `x`, with a margin.
+fn y_range(
+    chart: &Chart,
+    valid: &[Vec<Option<(f64, f64)>>],
+    x: (f64, f64),
+    ay: Axis,
+) -> (f64, f64) {
     let in_x = |v: f64| v >= x.0 && v <= x.1;
-    let y = match chart.y_range {
-        Some(r) => r,
-        None => {
-            let mut ys = Vec::new();
-            for (s, pts) in chart.series.iter().zip(&valid) {
-                for (i, p) in pts.iter().enumerate() {
-                    let Some((px, py)) = *p else { continue };
-                    if !in_x(px) {
-                        continue;
-                    }
-                    ys.push(py);
-                    if let SeriesStyle::ErrorBars(e) = &s.style {
-                        let e = e[i].abs();
-                        if e.is_finite() {
-                            ys.extend([py - e, py + e].into_iter().filter(|&v| ay.accepts(v)));
-                        }
-                    }
+    let mut ys = Vec::new();
+    for (s, pts) in chart.series.iter().zip(valid) {
+        for (i, p) in pts.iter().enumerate() {
+            let Some((px, py)) = *p else { continue };
+            if !in_x(px) {
+                continue;
+            }
+            ys.push(py);
+            if let SeriesStyle::ErrorBars(e) = &s.style {
+                let e = e[i].abs();
+                if e.is_finite() {
+                    ys.extend([py - e, py + e].into_iter().filter(|&v| ay.accepts(v)));
                 }
             }
-            auto_range(ys.into_iter(), ay)
+        }
+    }
+    auto_range(ys.into_iter(), ay)
+}
+
+/// Series `i` clipped to the ranges `(x, y)` and downsampled; with the number of points it
+/// draws.
+fn clip(
+    i: usize,
+    s: &Series,
+    pts: &[Option<(f64, f64)>],
+    (x, y): ((f64, f64), (f64, f64)),
+    (ax, ay): (Axis, Axis),
+) -> (PreparedSeries, usize) {
+    let in_x = |v: f64| v >= x.0 && v <= x.1;
+    let mut p = PreparedSeries {
+        label: s.label.clone(),
+        colour: colour(i),
+        style: match s.style {
+            SeriesStyle::Line => Kind::Line,
+            SeriesStyle::Points => Kind::Points,
+            SeriesStyle::Dashed => Kind::Dashed,
+            SeriesStyle::ErrorBars(_) => Kind::ErrorBars,
+        },
+        lines: Vec::new(),
+        markers: Vec::new(),
+        bars: Vec::new(),
+    };
+    let inside = |(px, py): (f64, f64)| in_x(px) && py >= y.0 && py <= y.1;
+    let drawn = match &s.style {
+        SeriesStyle::Line | SeriesStyle::Dashed => {
+            let clipped = clip_polyline(pts, x, y, ax, ay);
+            p.lines = downsample(clipped, MAX_LINE_POINTS);
+            p.lines.iter().map(Vec::len).sum::<usize>()
+        }
+        SeriesStyle::Points => {
+            p.markers = pts
+                .iter()
+                .flatten()
+                .copied()
+                .filter(|&q| inside(q))
+                .collect();
+            p.markers.len()
+        }
+        SeriesStyle::ErrorBars(e) => {
+            for (q, &e) in pts.iter().zip(e) {
+                let Some(q) = *q else { continue };
+                if !inside(q) {
+                    continue;
+                }
+                p.markers.push(q);
+                let e = if e.is_finite() { e.abs() } else { 0.0 };
+                let lo = if ay.accepts(q.1 - e) { q.1 - e } else { y.0 };
+                p.bars.push((q.0, lo.max(y.0), (q.1 + e).min(y.1)));
+            }
+            p.markers.len()
         }
     };
-
-    // Clip to the ranges and downsample.
-    let mut series = Vec::with_capacity(chart.series.len());
-    let mut drawn = 0usize;
-    for (i, (s, pts)) in chart.series.iter().zip(&valid).enumerate() {
-        let mut p = PreparedSeries {
-            label: s.label.clone(),
-            colour: colour(i),
-            style: match s.style {
-                SeriesStyle::Line => Kind::Line,
-                SeriesStyle::Points => Kind::Points,
-                SeriesStyle::Dashed => Kind::Dashed,
-                SeriesStyle::ErrorBars(_) => Kind::ErrorBars,
-            },
-            lines: Vec::new(),
-            markers: Vec::new(),
-            bars: Vec::new(),
-        };
-        let inside = |(px, py): (f64, f64)| in_x(px) && py >= y.0 && py <= y.1;
-        match &s.style {
-            SeriesStyle::Line | SeriesStyle::Dashed => {
-                let clipped = clip_polyline(pts, x, y, ax, ay);
-                p.lines = downsample(clipped, MAX_LINE_POINTS);
-                drawn += p.lines.iter().map(Vec::len).sum::<usize>();
-            }
-            SeriesStyle::Points => {
-                p.markers = pts
-                    .iter()
-                    .flatten()
-                    .copied()
-                    .filter(|&q| inside(q))
-                    .collect();
-                drawn += p.markers.len();
-            }
-            SeriesStyle::ErrorBars(e) => {
-                for (q, &e) in pts.iter().zip(e) {
-                    let Some(q) = *q else { continue };
-                    if !inside(q) {
-                        continue;
-                    }
-                    p.markers.push(q);
-                    let e = if e.is_finite() { e.abs() } else { 0.0 };
-                    let lo = if ay.accepts(q.1 - e) { q.1 - e } else { y.0 };
-                    p.bars.push((q.0, lo.max(y.0), (q.1 + e).min(y.1)));
-                }
-                drawn += p.markers.len();
-            }
-        }
-        series.push(p);
-    }
-    if total_valid == 0 {
-        notes.push("no data".to_owned());
-    } else if drawn == 0 {
-        notes.push("no data inside the axis ranges".to_owned());
-    }
-
-    Ok(Prepared {
-        title: chart.title.clone(),
-        x_label: chart.x_label.clone(),
-        y_label: chart.y_label.clone(),
-        log_x: chart.log_x,
-        log_y: chart.log_y,
-        x,
-        y,
-        notes,
-        series,
-    })
+    (p, drawn)
 }
 
 /// An axis range covering `values` (all acceptable to `axis`) with a 5 % margin on each side.
