@@ -469,62 +469,7 @@ impl Scenario {
 
     pub(crate) fn from_table(table: toml::Table, path: &Path) -> Result<Scenario, FieldError> {
         let top: RawTop = de_at(toml::Value::Table(table), "")?;
-        // A test id of benchmarks.md ("T0.1"), or a user's own: a letter, then letters,
-        // digits, '.', '_' or '-' (at most 32 characters).
-        let id_ok = top.id.len() <= 32
-            && top
-                .id
-                .chars()
-                .next()
-                .is_some_and(|c| c.is_ascii_alphabetic())
-            && top
-                .id
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c));
-        if !id_ok {
-            return Err(FieldError::new(
-                "id",
-                format!(
-                    "`{}`: expected a test id of benchmarks.md such as \"T0.1\", or a user id: \
-                     a letter, then letters, digits, '.', '_' or '-' (at most 32 characters)",
-                    top.id
-                ),
-            ));
-        }
-        let name_ok = !top.name.is_empty()
-            && top.name.split('-').all(|p| {
-                !p.is_empty()
-                    && p.chars()
-                        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
-            });
-        if !name_ok {
-            return Err(FieldError::new(
-                "name",
-                format!(
-                    "`{}`: expected lowercase words joined by `-`, e.g. \"fairness-same-rtt\"",
-                    top.name
-                ),
-            ));
-        }
-        if top.title.trim().is_empty() {
-            return Err(FieldError::new("title", "must not be empty"));
-        }
-        for (i, m) in top.metrics.iter().enumerate() {
-            if !METRICS.contains(&m.as_str()) {
-                return Err(FieldError::new(
-                    format!("metrics[{i}]"),
-                    format!("unknown metric `{m}`; allowed: {}", METRICS.join(", ")),
-                ));
-            }
-        }
-        for (i, p) in top.plots.iter().enumerate() {
-            if !PLOTS.contains(&p.as_str()) {
-                return Err(FieldError::new(
-                    format!("plots[{i}]"),
-                    format!("unknown plot `{p}`; allowed: {}", PLOTS.join(", ")),
-                ));
-            }
-        }
+        check_header(&top)?;
         let defaults = match top.defaults {
             Some(v) => parse_layer(v, "defaults", path)?,
             None => Layer {
@@ -566,34 +511,7 @@ impl Scenario {
             .enumerate()
             .map(|(i, v)| crate::traffic::parse_probe(v, &format!("probes[{i}]")))
             .collect::<Result<Vec<_>, _>>()?;
-        if topology.is_some() {
-            if !probes.is_empty() {
-                return Err(FieldError::new(
-                    "probes",
-                    "[[probes]] are not implemented on a [topology] chain yet (which of its \
-                     paths would they measure?); they run on the dumbbell only",
-                ));
-            }
-            if let Some(i) = flows.iter().position(|f| f.direction == Direction::Reverse) {
-                return Err(FieldError::new(
-                    format!("flows[{i}].direction"),
-                    "reverse flows are not implemented on a [topology] chain yet (its reverse \
-                     direction has no bottleneck); they run on the dumbbell only",
-                ));
-            }
-        }
-        match &mut topology {
-            Some(t) => t.check_paths(&flows.iter().map(|f| f.path).collect::<Vec<_>>())?,
-            None => {
-                if let Some(i) = flows.iter().position(|f| f.path.is_some()) {
-                    return Err(FieldError::new(
-                        format!("flows[{i}].path"),
-                        "a path needs a [topology] (without one, every flow crosses the \
-                         dumbbell's single bottleneck)",
-                    ));
-                }
-            }
-        }
+        check_chain(&mut topology, &flows, &probes)?;
         let expectations = top
             .expect
             .into_iter()
@@ -805,6 +723,105 @@ impl Scenario {
             .clone()
             .or_else(|| get(&self.defaults.raw).clone())
     }
+}
+
+/// Refuses a bad `id`, `name` or `title`, and `metrics` or `plots` the language lacks.
+fn check_header(top: &RawTop) -> Result<(), FieldError> {
+    // A test id of benchmarks.md ("T0.1"), or a user's own: a letter, then letters,
+    // digits, '.', '_' or '-' (at most 32 characters).
+    let id_ok = top.id.len() <= 32
+        && top
+            .id
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic())
+        && top
+            .id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c));
+    if !id_ok {
+        return Err(FieldError::new(
+            "id",
+            format!(
+                "`{}`: expected a test id of benchmarks.md such as \"T0.1\", or a user id: \
+                 a letter, then letters, digits, '.', '_' or '-' (at most 32 characters)",
+                top.id
+            ),
+        ));
+    }
+    let name_ok = !top.name.is_empty()
+        && top.name.split('-').all(|p| {
+            !p.is_empty()
+                && p.chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+        });
+    if !name_ok {
+        return Err(FieldError::new(
+            "name",
+            format!(
+                "`{}`: expected lowercase words joined by `-`, e.g. \"fairness-same-rtt\"",
+                top.name
+            ),
+        ));
+    }
+    if top.title.trim().is_empty() {
+        return Err(FieldError::new("title", "must not be empty"));
+    }
+    for (i, m) in top.metrics.iter().enumerate() {
+        if !METRICS.contains(&m.as_str()) {
+            return Err(FieldError::new(
+                format!("metrics[{i}]"),
+                format!("unknown metric `{m}`; allowed: {}", METRICS.join(", ")),
+            ));
+        }
+    }
+    for (i, p) in top.plots.iter().enumerate() {
+        if !PLOTS.contains(&p.as_str()) {
+            return Err(FieldError::new(
+                format!("plots[{i}]"),
+                format!("unknown plot `{p}`; allowed: {}", PLOTS.join(", ")),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Refuses what a `[topology]` chain cannot run (probes, reverse flows) and paths without
+/// one; checks each flow's path against the chain.
+fn check_chain(
+    topology: &mut Option<crate::topology::Topology>,
+    flows: &[FlowSpec],
+    probes: &[crate::traffic::ProbeTable],
+) -> Result<(), FieldError> {
+    if topology.is_some() {
+        if !probes.is_empty() {
+            return Err(FieldError::new(
+                "probes",
+                "[[probes]] are not implemented on a [topology] chain yet (which of its \
+                 paths would they measure?); they run on the dumbbell only",
+            ));
+        }
+        if let Some(i) = flows.iter().position(|f| f.direction == Direction::Reverse) {
+            return Err(FieldError::new(
+                format!("flows[{i}].direction"),
+                "reverse flows are not implemented on a [topology] chain yet (its reverse \
+                 direction has no bottleneck); they run on the dumbbell only",
+            ));
+        }
+    }
+    match topology {
+        Some(t) => t.check_paths(&flows.iter().map(|f| f.path).collect::<Vec<_>>())?,
+        None => {
+            if let Some(i) = flows.iter().position(|f| f.path.is_some()) {
+                return Err(FieldError::new(
+                    format!("flows[{i}].path"),
+                    "a path needs a [topology] (without one, every flow crosses the \
+                     dumbbell's single bottleneck)",
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
