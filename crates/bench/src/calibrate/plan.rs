@@ -125,153 +125,150 @@ pub fn plan(parts: &[Part], o: &Options) -> Vec<Planned> {
     let q = o.quick;
     let reps = repetitions(q);
     let mut out = Vec::new();
-    let mut push = |part, name: &str, algo, toml: String, other_clock, loaded| {
-        out.push(Planned {
-            part,
-            name: name.to_string(),
-            algo,
-            toml,
-            other_clock,
-            loaded,
-        })
-    };
-    // Two flows of H-TCP sharing a 20 % BDP drop-tail buffer, the second 5 s later: a point
-    // with backoffs, queueing and competition, for the run-to-run parts.
-    let shared = |rates: &[f64], reps: u32| {
-        scenario(
-            "repeat",
-            "two H-TCP flows, 20 % BDP",
-            "[\"M1\", \"M2\", \"M3\", \"M8\", \"M9\"]",
-            &format!(
-                "rtt_ms = {RTT_MS}\nbuffer_bdp = 0.2\nbdp_rtt = \"flow1\"\nloss = 0.0\nduration_s = {}\n",
-                if q { 15 } else { 30 }
-            ),
-            &[0.0, 5.0],
-            &format!("sweep = {{ rate_mbit = {} }}\nrepeat = {reps}", list(rates)),
-        )
-    };
     for &part in parts {
-        match part {
-            Part::Ceiling => push(
-                part,
-                "ceiling",
-                "cubic",
-                scenario(
-                    "ceiling",
-                    "ceiling, one cubic flow, 100 % BDP",
-                    "[\"M1\", \"M8\"]",
-                    &format!(
-                        "buffer_bdp = 1.0\nbdp_rtt = \"flow1\"\nloss = 0.0\nduration_s = {}\n",
-                        if q { 10 } else { 30 }
-                    ),
-                    &[0.0],
-                    &format!(
-                        "sweep = {{ rate_mbit = {}, rtt_ms = {} }}\nrepeat = 1",
-                        list(&o.rates),
-                        list(&ceiling_rtts(q))
-                    ),
-                ),
-                false,
-                false,
-            ),
-            Part::Path => {
-                push(
-                    part,
-                    "path",
-                    "cubic",
-                    scenario(
-                        "path",
-                        "RTT, rate and loss as configured",
-                        "[\"M1\", \"M8\", \"M9\"]",
-                        &format!(
-                            "rate_mbit = 20\nbuffer_bdp = 1.0\nbdp_rtt = \"flow1\"\nduration_s = {}\n",
-                            if q { 10 } else { 30 }
-                        ),
-                        &[0.0],
-                        "sweep = { rtt_ms = [42, 162], loss = [0.0, 0.01] }\nrepeat = 1",
-                    ),
-                    false,
-                    false,
-                );
-                let steps: Vec<String> = SCHEDULE
-                    .iter()
-                    .map(|(at, r)| format!("{{ at_s = {at}, rate_mbit = {r} }}"))
-                    .collect();
-                push(
-                    part,
-                    "path-schedule",
-                    "cubic",
-                    scenario(
-                        "path-schedule",
-                        "a rate schedule's change times",
-                        "[\"M1\", \"M8\"]",
-                        &format!(
-                            "rate_mbit = 20\nrtt_ms = {RTT_MS}\nbuffer_bdp = 1.0\nbdp_rtt = \"flow1\"\nloss = 0.0\nduration_s = 9\nrate_schedule = [{}]\n",
-                            steps.join(", ")
-                        ),
-                        &[0.0],
-                        "repeat = 1",
-                    ),
-                    false,
-                    false,
-                );
-            }
-            Part::Theory => {
-                push(
-                    part,
-                    "theory-mathis",
-                    "reno",
-                    scenario(
-                        "theory-mathis",
-                        "one Reno flow under random loss",
-                        "[\"M1\", \"M9\"]",
-                        &format!(
-                            "rtt_ms = {RTT_MS}\nbuffer_bdp = 1.0\nbdp_rtt = \"flow1\"\nduration_s = {}\n",
-                            if q { 30 } else { 120 }
-                        ),
-                        &[0.0],
-                        &format!(
-                            "rate_mbit = {}\nsweep = {{ loss = {} }}\nrepeat = 1",
-                            if q { 50 } else { 100 },
-                            list(&mathis_losses(q))
-                        ),
-                    ),
-                    false,
-                    false,
-                );
-                push(
-                    part,
-                    "theory-buffer",
-                    "reno",
-                    scenario(
-                        "theory-buffer",
-                        "one Reno flow against buffer size",
-                        "[\"M1\", \"M8\"]",
-                        &format!(
-                            "rtt_ms = {RTT_MS}\nbdp_rtt = \"flow1\"\nbuffer_floor_pkts = 2\nloss = 0.0\nduration_s = {}\n",
-                            if q { 20 } else { 60 }
-                        ),
-                        &[0.0],
-                        &format!(
-                            "rate_mbit = {}\nsweep = {{ buffer_bdp = {} }}\nrepeat = 1",
-                            if q { 20 } else { 50 },
-                            list(&RENO_BUFFERS_BDP)
-                        ),
-                    ),
-                    false,
-                    false,
-                );
-            }
-            Part::Repeat => push(part, "repeat", "htcp", shared(&[20.0], reps), false, false),
-            Part::Load => push(part, "load", "htcp", shared(&[20.0], reps), false, true),
+        // (name, algorithm, scenario, on the other clock, under load)
+        let runs: Vec<(&str, &'static str, String, bool, bool)> = match part {
+            Part::Ceiling => vec![("ceiling", "cubic", ceiling(o), false, false)],
+            Part::Path => vec![
+                ("path", "cubic", path(q), false, false),
+                ("path-schedule", "cubic", path_schedule(), false, false),
+            ],
+            Part::Theory => vec![
+                ("theory-mathis", "reno", theory_mathis(q), false, false),
+                ("theory-buffer", "reno", theory_buffer(q), false, false),
+            ],
+            Part::Repeat => vec![("repeat", "htcp", shared(q, &[20.0], reps), false, false)],
+            Part::Load => vec![("load", "htcp", shared(q, &[20.0], reps), false, true)],
             Part::Agree => {
-                let t = shared(&[10.0, 20.0], reps);
-                push(part, "agree", "htcp", t.clone(), false, false);
-                push(part, "agree-other-clock", "htcp", t, true, false);
+                let t = shared(q, &[10.0, 20.0], reps);
+                vec![
+                    ("agree", "htcp", t.clone(), false, false),
+                    ("agree-other-clock", "htcp", t, true, false),
+                ]
             }
-        }
+        };
+        out.extend(
+            runs.into_iter()
+                .map(|(name, algo, toml, other_clock, loaded)| Planned {
+                    part,
+                    name: name.to_string(),
+                    algo,
+                    toml,
+                    other_clock,
+                    loaded,
+                }),
+        );
     }
     out
+}
+
+/// Two flows of H-TCP sharing a 20 % BDP drop-tail buffer, the second 5 s later, at
+/// `rates`, `reps` times: a point with backoffs, queueing and competition, for the
+/// run-to-run parts.
+fn shared(q: bool, rates: &[f64], reps: u32) -> String {
+    scenario(
+        "repeat",
+        "two H-TCP flows, 20 % BDP",
+        "[\"M1\", \"M2\", \"M3\", \"M8\", \"M9\"]",
+        &format!(
+            "rtt_ms = {RTT_MS}\nbuffer_bdp = 0.2\nbdp_rtt = \"flow1\"\nloss = 0.0\nduration_s = {}\n",
+            if q { 15 } else { 30 }
+        ),
+        &[0.0, 5.0],
+        &format!("sweep = {{ rate_mbit = {} }}\nrepeat = {reps}", list(rates)),
+    )
+}
+
+/// Part 1: one cubic flow at 100 % BDP over `o.rates` and the ceiling's RTTs.
+fn ceiling(o: &Options) -> String {
+    let q = o.quick;
+    scenario(
+        "ceiling",
+        "ceiling, one cubic flow, 100 % BDP",
+        "[\"M1\", \"M8\"]",
+        &format!(
+            "buffer_bdp = 1.0\nbdp_rtt = \"flow1\"\nloss = 0.0\nduration_s = {}\n",
+            if q { 10 } else { 30 }
+        ),
+        &[0.0],
+        &format!(
+            "sweep = {{ rate_mbit = {}, rtt_ms = {} }}\nrepeat = 1",
+            list(&o.rates),
+            list(&ceiling_rtts(q))
+        ),
+    )
+}
+
+/// Part 2: RTT, rate and loss as configured.
+fn path(q: bool) -> String {
+    scenario(
+        "path",
+        "RTT, rate and loss as configured",
+        "[\"M1\", \"M8\", \"M9\"]",
+        &format!(
+            "rate_mbit = 20\nbuffer_bdp = 1.0\nbdp_rtt = \"flow1\"\nduration_s = {}\n",
+            if q { 10 } else { 30 }
+        ),
+        &[0.0],
+        "sweep = { rtt_ms = [42, 162], loss = [0.0, 0.01] }\nrepeat = 1",
+    )
+}
+
+/// Part 2: a rate schedule's change times ([`SCHEDULE`]).
+fn path_schedule() -> String {
+    let steps: Vec<String> = SCHEDULE
+        .iter()
+        .map(|(at, r)| format!("{{ at_s = {at}, rate_mbit = {r} }}"))
+        .collect();
+    scenario(
+        "path-schedule",
+        "a rate schedule's change times",
+        "[\"M1\", \"M8\"]",
+        &format!(
+            "rate_mbit = 20\nrtt_ms = {RTT_MS}\nbuffer_bdp = 1.0\nbdp_rtt = \"flow1\"\nloss = 0.0\nduration_s = 9\nrate_schedule = [{}]\n",
+            steps.join(", ")
+        ),
+        &[0.0],
+        "repeat = 1",
+    )
+}
+
+/// Part 3: one Reno flow under random loss (against Mathis et al.).
+fn theory_mathis(q: bool) -> String {
+    scenario(
+        "theory-mathis",
+        "one Reno flow under random loss",
+        "[\"M1\", \"M9\"]",
+        &format!(
+            "rtt_ms = {RTT_MS}\nbuffer_bdp = 1.0\nbdp_rtt = \"flow1\"\nduration_s = {}\n",
+            if q { 30 } else { 120 }
+        ),
+        &[0.0],
+        &format!(
+            "rate_mbit = {}\nsweep = {{ loss = {} }}\nrepeat = 1",
+            if q { 50 } else { 100 },
+            list(&mathis_losses(q))
+        ),
+    )
+}
+
+/// Part 3: one Reno flow against buffer size (against the fluid sawtooth).
+fn theory_buffer(q: bool) -> String {
+    scenario(
+        "theory-buffer",
+        "one Reno flow against buffer size",
+        "[\"M1\", \"M8\"]",
+        &format!(
+            "rtt_ms = {RTT_MS}\nbdp_rtt = \"flow1\"\nbuffer_floor_pkts = 2\nloss = 0.0\nduration_s = {}\n",
+            if q { 20 } else { 60 }
+        ),
+        &[0.0],
+        &format!(
+            "rate_mbit = {}\nsweep = {{ buffer_bdp = {} }}\nrepeat = 1",
+            if q { 20 } else { 50 },
+            list(&RENO_BUFFERS_BDP)
+        ),
+    )
 }
 
 #[cfg(test)]
