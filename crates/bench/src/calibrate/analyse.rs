@@ -337,133 +337,19 @@ pub fn analyse(dirs: &[(Planned, PathBuf)]) -> Result<Figures> {
             .map(|(_, d)| d.clone())
     };
     if let Some((_, recs)) = loaded.get("ceiling") {
-        let dir = dir_of("ceiling").unwrap_or_default();
-        let floor = TBF_UTILISATION * (1.0 - CEILING_TOLERANCE);
-        let mut rows: Vec<CeilingRow> = recs
-            .iter()
-            .map(|r| {
-                let u = run_goodput_bps(r) / (r.spec.rate_mbit * 1e6);
-                CeilingRow {
-                    rate_mbit: r.spec.rate_mbit,
-                    rtt_ms: rtt_of(r),
-                    utilisation: u,
-                    cpu_busy: r.cpu_busy,
-                    wall_per_traffic_s: host_wall_s(&dir, r).unwrap_or(f64::NAN)
-                        / r.spec.duration_s,
-                    passes: u >= floor,
-                }
-            })
-            .collect();
-        rows.sort_by(|a, b| {
-            (a.rtt_ms, a.rate_mbit)
-                .partial_cmp(&(b.rtt_ms, b.rate_mbit))
-                .unwrap_or(std::cmp::Ordering::Equal)
-        });
-        let mut rtts: Vec<f64> = rows.iter().map(|r| r.rtt_ms).collect();
-        rtts.dedup();
-        for rtt in rtts {
-            let mut ceiling = None;
-            for r in rows.iter().filter(|r| r.rtt_ms == rtt) {
-                if !r.passes {
-                    break;
-                }
-                ceiling = Some(r.rate_mbit);
-            }
-            f.ceiling_mbit.insert(format!("{rtt} ms"), ceiling);
-        }
-        for r in recs {
-            if let Some(bps) = tbf_bps(r) {
-                f.path.rate.push((r.spec.rate_mbit, rtt_of(r), bps / 1e6));
-            }
-        }
-        f.ceiling = rows;
+        ceiling(&mut f, recs, &dir_of("ceiling").unwrap_or_default());
     }
     if let Some((_, recs)) = loaded.get("path") {
-        for r in recs {
-            f.path
-                .rtt
-                .push((rtt_of(r), r.spec.loss, smallest_min_rtt_ms(r)));
-            let (data, _) = segments(r);
-            if r.spec.loss > 0.0 {
-                let achieved = if data > 0 {
-                    r.random_drops as f64 / data as f64
-                } else {
-                    0.0
-                };
-                f.path
-                    .loss
-                    .push((r.spec.loss, achieved, r.random_drops, data));
-            } else if let Some(bps) = tbf_bps(r) {
-                f.path.rate.push((r.spec.rate_mbit, rtt_of(r), bps / 1e6));
-            }
-        }
+        path(&mut f, recs);
     }
     if let Some((_, recs)) = loaded.get("path-schedule") {
-        for r in recs {
-            for (c, (at, rate)) in r
-                .schedule
-                .iter()
-                .flat_map(|l| l.changes.iter())
-                .filter(|c| c.what == "rate_mbit")
-                .zip(SCHEDULE)
-            {
-                f.path
-                    .schedule
-                    .push((at, rate, c.completed_ms - c.scheduled_ms, c.read_rate_mbit));
-            }
-        }
+        schedule(&mut f, recs);
     }
     if let Some((_, recs)) = loaded.get("theory-mathis") {
-        for r in recs {
-            let (data, acks) = segments(r);
-            let b = if acks > 0 {
-                data as f64 / acks as f64
-            } else {
-                2.0
-            };
-            let p_achieved = if data > 0 {
-                r.random_drops as f64 / data as f64
-            } else {
-                r.spec.loss
-            };
-            let rtt = mean_srtt_s(r);
-            let measured = run_goodput_bps(r);
-            let model_with = |b: f64| {
-                if rtt > 0.0 && p_achieved > 0.0 {
-                    mathis_bps(MSS_BYTES, rtt, p_achieved, b)
-                } else {
-                    f64::NAN
-                }
-            };
-            let (model, model_b1) = (model_with(b), model_with(1.0));
-            f.mathis.push(MathisRow {
-                p: r.spec.loss,
-                p_achieved,
-                rtt_ms: rtt * 1e3,
-                b,
-                measured_mbit: measured / 1e6,
-                model_mbit: model / 1e6,
-                ratio: measured / model,
-                model_b1_mbit: model_b1 / 1e6,
-                ratio_b1: measured / model_b1,
-            });
-        }
+        mathis(&mut f, recs);
     }
     if let Some((_, recs)) = loaded.get("theory-buffer") {
-        for r in recs {
-            let bdp = cctl_scenario::bdp_pkts(r.spec.rate_mbit, rtt_of(r));
-            let most = r.spec.rate_mbit * 1e6 * MSS_BYTES / PACKET_BYTES;
-            f.buffer.push(BufferRow {
-                buffer_bdp: r
-                    .vars
-                    .get("buffer_bdp")
-                    .copied()
-                    .unwrap_or(f64::from(r.spec.buffer_pkts) / bdp),
-                buffer_pkts: r.spec.buffer_pkts,
-                utilisation: run_goodput_bps(r) / most,
-                model: reno_utilisation(f64::from(r.spec.buffer_pkts) / bdp),
-            });
-        }
+        buffer(&mut f, recs);
     }
     let repeat = loaded.get("repeat").map(|(s, r)| {
         let same = r.windows(2).all(|w| {
@@ -490,6 +376,144 @@ pub fn analyse(dirs: &[(Planned, PathBuf)]) -> Result<Figures> {
         f.agree = pairs(&spreads(s1, r1), &spreads(s2, r2));
     }
     Ok(f)
+}
+
+/// Part 1: each run's utilisation against the ceiling's floor, the highest passing rate per
+/// RTT; the tbf's sent rate for the path part.
+fn ceiling(f: &mut Figures, recs: &[RunRecord], dir: &Path) {
+    let floor = TBF_UTILISATION * (1.0 - CEILING_TOLERANCE);
+    let mut rows: Vec<CeilingRow> = recs
+        .iter()
+        .map(|r| {
+            let u = run_goodput_bps(r) / (r.spec.rate_mbit * 1e6);
+            CeilingRow {
+                rate_mbit: r.spec.rate_mbit,
+                rtt_ms: rtt_of(r),
+                utilisation: u,
+                cpu_busy: r.cpu_busy,
+                wall_per_traffic_s: host_wall_s(dir, r).unwrap_or(f64::NAN) / r.spec.duration_s,
+                passes: u >= floor,
+            }
+        })
+        .collect();
+    rows.sort_by(|a, b| {
+        (a.rtt_ms, a.rate_mbit)
+            .partial_cmp(&(b.rtt_ms, b.rate_mbit))
+            .unwrap_or(std::cmp::Ordering::Equal)
+    });
+    let mut rtts: Vec<f64> = rows.iter().map(|r| r.rtt_ms).collect();
+    rtts.dedup();
+    for rtt in rtts {
+        let mut ceiling = None;
+        for r in rows.iter().filter(|r| r.rtt_ms == rtt) {
+            if !r.passes {
+                break;
+            }
+            ceiling = Some(r.rate_mbit);
+        }
+        f.ceiling_mbit.insert(format!("{rtt} ms"), ceiling);
+    }
+    for r in recs {
+        if let Some(bps) = tbf_bps(r) {
+            f.path.rate.push((r.spec.rate_mbit, rtt_of(r), bps / 1e6));
+        }
+    }
+    f.ceiling = rows;
+}
+
+/// Part 2: the smallest RTT seen, the loss achieved, the rate sent.
+fn path(f: &mut Figures, recs: &[RunRecord]) {
+    for r in recs {
+        f.path
+            .rtt
+            .push((rtt_of(r), r.spec.loss, smallest_min_rtt_ms(r)));
+        let (data, _) = segments(r);
+        if r.spec.loss > 0.0 {
+            let achieved = if data > 0 {
+                r.random_drops as f64 / data as f64
+            } else {
+                0.0
+            };
+            f.path
+                .loss
+                .push((r.spec.loss, achieved, r.random_drops, data));
+        } else if let Some(bps) = tbf_bps(r) {
+            f.path.rate.push((r.spec.rate_mbit, rtt_of(r), bps / 1e6));
+        }
+    }
+}
+
+/// Part 2: when each scheduled rate change took effect.
+fn schedule(f: &mut Figures, recs: &[RunRecord]) {
+    for r in recs {
+        for (c, (at, rate)) in r
+            .schedule
+            .iter()
+            .flat_map(|l| l.changes.iter())
+            .filter(|c| c.what == "rate_mbit")
+            .zip(SCHEDULE)
+        {
+            f.path
+                .schedule
+                .push((at, rate, c.completed_ms - c.scheduled_ms, c.read_rate_mbit));
+        }
+    }
+}
+
+/// Part 3: Reno's throughput against Mathis et al.'s model.
+fn mathis(f: &mut Figures, recs: &[RunRecord]) {
+    for r in recs {
+        let (data, acks) = segments(r);
+        let b = if acks > 0 {
+            data as f64 / acks as f64
+        } else {
+            2.0
+        };
+        let p_achieved = if data > 0 {
+            r.random_drops as f64 / data as f64
+        } else {
+            r.spec.loss
+        };
+        let rtt = mean_srtt_s(r);
+        let measured = run_goodput_bps(r);
+        let model_with = |b: f64| {
+            if rtt > 0.0 && p_achieved > 0.0 {
+                mathis_bps(MSS_BYTES, rtt, p_achieved, b)
+            } else {
+                f64::NAN
+            }
+        };
+        let (model, model_b1) = (model_with(b), model_with(1.0));
+        f.mathis.push(MathisRow {
+            p: r.spec.loss,
+            p_achieved,
+            rtt_ms: rtt * 1e3,
+            b,
+            measured_mbit: measured / 1e6,
+            model_mbit: model / 1e6,
+            ratio: measured / model,
+            model_b1_mbit: model_b1 / 1e6,
+            ratio_b1: measured / model_b1,
+        });
+    }
+}
+
+/// Part 3: Reno's utilisation against the buffer model.
+fn buffer(f: &mut Figures, recs: &[RunRecord]) {
+    for r in recs {
+        let bdp = cctl_scenario::bdp_pkts(r.spec.rate_mbit, rtt_of(r));
+        let most = r.spec.rate_mbit * 1e6 * MSS_BYTES / PACKET_BYTES;
+        f.buffer.push(BufferRow {
+            buffer_bdp: r
+                .vars
+                .get("buffer_bdp")
+                .copied()
+                .unwrap_or(f64::from(r.spec.buffer_pkts) / bdp),
+            buffer_pkts: r.spec.buffer_pkts,
+            utilisation: run_goodput_bps(r) / most,
+            model: reno_utilisation(f64::from(r.spec.buffer_pkts) / bdp),
+        });
+    }
 }
 
 #[cfg(test)]
