@@ -560,105 +560,8 @@ impl Scenario {
                     ),
                 ));
             }
-            let size_bytes = match &f.size_mb {
-                Some(x) => {
-                    let mb = eval(x, env, &at("size_mb"))?;
-                    if mb <= 0.0 {
-                        return Err(FieldError::new(
-                            at("size_mb"),
-                            format!(
-                                "{mb} is not allowed: must be > 0 MB{} {ctx}",
-                                origins([x], env)
-                            ),
-                        ));
-                    }
-                    Some((mb * 1e6).round() as u64)
-                }
-                None => None,
-            };
-            let rate_mbit = match &f.rate_mbit {
-                Some(x) => {
-                    let r = eval(x, env, &at("rate_mbit"))?;
-                    if !(r.is_finite() && r > 0.0 && r <= MAX_RATE_MBIT) {
-                        return Err(FieldError::new(
-                            at("rate_mbit"),
-                            format!(
-                                "{r} Mbit/s is not allowed: a udp-cbr rate is > 0 and at most \
-                                 {MAX_RATE_MBIT} Mbit/s{} {ctx}",
-                                origins([x], env)
-                            ),
-                        ));
-                    }
-                    Some(r)
-                }
-                None => None,
-            };
-            let (rtt_lo, _) = range(&f.rtt_ms, env, &at("rtt_ms"))?;
-            if rtt_lo.is_nan() || rtt_lo < 0.0 {
-                return Err(FieldError::new(
-                    at("rtt_ms"),
-                    format!(
-                        "{rtt_lo} ms is not allowed: an RTT must be ≥ 0 (0: no added delay){} {ctx}",
-                        origins(f.rtt_ms.exprs(), env)
-                    ),
-                ));
-            }
-            let (start_lo, start_hi) = range(&f.start_s, env, &at("start_s"))?;
-            if start_lo < 0.0 {
-                return Err(FieldError::new(
-                    at("start_s"),
-                    format!(
-                        "{start_lo} s is not allowed: must be ≥ 0{} {ctx}",
-                        origins(f.start_s.exprs(), env)
-                    ),
-                ));
-            }
-            let (stop_lo, stop_hi, stop_field) = match &f.stop_s {
-                Some(s) => {
-                    let (lo, hi) = range(s, env, &at("stop_s"))?;
-                    (lo, hi, at("stop_s"))
-                }
-                None => (duration, duration, "duration_s".to_string()),
-            };
-            if stop_hi > duration + 1e-9 {
-                return Err(FieldError::new(
-                    at("stop_s"),
-                    format!(
-                        "{stop_hi} s is after the end of the run (duration_s = {duration}){} {ctx}",
-                        origins(f.stop_s.iter().flat_map(NumSpec::exprs), env)
-                    ),
-                ));
-            }
-            let last_start = start_hi + (count - 1.0) * step;
-            if last_start >= stop_lo {
-                return Err(FieldError::new(
-                    at("start_s"),
-                    format!(
-                        "a flow would start at {last_start} s, not before its stop at {stop_lo} s \
-                         ({stop_field}); start_s must be < stop_s{} {ctx}",
-                        origins(
-                            f.start_s
-                                .exprs()
-                                .into_iter()
-                                .chain(f.stop_s.iter().flat_map(NumSpec::exprs)),
-                            env
-                        )
-                    ),
-                ));
-            }
-            for (k, spec) in [("on_s", &f.on_s), ("off_s", &f.off_s)] {
-                let Some(spec) = spec else { continue };
-                let (lo, _) = range(spec, env, &at(k))?;
-                if lo <= 0.0 {
-                    return Err(FieldError::new(
-                        at(k),
-                        format!(
-                            "{lo} s is not allowed: periods must be > 0{} {ctx}",
-                            origins(spec.exprs(), env)
-                        ),
-                    ));
-                }
-            }
+            let (size_bytes, rate_mbit) = sizes(f, env, e, ctx)?;
+            check_times(f, env, e, (duration, count, step), ctx)?;
             let cc = f.cc.clone();
             for k in 0..count as usize {
                 let rtt_ms = draw(&f.rtt_ms, env, &mut rng);
@@ -713,6 +616,130 @@ impl Scenario {
         }
         Ok(plans)
     }
+}
+
+/// Flow table `e`'s transfer size (bytes) and udp-cbr rate (Mbit/s), each checked.
+fn sizes(
+    f: &crate::schema::FlowSpec,
+    env: &Env,
+    e: usize,
+    ctx: &str,
+) -> Result<(Option<u64>, Option<f64>), FieldError> {
+    let at = |k: &str| format!("flows[{e}].{k}");
+    let size_bytes = match &f.size_mb {
+        Some(x) => {
+            let mb = eval(x, env, &at("size_mb"))?;
+            if mb <= 0.0 {
+                return Err(FieldError::new(
+                    at("size_mb"),
+                    format!(
+                        "{mb} is not allowed: must be > 0 MB{} {ctx}",
+                        origins([x], env)
+                    ),
+                ));
+            }
+            Some((mb * 1e6).round() as u64)
+        }
+        None => None,
+    };
+    let rate_mbit = match &f.rate_mbit {
+        Some(x) => {
+            let r = eval(x, env, &at("rate_mbit"))?;
+            if !(r.is_finite() && r > 0.0 && r <= MAX_RATE_MBIT) {
+                return Err(FieldError::new(
+                    at("rate_mbit"),
+                    format!(
+                        "{r} Mbit/s is not allowed: a udp-cbr rate is > 0 and at most \
+                         {MAX_RATE_MBIT} Mbit/s{} {ctx}",
+                        origins([x], env)
+                    ),
+                ));
+            }
+            Some(r)
+        }
+        None => None,
+    };
+    Ok((size_bytes, rate_mbit))
+}
+
+/// Refuses flow table `e`'s RTT, start, stop and on/off periods where they cannot run:
+/// negative, after the run's end, or a start (of the last of `count` flows `step` s apart)
+/// not before its stop.
+fn check_times(
+    f: &crate::schema::FlowSpec,
+    env: &Env,
+    e: usize,
+    (duration, count, step): (f64, f64, f64),
+    ctx: &str,
+) -> Result<(), FieldError> {
+    let at = |k: &str| format!("flows[{e}].{k}");
+    let (rtt_lo, _) = range(&f.rtt_ms, env, &at("rtt_ms"))?;
+    if rtt_lo.is_nan() || rtt_lo < 0.0 {
+        return Err(FieldError::new(
+            at("rtt_ms"),
+            format!(
+                "{rtt_lo} ms is not allowed: an RTT must be ≥ 0 (0: no added delay){} {ctx}",
+                origins(f.rtt_ms.exprs(), env)
+            ),
+        ));
+    }
+    let (start_lo, start_hi) = range(&f.start_s, env, &at("start_s"))?;
+    if start_lo < 0.0 {
+        return Err(FieldError::new(
+            at("start_s"),
+            format!(
+                "{start_lo} s is not allowed: must be ≥ 0{} {ctx}",
+                origins(f.start_s.exprs(), env)
+            ),
+        ));
+    }
+    let (stop_lo, stop_hi, stop_field) = match &f.stop_s {
+        Some(s) => {
+            let (lo, hi) = range(s, env, &at("stop_s"))?;
+            (lo, hi, at("stop_s"))
+        }
+        None => (duration, duration, "duration_s".to_string()),
+    };
+    if stop_hi > duration + 1e-9 {
+        return Err(FieldError::new(
+            at("stop_s"),
+            format!(
+                "{stop_hi} s is after the end of the run (duration_s = {duration}){} {ctx}",
+                origins(f.stop_s.iter().flat_map(NumSpec::exprs), env)
+            ),
+        ));
+    }
+    let last_start = start_hi + (count - 1.0) * step;
+    if last_start >= stop_lo {
+        return Err(FieldError::new(
+            at("start_s"),
+            format!(
+                "a flow would start at {last_start} s, not before its stop at {stop_lo} s \
+                 ({stop_field}); start_s must be < stop_s{} {ctx}",
+                origins(
+                    f.start_s
+                        .exprs()
+                        .into_iter()
+                        .chain(f.stop_s.iter().flat_map(NumSpec::exprs)),
+                    env
+                )
+            ),
+        ));
+    }
+    for (k, spec) in [("on_s", &f.on_s), ("off_s", &f.off_s)] {
+        let Some(spec) = spec else { continue };
+        let (lo, _) = range(spec, env, &at(k))?;
+        if lo <= 0.0 {
+            return Err(FieldError::new(
+                at(k),
+                format!(
+                    "{lo} s is not allowed: periods must be > 0{} {ctx}",
+                    origins(spec.exprs(), env)
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 impl Scenario {
