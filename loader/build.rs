@@ -1,9 +1,11 @@
 //! Build script: obtains vmlinux.h from the running kernel's BTF, compiles every
-//! BPF program `../bpf/<name>.bpf.c` into a libbpf-cargo skeleton and an object the
-//! binary embeds (both listed in `$OUT_DIR/skels.rs`, which lib.rs includes), writes
-//! the algorithm catalogue `$OUT_DIR/catalogue.rs` from the declarations present
-//! (`src/algo/<key>/mod.rs`, ordered by their `id`), and compiles every
-//! `bpf/<algo>_math.h` for the host (with `CCTL_MATH` empty, so its functions are
+//! BPF program — the algorithms `../bpf/algo/<key>.bpf.c` and the tool programs
+//! `../bpf/probe/<name>.bpf.c`, both against the shared headers of `../bpf/include/` —
+//! into a libbpf-cargo skeleton and an object the binary embeds (both listed in
+//! `$OUT_DIR/skels.rs`, which lib.rs includes), writes the algorithm catalogue
+//! `$OUT_DIR/catalogue.rs` from the declarations present (`src/algo/<key>/mod.rs`,
+//! ordered by their `id`; each needs its `bpf/algo/<key>.bpf.c`), and compiles every
+//! `bpf/algo/<key>_math.h` for the host (with `CCTL_MATH` empty, so its functions are
 //! external) together with Rust bindings to them (`$OUT_DIR/math.rs`, by bindgen), so
 //! that unit tests run the very code the BPF programs inline.
 
@@ -61,16 +63,31 @@ fn vmlinux_h(include: &Path) -> PathBuf {
     dst
 }
 
-/// Compiles `bpf/<prog>.bpf.c` (and its CCTL_LIVE_CONST variant, when it has live
+/// The source folders under `bpf/`: the algorithms (with their `_math.h`), the tool
+/// programs, and the headers both include.
+struct Dirs {
+    algo: PathBuf,
+    probe: PathBuf,
+    include: PathBuf,
+}
+
+/// Compiles `bpf/<dir>/<prog>.bpf.c` (and its CCTL_LIVE_CONST variant, when it has live
 /// tunables) into `out`, generates its skeleton, and returns its module in skels.rs.
-fn build_prog(prog: &str, bpf_dir: &Path, include: &Path, out: &Path) -> String {
-    let src = bpf_dir.join(format!("{prog}.bpf.c"));
+/// `vmlinux` is the folder holding the generated vmlinux.h.
+fn build_prog(prog: &str, dir: &Path, dirs: &Dirs, vmlinux: &Path, out: &Path) -> String {
+    let src = dir.join(format!("{prog}.bpf.c"));
+    let shown = format!(
+        "bpf/{}/{prog}.bpf.c",
+        dir.file_name().unwrap().to_string_lossy()
+    );
     let clang_args = |extra: &[&str]| -> Vec<std::ffi::OsString> {
         let mut v: Vec<std::ffi::OsString> = vec![
             "-I".into(),
-            include.into(),
+            vmlinux.into(),
             "-I".into(),
-            bpf_dir.into(),
+            dirs.include.as_os_str().into(),
+            "-I".into(),
+            dir.into(),
             "-Wall".into(),
             "-Wno-unused-function".into(),
         ];
@@ -106,7 +123,7 @@ fn build_prog(prog: &str, bpf_dir: &Path, include: &Path, out: &Path) -> String 
         .build_and_generate(&skel)
         .unwrap_or_else(|e| panic!("building {}: {e:#}", src.display()));
     format!(
-        "/// bpf/{prog}.bpf.c\npub mod {prog} {{\n    include!(concat!(env!(\"OUT_DIR\"), \"/{prog}.skel.rs\"));\n    \
+        "/// {shown}\npub mod {prog} {{\n    include!(concat!(env!(\"OUT_DIR\"), \"/{prog}.skel.rs\"));\n    \
          /// The program's source text (its header: references, differences, tolerances).\n    \
          pub const SOURCE: &str = include_str!({src:?});\n    \
          /// The compiled object (ELF with BTF), as embedded in the binary.\n    \
@@ -116,25 +133,39 @@ fn build_prog(prog: &str, bpf_dir: &Path, include: &Path, out: &Path) -> String 
 
 fn main() {
     let manifest = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").unwrap());
-    let bpf_dir = manifest
+    let bpf = manifest
         .join("..")
         .join("bpf")
         .canonicalize()
         .expect("bpf/ directory");
+    let dirs = Dirs {
+        algo: bpf.join("algo"),
+        probe: bpf.join("probe"),
+        include: bpf.join("include"),
+    };
     let out = PathBuf::from(env::var_os("OUT_DIR").unwrap());
-    let include = out.join("include");
-    std::fs::create_dir_all(&include).unwrap();
-    vmlinux_h(&include);
+    let vmlinux = out.join("include");
+    std::fs::create_dir_all(&vmlinux).unwrap();
+    vmlinux_h(&vmlinux);
 
-    let progs = stems(&bpf_dir, ".bpf.c");
+    let algos = stems(&dirs.algo, ".bpf.c");
+    let probes = stems(&dirs.probe, ".bpf.c");
+    if let Some(both) = algos.iter().find(|a| probes.contains(a)) {
+        panic!("bpf/algo/{both}.bpf.c and bpf/probe/{both}.bpf.c: a program name is one skeleton module, so it must be unique");
+    }
+    let progs: Vec<(&String, &Path)> = algos
+        .iter()
+        .map(|a| (a, dirs.algo.as_path()))
+        .chain(probes.iter().map(|p| (p, dirs.probe.as_path())))
+        .collect();
     // One thread per program (clang and the skeleton for each take ~1 s; the rest of the
     // workspace waits on this crate), joined in order so skels.rs is the same every time.
     let skels: String = std::thread::scope(|sc| {
         let handles: Vec<_> = progs
             .iter()
-            .map(|prog| {
-                let (bpf_dir, include, out) = (&bpf_dir, &include, &out);
-                sc.spawn(move || build_prog(prog, bpf_dir, include, out))
+            .map(|&(prog, dir)| {
+                let (dirs, vmlinux, out) = (&dirs, &vmlinux, &out);
+                sc.spawn(move || build_prog(prog, dir, dirs, vmlinux, out))
             })
             .collect();
         handles
@@ -145,17 +176,15 @@ fn main() {
 
     std::fs::write(out.join("skels.rs"), skels).expect("writing skels.rs");
 
-    catalogue(&manifest.join("src").join("algo"), &progs, &out);
-    host_math(&bpf_dir, &out);
+    let algo_decls = manifest.join("src").join("algo");
+    catalogue(&algo_decls, &algos, &out);
+    host_math(&dirs, &out);
 
-    println!("cargo:rerun-if-changed={}", bpf_dir.display());
-    for entry in std::fs::read_dir(&bpf_dir).unwrap() {
-        println!("cargo:rerun-if-changed={}", entry.unwrap().path().display());
-    }
-    let algo_dir = manifest.join("src").join("algo");
-    println!("cargo:rerun-if-changed={}", algo_dir.display());
-    for entry in std::fs::read_dir(&algo_dir).unwrap() {
-        println!("cargo:rerun-if-changed={}", entry.unwrap().path().display());
+    for dir in [&dirs.algo, &dirs.probe, &dirs.include, &algo_decls] {
+        println!("cargo:rerun-if-changed={}", dir.display());
+        for entry in std::fs::read_dir(dir).unwrap() {
+            println!("cargo:rerun-if-changed={}", entry.unwrap().path().display());
+        }
     }
 }
 
@@ -181,8 +210,9 @@ fn declared_id(decl: &Path) -> u8 {
 }
 
 /// Writes `catalogue.rs`: one module per declaration directory `algo/<key>/` and
-/// `ALGORITHMS`, ordered by id. Ids must be unique and every key needs `bpf/<key>.bpf.c`.
-fn catalogue(algo_dir: &Path, progs: &[String], out: &Path) {
+/// `ALGORITHMS`, ordered by id. Ids must be unique and every key needs
+/// `bpf/algo/<key>.bpf.c` (`algos`: the stems found there).
+fn catalogue(algo_dir: &Path, algos: &[String], out: &Path) {
     let mut decls: Vec<(u8, String)> = Vec::new();
     for entry in std::fs::read_dir(algo_dir).unwrap() {
         let path = entry.unwrap().path();
@@ -192,8 +222,8 @@ fn catalogue(algo_dir: &Path, progs: &[String], out: &Path) {
         }
         let key = path.file_name().unwrap().to_string_lossy().into_owned();
         assert!(
-            progs.contains(&key),
-            "{}: no BPF program bpf/{key}.bpf.c for this declaration",
+            algos.contains(&key),
+            "{}: no BPF program bpf/algo/{key}.bpf.c for this declaration",
             decl.display()
         );
         let id = declared_id(&decl);
@@ -219,35 +249,37 @@ fn catalogue(algo_dir: &Path, progs: &[String], out: &Path) {
     std::fs::write(out.join("catalogue.rs"), text).expect("writing catalogue.rs");
 }
 
-/// Compiles every `bpf/*_math.h` for the host in one translation unit with `CCTL_MATH`
+/// Compiles every `bpf/algo/*_math.h` for the host in one translation unit with `CCTL_MATH`
 /// empty (external functions, each defined once even where one header includes
 /// another), and generates their Rust declarations with bindgen into `math.rs`.
-fn host_math(bpf_dir: &Path, out: &Path) {
+fn host_math(dirs: &Dirs, out: &Path) {
     let mut unit = String::from(
         "/* Generated by loader/build.rs: the algorithms' fixed-point rules for the host. */\n\
          #include <linux/types.h>\n#include \"cctl.h\"\n",
     );
-    for h in stems(bpf_dir, "_math.h") {
+    for h in stems(&dirs.algo, "_math.h") {
         unit += &format!("#include \"{h}_math.h\"\n");
     }
     let c = out.join("cctl_math.c");
     std::fs::write(&c, &unit).expect("writing cctl_math.c");
     cc::Build::new()
-        .include(bpf_dir)
+        .include(&dirs.include)
+        .include(&dirs.algo)
         .define("CCTL_MATH", Some(""))
         .warnings(true)
         .file(&c)
         .compile("cctl_math");
     let bindings = bindgen::Builder::default()
         .header(c.display().to_string())
-        .clang_arg(format!("-I{}", bpf_dir.display()))
+        .clang_arg(format!("-I{}", dirs.include.display()))
+        .clang_arg(format!("-I{}", dirs.algo.display()))
         .clang_arg("-DCCTL_MATH=")
         .allowlist_file(r".*_math\.h")
         .allowlist_file(r".*/cctl\.h")
         .derive_default(true)
         .layout_tests(true)
         .generate()
-        .unwrap_or_else(|e| panic!("bindgen over bpf/*_math.h: {e}"));
+        .unwrap_or_else(|e| panic!("bindgen over bpf/algo/*_math.h: {e}"));
     bindings
         .write_to_file(out.join("math.rs"))
         .expect("writing math.rs");

@@ -1,7 +1,9 @@
 //! The workspace's layout holds: the pure crates of the testbed (scenario, metrics, netem,
 //! report, plot, and what they need) build without the loader, so without clang and kernel
 //! BTF; and within every crate no file imports a file that imports it back, directly or
-//! through others (Cargo already refuses such circles between crates).
+//! through others (Cargo already refuses such circles between crates); and `bpf/` keeps
+//! its three folders apart: every algorithm program has its declaration, and nothing else
+//! is a struct_ops algorithm.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -338,5 +340,63 @@ fn every_test_target_runs_in_a_tier_of_make_test() {
                 "tier {tier} names `{n}`, which is no test target"
             );
         }
+    }
+}
+
+/// The file names in `dir`, sorted.
+fn names(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn bpf_holds_the_algorithms_the_tool_programs_and_the_shared_headers_apart() {
+    let bpf = root().join("bpf");
+    assert_eq!(
+        names(&bpf),
+        ["algo", "include", "probe"],
+        "bpf/ holds only three folders"
+    );
+    let decls = root().join("loader/src/algo");
+    for f in names(&bpf.join("algo")) {
+        let key = f
+            .strip_suffix(".bpf.c")
+            .or_else(|| f.strip_suffix("_math.h"))
+            .unwrap_or_else(|| {
+                panic!("bpf/algo/{f}: only <key>.bpf.c and <key>_math.h belong here")
+            });
+        assert!(
+            decls.join(key).join("mod.rs").is_file(),
+            "bpf/algo/{f}: no declaration loader/src/algo/{key}/mod.rs"
+        );
+        if f.ends_with("_math.h") {
+            continue;
+        }
+        let text = std::fs::read_to_string(bpf.join("algo").join(&f)).unwrap();
+        assert!(
+            text.contains("SEC(\".struct_ops"),
+            "bpf/algo/{f}: an algorithm program defines a struct_ops map"
+        );
+    }
+    for f in names(&bpf.join("probe")) {
+        assert!(
+            f.ends_with(".bpf.c"),
+            "bpf/probe/{f}: only programs belong here"
+        );
+        let text = std::fs::read_to_string(bpf.join("probe").join(&f)).unwrap();
+        assert!(
+            !text.contains("SEC(\".struct_ops"),
+            "bpf/probe/{f}: a tool program that defines a congestion-control algorithm belongs in bpf/algo/"
+        );
+    }
+    for f in names(&bpf.join("include")) {
+        assert!(
+            f.ends_with(".h"),
+            "bpf/include/{f}: only headers belong here"
+        );
     }
 }

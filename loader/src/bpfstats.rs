@@ -21,7 +21,7 @@
 //! uses, not the struct_ops map that calls it. A version whose map disappears while this
 //! runs (unloaded meanwhile) is left out.
 //!
-//! The collector is the `tp_btf` program named `cctl_tcp_probe` (bpf/trace.bpf.c); there is
+//! The collector is the `tp_btf` program named `cctl_tcp_probe` (bpf/probe/trace.bpf.c); there is
 //! one per running trace (`cctl trace`, `cctl top`, tests), each listed.
 
 use std::collections::HashMap;
@@ -42,7 +42,7 @@ use crate::registry;
 /// a guard counts apart from it and never changes it.
 pub const STATS_SYSCTL: &str = "/proc/sys/kernel/bpf_stats_enabled";
 
-/// Name of the collector's program (bpf/trace.bpf.c).
+/// Name of the collector's program (bpf/probe/trace.bpf.c).
 pub const COLLECTOR_PROG: &str = "cctl_tcp_probe";
 
 /// The `callback` of the collector's entries: the tracepoint it runs on.

@@ -146,7 +146,7 @@ pub struct Algorithm {
     /// Refuses forbidden combinations of (individually valid) tunables, saying why.
     #[serde(skip)]
     pub check: fn(&Params) -> std::result::Result<(), String>,
-    /// The compiled BPF object (`bpf/<key>.bpf.c`), embedded in the binary.
+    /// The compiled BPF object (`bpf/algo/<key>.bpf.c`), embedded in the binary.
     #[serde(skip)]
     pub object: &'static [u8],
     /// The same program with its live tunables as `.rodata` constants (built with
@@ -154,7 +154,7 @@ pub struct Algorithm {
     /// `cctl bench perf --parts live`.
     #[serde(skip)]
     pub object_const: Option<&'static [u8]>,
-    /// The program's source text, `bpf/<key>.bpf.c` (its header names the paper, the
+    /// The program's source text, `bpf/algo/<key>.bpf.c` (its header names the paper, the
     /// differences from the Linux module and any conformance tolerance).
     #[serde(skip)]
     pub program: &'static str,
@@ -234,9 +234,9 @@ pub fn by_id(id: u8) -> Option<&'static Algorithm> {
 }
 
 impl Algorithm {
-    /// Where its program comes from, for messages: `bpf/<key>.bpf.c`.
+    /// Where its program comes from, for messages: `bpf/algo/<key>.bpf.c`.
     pub fn source(&self) -> String {
-        format!("bpf/{}.bpf.c", self.key)
+        format!("bpf/algo/{}.bpf.c", self.key)
     }
 
     /// What its object's BTF says: `.rodata` globals with their compiled-in defaults,

@@ -21,7 +21,7 @@ use crate::sample::addr;
 use crate::skel::close::types::cctl_close_record;
 use crate::skel::close::CloseSkelBuilder;
 
-// SAFETY: a plain C struct of integers and byte arrays (bpf/cctl.h) for which every bit
+// SAFETY: a plain C struct of integers and byte arrays (bpf/include/cctl.h) for which every bit
 // pattern is valid.
 unsafe impl plain::Plain for cctl_close_record {}
 

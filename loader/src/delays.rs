@@ -25,12 +25,12 @@ use crate::ringbuf::{poll_until_stopped, Reader, Ready, POLL_INTERVAL};
 use crate::skel::delay::types::{cctl_delay_event, cctl_delay_role, cctl_delay_tap};
 use crate::skel::delay::DelaySkelBuilder;
 
-// SAFETY: plain C structs of integers (bpf/cctl.h) for which every bit pattern is valid.
+// SAFETY: plain C structs of integers (bpf/include/cctl.h) for which every bit pattern is valid.
 unsafe impl plain::Plain for cctl_delay_event {}
 unsafe impl plain::Plain for cctl_delay_tap {}
 unsafe impl plain::Plain for cctl_delay_role {}
 
-/// Timestamp slots per packet (`CCTL_DELAY_SLOTS` in bpf/cctl.h).
+/// Timestamp slots per packet (`CCTL_DELAY_SLOTS` in bpf/include/cctl.h).
 pub const SLOTS: usize = 10;
 
 /// One place where packets are timestamped.

@@ -3,7 +3,7 @@
 //!
 //! A program with live tunables keeps them in its `.data` map as two slots of one
 //! struct, `cctl_live[2]`, and the index of the slot in force, `cctl_live_slot`
-//! (`CCTL_LIVE_PARAMS` in bpf/cc_common.bpf.h). Every version's `.data` map is pinned
+//! (`CCTL_LIVE_PARAMS` in bpf/include/cc_common.bpf.h). Every version's `.data` map is pinned
 //! beside its struct_ops map ([`crate::registry::data_pin_path`]) and its path
 //! recorded in `/run/cctl/<name>.json`. A change:
 //!

@@ -1,4 +1,4 @@
-//! A BPF-side check of the live-tunable protocol (bpf/livecheck.bpf.c): while attached,
+//! A BPF-side check of the live-tunable protocol (bpf/probe/livecheck.bpf.c): while attached,
 //! every segment an established socket receives makes a BPF program read a loaded
 //! version's two live tunables as the ports do (the slot index once, both values from
 //! that slot) and count the reads whose pair was never written together. The storm test

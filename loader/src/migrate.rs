@@ -1,7 +1,7 @@
 //! Moving established TCP flows to another congestion control, and the census of which
 //! congestion control (and which loaded version of it) every TCP socket runs.
 //!
-//! Both run bpf/migrate.bpf.c, an `iter/tcp` program, in the network namespace asked for
+//! Both run bpf/probe/migrate.bpf.c, an `iter/tcp` program, in the network namespace asked for
 //! (a thread joins it with `setns(2)` and creates the iterator there: bpf_iter_tcp walks the
 //! namespace of the task that creates it). A migration calls `bpf_setsockopt(TCP_CONGESTION)`
 //! on each matching ESTABLISHED socket; cwnd and ssthresh are kept, the new algorithm's
@@ -36,7 +36,7 @@ use crate::kernel;
 use crate::skel::migrate::types::mig_rec;
 use crate::skel::migrate::{MigrateSkel, MigrateSkelBuilder};
 
-// SAFETY: mig_rec is a plain C struct of integers and byte arrays (bpf/migrate.bpf.c) for
+// SAFETY: mig_rec is a plain C struct of integers and byte arrays (bpf/probe/migrate.bpf.c) for
 // which every bit pattern is valid.
 unsafe impl plain::Plain for mig_rec {}
 

@@ -45,7 +45,7 @@ pub struct ObjectInfo {
 }
 
 /// Name of the `.data` global holding the two slots of live tunables (see
-/// `CCTL_LIVE_PARAMS` in bpf/cc_common.bpf.h).
+/// `CCTL_LIVE_PARAMS` in bpf/include/cc_common.bpf.h).
 pub const LIVE_VAR: &str = "cctl_live";
 /// Name of the `.data` global saying which slot is in force (0 or 1).
 pub const LIVE_SLOT_VAR: &str = "cctl_live_slot";
@@ -555,7 +555,7 @@ mod tests {
 
     #[test]
     fn every_carried_object_is_read_from_its_btf() {
-        let info = inspect(crate::skel::htcp::OBJECT, Path::new("bpf/htcp.bpf.c")).unwrap();
+        let info = inspect(crate::skel::htcp::OBJECT, Path::new("bpf/algo/htcp.bpf.c")).unwrap();
         assert_eq!(info.ops.map, "htcp");
         assert_eq!(info.globals["ack_counting"].initial, 0);
         assert_eq!(info.globals["ack_counting"].size, 4);

@@ -1,5 +1,5 @@
 //! Policy for new connections: a congestion control chosen by port or by cgroup
-//! (`cctl policy`), applied by the sockops program bpf/policy.bpf.c.
+//! (`cctl policy`), applied by the sockops program bpf/probe/policy.bpf.c.
 //!
 //! Layout (bpffs refuses dots in names), all outside the registry's directories (which treat every entry as a CC):
 //! - `/sys/fs/bpf/cctl-policy/port_rules`, `.../cgroup_rules`: the pinned rule maps
@@ -14,7 +14,7 @@
 //! Adding a rule for a port or cgroup that has one **replaces** it (new connections get
 //! the new CC at once; counters restart). Precedence when several rules match a new
 //! socket: the application's own `setsockopt(TCP_CONGESTION)` > the deepest cgroup rule >
-//! its ancestors' cgroup rules > port rules (see the header of bpf/policy.bpf.c).
+//! its ancestors' cgroup rules > port rules (see the header of bpf/probe/policy.bpf.c).
 
 use std::collections::BTreeMap;
 use std::fs::File;

@@ -6,13 +6,13 @@ pub use crate::algo::Vars;
 use crate::catalogue;
 use crate::skel::trace::types::{cctl_meas, cctl_sample};
 
-// SAFETY: these are plain C structs of integers and byte arrays (bpf/cctl.h) for
+// SAFETY: these are plain C structs of integers and byte arrays (bpf/include/cctl.h) for
 // which every bit pattern is valid.
 unsafe impl plain::Plain for cctl_sample {}
 // SAFETY: as above.
 unsafe impl plain::Plain for cctl_meas {}
 
-/// Constants of bpf/cctl.h.
+/// Constants of bpf/include/cctl.h.
 pub const CCTL_CA_MAGIC: u32 = 0xCC7C;
 const FP_ONE: f64 = 1024.0;
 const FLAG_STATE_CHANGE: u8 = 1;

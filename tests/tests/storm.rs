@@ -2,7 +2,7 @@
 //! scraped: `set` (three threads, each writing pairs of live tunables that always add up
 //! to the same sum), `upgrade` and `rollback` (one thread), and readers (`list` with the
 //! values in force, and `/metrics` of a running `cctl exporter`). A BPF program
-//! (bpf/livecheck.bpf.c) reads the pair as the ports do on every received segment and
+//! (bpf/probe/livecheck.bpf.c) reads the pair as the ports do on every received segment and
 //! counts torn reads: there must be none. No operation may fail or hang, and afterwards
 //! every version's record holds what the kernel runs (no lost update).
 //!

@@ -871,7 +871,7 @@ mod tests {
         for a in catalogue::ALGORITHMS {
             assert!(
                 program_source(a.key).contains("SPDX-License-Identifier"),
-                "{}: program_sources! misses bpf/{}.bpf.c",
+                "{}: program_sources! misses bpf/algo/{}.bpf.c",
                 a.key,
                 a.key
             );

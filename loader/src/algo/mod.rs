@@ -2,12 +2,12 @@
 //! key, stable id, Linux module, tunables, profiles, variables, checks) and, for
 //! algorithms with real-valued rules, `model`: a plain f64 model of the spec's
 //! equations that unit tests compare with the fixed-point C the BPF program runs
-//! (`bpf/<algo>_math.h`, compiled for the host by build.rs, declared in
+//! (`bpf/algo/<algo>_math.h`, compiled for the host by build.rs, declared in
 //! [`crate::math`]). Algorithms without a Linux module also hold `replay`: their
 //! per-ACK replay rules against that model, run by the shared machinery of [`replay`]
 //! and reached through their declaration.
 //!
-//! To add an algorithm `x`, write four files: `bpf/x.bpf.c`, `bpf/x_math.h` (its
+//! To add an algorithm `x`, write four files: `bpf/algo/x.bpf.c`, `bpf/algo/x_math.h` (its
 //! state struct and fixed-point rules), `loader/src/algo/x/mod.rs` (its declaration)
 //! and `loader/src/algo/x/model.rs` (and, without a Linux module to compare with,
 //! `loader/src/algo/x/replay.rs`: its replay rules). build.rs finds them: the module list and
@@ -275,13 +275,13 @@ pub(crate) fn load_with_log<T>(
 
 /// Declares an algorithm in its module (`loader/src/algo/<key>/mod.rs`), once: the
 /// catalogue entry `ALGORITHM` and the `PARAMS`, `PROFILES`, `VAR_DOCS` and `vars`
-/// derived from it. `key` is also the name of its BPF program (`bpf/<key>.bpf.c`),
+/// derived from it. `key` is also the name of its BPF program (`bpf/algo/<key>.bpf.c`),
 /// skeleton and struct_ops map; each parameter's key is the name of a `.rodata`
 /// global of that program, set by name through the object's BTF at load (so no list
 /// repeats them), and its default is checked against the global's compiled-in value
 /// by a test. `id` is stable (build.rs refuses a reused one). `vars(x: T) { name
 /// ("unit: meaning") = expression of x, ... }` decodes the algorithm's variables from
-/// its state struct `T` (of bpf/<key>_math.h). `check` defaults to
+/// its state struct `T` (of bpf/algo/<key>_math.h). `check` defaults to
 /// [`crate::catalogue::no_check`]. `replay` (optional, for algorithms without a Linux
 /// module) names the constructor of its per-ACK replay rules (`replay::rules` of
 /// `loader/src/algo/<key>/replay.rs`, a `replay::Rules` against its model); without it
@@ -390,7 +390,7 @@ pub(crate) use declare_algorithm;
 macro_rules! impl_plain {
     ($($t:ty),* $(,)?) => {
         $(
-            // SAFETY: a C struct of integers and byte arrays generated from bpf/*.h,
+            // SAFETY: a C struct of integers and byte arrays generated from bpf/algo/*_math.h,
             // for which every bit pattern is valid.
             unsafe impl plain::Plain for $t {}
         )*

@@ -8,7 +8,7 @@
 //! which kind of step ACK k was (`classify`: an ACK in Open/Disorder, the start of a
 //! reduction, or one it cannot check and why), and hands it to the algorithm's rules
 //! (`loader/src/algo/<key>/replay.rs`, a `Rules`). Those decide from the algorithm's
-//! code (`bpf/<key>.bpf.c` and `bpf/<key>_math.h`) which of its rules ran on ACK k,
+//! code (`bpf/algo/<key>.bpf.c` and `bpf/algo/<key>_math.h`) which of its rules ran on ACK k,
 //! recompute their outputs with the algorithm's model (`loader/src/algo/<key>/model.rs`)
 //! from sample k's state and the inputs sample k+1 shows, and compare them with sample
 //! k+1 within the error bounds the models' unit tests state for the fixed-point C. The

@@ -1,5 +1,5 @@
-//! TCP Africa (spec §11; King, Baraniuk, Riedi 2005; [P3] §II, §V): bpf/africa.bpf.c.
-//! No Linux module: its fast mode reuses HighSpeed TCP's a(w) (bpf/highspeed_math.h).
+//! TCP Africa (spec §11; King, Baraniuk, Riedi 2005; [P3] §II, §V): bpf/algo/africa.bpf.c.
+//! No Linux module: its fast mode reuses HighSpeed TCP's a(w) (bpf/algo/highspeed_math.h).
 
 use super::highspeed::{check_response, MODE_TABLE, RESPONSE_PARAMS};
 use crate::catalogue::{p, Params, ACK_COUNTING};

@@ -1,5 +1,5 @@
 //! A plain f64 model of TCP Africa's rules (spec §11; King et al. 2005; [P3] §II), the
-//! reference for bpf/africa_math.h and the mode logic of bpf/africa.bpf.c.
+//! reference for bpf/algo/africa_math.h and the mode logic of bpf/algo/africa.bpf.c.
 
 use crate::algo::highspeed::model::{self as hstcp, HstcpParams};
 
@@ -105,7 +105,7 @@ mod tests {
     use super::*;
     use crate::math::cctl_africa_ca;
 
-    // The C under test is bpf/africa_math.h (and bpf/highspeed_math.h for a(w)), unchanged,
+    // The C under test is bpf/algo/africa_math.h (and bpf/algo/highspeed_math.h for a(w)), unchanged,
     // compiled for the host by build.rs (crate::math).
 
 

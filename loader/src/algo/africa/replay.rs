@@ -3,7 +3,7 @@
 //! Africa has no Linux module, so `cctl conform` replays a port's samples through the
 //! shared machinery of [`crate::algo::replay`] with these rules: the mode rule on the
 //! recorded Δ̂, the fast mode's HighSpeed a(w) and its counting in 2^-10 segment
-//! (bpf/africa.bpf.c with bpf/highspeed_math.h), slow start and the loss rule, against
+//! (bpf/algo/africa.bpf.c with bpf/algo/highspeed_math.h), slow start and the loss rule, against
 //! [`super::model`] within the bounds its unit tests state for the fixed-point C
 //! (`Africa::bounds` lists them).
 //!
@@ -42,7 +42,7 @@ struct AfricaVars {
     switches: f64,
 }
 
-/// bpf/highspeed_math.h: the counter's unit is 2^-10 segment, cwnd up to 2^22 − 1.
+/// bpf/algo/highspeed_math.h: the counter's unit is 2^-10 segment, cwnd up to 2^22 − 1.
 const HSTCP_CNT_SHIFT: u32 = 10;
 const HSTCP_MAX_CWND: u64 = (1 << 22) - 1;
 
@@ -302,7 +302,7 @@ impl Rules for Africa {
 
     fn bounds(&self) -> String {
         format!(
-            "Africa (bpf/africa.bpf.c against loader/src/algo/africa/model.rs; α {} packets, a(w) \
+            "Africa (bpf/algo/africa.bpf.c against loader/src/algo/africa/model.rs; α {} packets, a(w) \
              from {}). Every ACK: mode = is_fast(Δ̂ recorded, α) (exact; \
              delta_hat_and_mode_match_the_model_over_a_grid), mode_switches + 1 exactly at a mode \
              change; at a round end seen (Δ̂ changed) Δ̂ ∈ [0, w) with a baseRTT. Congestion \
@@ -337,7 +337,7 @@ mod tests {
     use crate::model_check::{check, has_model};
     use crate::sample::CaState;
 
-    /// TCP Africa as bpf/africa.bpf.c runs it with the formula a(w) (hstcp_mode 1): from
+    /// TCP Africa as bpf/algo/africa.bpf.c runs it with the formula a(w) (hstcp_mode 1): from
     /// cwnd 90 in congestion avoidance, one segment per ACK, rounds of one window with the
     /// RTT of a 100-packet BDP and 250 µs per queued packet; a(w) is the model's cut to
     /// 2^-16 (inside the C's bound). One loss at ACK 2000.

@@ -1,4 +1,4 @@
-//! BIC-TCP (spec §6; Xu, Harfoush, Rhee 2004; [P0] §IV-D, Table II): bpf/bic.bpf.c.
+//! BIC-TCP (spec §6; Xu, Harfoush, Rhee 2004; [P0] §IV-D, Table II): bpf/algo/bic.bpf.c.
 
 use crate::catalogue::{p, Params, Profile, ACK_COUNTING};
 

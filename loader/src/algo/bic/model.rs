@@ -1,7 +1,7 @@
-//! A plain f64 model of BIC-TCP's rules (spec §6), the reference for bpf/bic_math.h's fixed point.
+//! A plain f64 model of BIC-TCP's rules (spec §6), the reference for bpf/algo/bic_math.h's fixed point.
 
 /// BIC's parameters in real units (spec §6 "Parameters"). The names follow the BPF
-/// program's tunables (bpf/bic.bpf.c).
+/// program's tunables (bpf/algo/bic.bpf.c).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct BicParams {
     /// S_max, the largest increase per RTT, segments (\[P0\] Table II: 32; Linux: 16).
@@ -127,7 +127,7 @@ pub fn per_ack_ewma(r: f64, pkts: f64) -> f64 {
 mod tests {
     use super::*;
 
-    // The C is bpf/bic_math.h unchanged, compiled for the host (by
+    // The C is bpf/algo/bic_math.h unchanged, compiled for the host (by
     // build.rs). Fixed point is << 10 (1.0 == 1024).
 
 

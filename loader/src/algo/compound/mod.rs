@@ -1,5 +1,5 @@
 //! Compound TCP (spec §12; Tan, Song, Zhang, Sridharan, Infocom 2006; \[P3\] §II, §V):
-//! bpf/compound.bpf.c.
+//! bpf/algo/compound.bpf.c.
 
 use crate::catalogue::{p, ACK_COUNTING};
 

@@ -1,5 +1,5 @@
 //! A plain f64 model of Compound TCP's rules (spec §12; Tan, Song, Zhang, Sridharan,
-//! Infocom 2006), the reference for bpf/compound_math.h's fixed point.
+//! Infocom 2006), the reference for bpf/algo/compound_math.h's fixed point.
 
 /// Compound's parameters (spec §12 "Parameters", \[GK\] Tan et al. 2006). The BPF program
 /// holds α, β, k, ζ in per-mille and γ in packets.

@@ -2,7 +2,7 @@
 //!
 //! Compound has no Linux module, so `cctl conform` replays a port's samples through the
 //! shared machinery of [`crate::algo::replay`] with these rules: snd_cwnd = cwnd_reno +
-//! ⌊dwnd⌋ (bpf/compound.bpf.c), the delay window's update at a round end, the Reno
+//! ⌊dwnd⌋ (bpf/algo/compound.bpf.c), the delay window's update at a round end, the Reno
 //! part's increase with its carry, slow start and the loss rule, against
 //! [`super::model`] within the bounds its unit tests state for the fixed-point C
 //! (`Compound::bounds` lists them).
@@ -309,7 +309,7 @@ impl Rules for Compound {
 
     fn bounds(&self) -> String {
         format!(
-            "Compound (bpf/compound.bpf.c against loader/src/algo/compound/model.rs; α {}, β {}, k \
+            "Compound (bpf/algo/compound.bpf.c against loader/src/algo/compound/model.rs; α {}, β {}, k \
              {}, ζ {}, γ {}). Every ACK that acks data: snd_cwnd = cwnd_reno + ⌊dwnd⌋ (exact), the \
              kernel's window first given to the Reno part (compound_sync, exact). Delay window, at \
              a round end seen (diff or dwnd changed) in congestion avoidance: dwnd vs \
@@ -341,7 +341,7 @@ mod tests {
     use crate::model_check::check;
     use crate::algo::replay::testing::{defaults, sample, set_var, Tcp, T0};
 
-    /// Compound as bpf/compound.bpf.c runs it (defaults), in congestion avoidance from
+    /// Compound as bpf/algo/compound.bpf.c runs it (defaults), in congestion avoidance from
     /// cwnd 20, one segment per ACK, rounds of one window with the RTT of a 40-packet BDP
     /// and 500 µs per queued packet; dwnd is the model's update cut to 2^-10 (inside the
     /// C's bound). One loss at ACK 1500: recovery for 6 ACKs, then back to ssthresh.

@@ -1,4 +1,4 @@
-//! CUBIC (spec §7; Rhee & Xu 2005, RFC 9438; HyStart: Ha & Rhee 2008): bpf/cubic.bpf.c.
+//! CUBIC (spec §7; Rhee & Xu 2005, RFC 9438; HyStart: Ha & Rhee 2008): bpf/algo/cubic.bpf.c.
 
 use crate::catalogue::{p, Params, Profile, ACK_COUNTING};
 

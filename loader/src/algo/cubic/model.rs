@@ -1,4 +1,4 @@
-//! A plain f64 model of CUBIC's rules (spec §7), the reference for bpf/cubic_math.h's fixed point.
+//! A plain f64 model of CUBIC's rules (spec §7), the reference for bpf/algo/cubic_math.h's fixed point.
 
 /// CUBIC's parameters in real units (spec §7 "Parameters").
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -87,7 +87,7 @@ mod tests {
     use super::*;
     use crate::math::cctl_cubic_ca;
 
-    // The C is bpf/cubic_math.h unchanged, compiled for the host by build.rs.
+    // The C is bpf/algo/cubic_math.h unchanged, compiled for the host by build.rs.
     #[allow(clippy::too_many_arguments)]
     unsafe fn cctl_cubic_update(
         ca: *mut cctl_cubic_ca,

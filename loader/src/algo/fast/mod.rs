@@ -1,4 +1,4 @@
-//! FAST TCP (spec §8; [P1] Jin, Wei, Low 2004, §IV; [P0] §IV-E adaptive α): bpf/fast.bpf.c.
+//! FAST TCP (spec §8; [P1] Jin, Wei, Low 2004, §IV; [P0] §IV-E adaptive α): bpf/algo/fast.bpf.c.
 //! There is no Linux module: the model in [`model`] is the reference.
 
 use crate::catalogue::{p, Params, ACK_COUNTING};

@@ -1,6 +1,6 @@
 //! A plain f64 model of FAST TCP (spec §8): estimation ([P1] §IV-A), window control
 //! ([P1] eq. 5-7), [P0]'s adaptive α and the loss rule; the reference for
-//! bpf/fast_math.h, there being no Linux module to compare with.
+//! bpf/algo/fast_math.h, there being no Linux module to compare with.
 
 /// FAST's parameters in real units (spec §8 "Parameters").
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -117,7 +117,7 @@ pub fn bottleneck_rtt(w: f64, base: f64, c: f64) -> f64 {
 mod tests {
     use super::*;
 
-    // The C that fast.bpf.c runs (bpf/fast_math.h, compiled for the host by build.rs).
+    // The C that fast.bpf.c runs (bpf/algo/fast_math.h, compiled for the host by build.rs).
 
 
     // SAFETY (every wrapper): pure functions of integers; `cnt` is a live local u32,

@@ -2,7 +2,7 @@
 //!
 //! FAST has no Linux module, so `cctl conform` replays a port's samples through the
 //! shared machinery of [`crate::algo::replay`] with these rules: which of
-//! bpf/fast.bpf.c's rules ran on each ACK (slow start, the window update of \[P1\] eq. (5)
+//! bpf/algo/fast.bpf.c's rules ran on each ACK (slow start, the window update of \[P1\] eq. (5)
 //! every other RTT, the spread of an increase, the RTT average, the adaptive α, the
 //! loss rule), their outputs from [`super::model`], and the bounds its unit tests state
 //! for the fixed-point C (`Fast::bounds` lists them).
@@ -599,7 +599,7 @@ impl Rules for Fast {
 
     fn bounds(&self) -> String {
         format!(
-            "FAST (bpf/fast.bpf.c against loader/src/algo/fast/model.rs; γ {} as the port holds \
+            "FAST (bpf/algo/fast.bpf.c against loader/src/algo/fast/model.rs; γ {} as the port holds \
              it). Window update, eq. (5), at each update seen ({}): target_cwnd vs window(cwnd \
              before the ACK, baseRTT, T̄, α after it, γ), at least 2: port − model ∈ [−0.5 − \
              γ·2^-10, +0.5] (w·baseRTT ≥ 2^43: cut w·2^-20 + 2^-10; \
@@ -645,7 +645,7 @@ mod tests {
     use crate::model_check::check;
     use crate::algo::replay::testing::{defaults, sample, set_var, Tcp, T0};
 
-    /// FAST as bpf/fast.bpf.c runs it (defaults: every other RTT, adaptive α, γ 1/2),
+    /// FAST as bpf/algo/fast.bpf.c runs it (defaults: every other RTT, adaptive α, γ 1/2),
     /// written for this test in integers, on a path of baseRTT 20 ms, 100 packets of BDP
     /// (160 from ACK 1600) and 200 µs per queued packet, one full segment per ACK. The
     /// window update rounds the model's eq. (5) to the nearest segment, as the C does

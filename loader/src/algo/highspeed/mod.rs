@@ -1,5 +1,5 @@
-//! HighSpeed TCP (spec §4; RFC 3649; [P0] §IV-B, Table II): bpf/highspeed.bpf.c.
-//! Its a(w), b(w) (bpf/highspeed_math.h) are shared with TCP Africa.
+//! HighSpeed TCP (spec §4; RFC 3649; [P0] §IV-B, Table II): bpf/algo/highspeed.bpf.c.
+//! Its a(w), b(w) (bpf/algo/highspeed_math.h) are shared with TCP Africa.
 
 use crate::catalogue::{p, ParamSpec, Params, Profile};
 

@@ -1,5 +1,5 @@
 //! A plain f64 model of HighSpeed TCP's rules (spec §4, RFC 3649), the reference for
-//! bpf/highspeed_math.h (also used by TCP Africa's fast mode).
+//! bpf/algo/highspeed_math.h (also used by TCP Africa's fast mode).
 
 /// RFC 3649's response-function parameters in real units (spec §4 "Parameters"); the BPF
 /// tunables hold them in segments, per 10⁹ and per mille.
@@ -105,7 +105,7 @@ mod tests {
     use super::*;
     use crate::math::cctl_highspeed_ca;
 
-    // The C under test is bpf/highspeed_math.h, unchanged, compiled for the host by build.rs.
+    // The C under test is bpf/algo/highspeed_math.h, unchanged, compiled for the host by build.rs.
 
     const Q16: f64 = 65536.0;
     const ROWS: u32 = 72;

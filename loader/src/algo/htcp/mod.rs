@@ -1,4 +1,4 @@
-//! H-TCP (spec §5; Leith & Shorten 2004; [P0] §IV-C, Table II): bpf/htcp.bpf.c.
+//! H-TCP (spec §5; Leith & Shorten 2004; [P0] §IV-C, Table II): bpf/algo/htcp.bpf.c.
 
 use crate::catalogue::{p, Params, Profile, ACK_COUNTING};
 

@@ -1,7 +1,7 @@
-//! A plain f64 model of H-TCP's rules (spec §5), the reference for bpf/htcp_math.h's fixed point.
+//! A plain f64 model of H-TCP's rules (spec §5), the reference for bpf/algo/htcp_math.h's fixed point.
 
 /// H-TCP's parameters in real units (spec §5 "Parameters"). The names follow the BPF
-/// program's tunables (bpf/htcp.bpf.c), which hold the same values in ms and %.
+/// program's tunables (bpf/algo/htcp.bpf.c), which hold the same values in ms and %.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct HtcpParams {
     /// Δ_L, the low-speed threshold: Reno-like increase while Δ ≤ Δ_L, s (\[P0\] Table II: 1 s).
@@ -148,7 +148,7 @@ mod tests {
 
     // These tests run the C that the BPF program runs over grids of inputs and check it
     // against the model within bounds derived from its fixed-point resolution and its
-    // documented truncations. build.rs compiles bpf/htcp_math.h unchanged for the host
+    // documented truncations. build.rs compiles bpf/algo/htcp_math.h unchanged for the host
     // (crate::math); fixed point
     // is << 10 (1.0 == 1024).
 

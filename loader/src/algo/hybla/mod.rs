@@ -1,4 +1,4 @@
-//! TCP Hybla (spec §19.1; Caini & Firrincieli 2004, §3): bpf/hybla.bpf.c.
+//! TCP Hybla (spec §19.1; Caini & Firrincieli 2004, §3): bpf/algo/hybla.bpf.c.
 
 use crate::catalogue::{p, Profile, ACK_COUNTING};
 

@@ -1,5 +1,5 @@
 //! A plain f64 model of TCP Hybla's rules (spec §19.1; Caini & Firrincieli, IJSCN
-//! 22(5), 2004), the reference for bpf/hybla_math.h.
+//! 22(5), 2004), the reference for bpf/algo/hybla_math.h.
 
 /// Hybla's tunable (spec §19.1 "Parameters").
 #[derive(Debug, Clone, Copy, PartialEq)]

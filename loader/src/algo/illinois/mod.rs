@@ -1,4 +1,4 @@
-//! TCP Illinois (spec §13; Liu, Başar, Srikant 2008; discussed in \[P2\]): bpf/illinois.bpf.c.
+//! TCP Illinois (spec §13; Liu, Başar, Srikant 2008; discussed in \[P2\]): bpf/algo/illinois.bpf.c.
 
 use crate::catalogue::{p, Params, Profile, ACK_COUNTING};
 

@@ -1,5 +1,5 @@
 //! A plain f64 model of TCP Illinois' rules (spec §13), the reference for
-//! bpf/illinois_math.h's fixed point.
+//! bpf/algo/illinois_math.h's fixed point.
 
 /// Illinois' parameters in real units (spec §13 "Parameters", \[LINUX\] defaults matching
 /// \[GK\] Liu, Başar, Srikant 2008). The BPF program holds them in per-mille.

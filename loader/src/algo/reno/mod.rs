@@ -1,4 +1,4 @@
-//! Reno / NewReno (spec §2): bpf/reno.bpf.c, no tunables, no variables beyond the
+//! Reno / NewReno (spec §2): bpf/algo/reno.bpf.c, no tunables, no variables beyond the
 //! shared measurement layer.
 
 crate::algo::declare_algorithm! {

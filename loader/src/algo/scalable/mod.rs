@@ -1,4 +1,4 @@
-//! Scalable TCP (spec §3; Kelly 2003; [P0] §IV-A, Table II): bpf/scalable.bpf.c.
+//! Scalable TCP (spec §3; Kelly 2003; [P0] §IV-A, Table II): bpf/algo/scalable.bpf.c.
 
 use crate::catalogue::{p, Profile, ACK_COUNTING};
 

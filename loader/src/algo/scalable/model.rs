@@ -1,5 +1,5 @@
 //! A plain f64 model of Scalable TCP's rules (spec §3), the reference for
-//! bpf/scalable_math.h and the window arithmetic of bpf/scalable.bpf.c.
+//! bpf/algo/scalable_math.h and the window arithmetic of bpf/algo/scalable.bpf.c.
 
 /// Scalable TCP's parameters in real units (spec §3 "Parameters"); the BPF program's
 /// tunables hold the same values in segments, 1/10000 and 1/1000.
@@ -63,7 +63,7 @@ mod tests {
     use super::*;
     use crate::math::cctl_scalable_ca;
 
-    // The C under test is bpf/scalable_math.h, unchanged, compiled for the host by build.rs.
+    // The C under test is bpf/algo/scalable_math.h, unchanged, compiled for the host by build.rs.
 
 
     fn c_mode(cwnd: u32, low: u32) -> u8 {

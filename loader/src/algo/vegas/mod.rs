@@ -1,4 +1,4 @@
-//! TCP Vegas (spec §9; Brakmo & Peterson 1995; [P1] footnote 6): bpf/vegas.bpf.c.
+//! TCP Vegas (spec §9; Brakmo & Peterson 1995; [P1] footnote 6): bpf/algo/vegas.bpf.c.
 
 use crate::catalogue::{p, Params, Profile, ACK_COUNTING};
 

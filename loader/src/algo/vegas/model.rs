@@ -1,5 +1,5 @@
 //! A plain f64 model of TCP Vegas's once-per-RTT rule (spec §9), the reference for
-//! bpf/vegas_math.h.
+//! bpf/algo/vegas_math.h.
 
 /// Vegas's thresholds, packets (spec §9 "Parameters").
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -101,7 +101,7 @@ pub fn update(
 mod tests {
     use super::*;
 
-    // The C that vegas.bpf.c runs (bpf/vegas_math.h, compiled for the host by build.rs).
+    // The C that vegas.bpf.c runs (bpf/algo/vegas_math.h, compiled for the host by build.rs).
 
 
     const LEFT_SS: u32 = 1;

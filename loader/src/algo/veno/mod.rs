@@ -1,4 +1,4 @@
-//! TCP Veno (spec §19.2; Fu & Liew, IEEE JSAC 21(2) 2003): bpf/veno.bpf.c.
+//! TCP Veno (spec §19.2; Fu & Liew, IEEE JSAC 21(2) 2003): bpf/algo/veno.bpf.c.
 
 use crate::catalogue::{p, Profile, ACK_COUNTING};
 

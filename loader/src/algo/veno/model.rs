@@ -1,5 +1,5 @@
 //! A plain f64 model of TCP Veno's rules (spec §19.2; Fu & Liew, IEEE JSAC 21(2),
-//! 2003), the reference for bpf/veno_math.h.
+//! 2003), the reference for bpf/algo/veno_math.h.
 
 /// Veno's tunables (spec §19.2 "Parameters").
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -1,4 +1,4 @@
-//! TCP Westwood+ (spec §14; Mascolo et al. 2001, Grieco & Mascolo 2004): bpf/westwood.bpf.c.
+//! TCP Westwood+ (spec §14; Mascolo et al. 2001, Grieco & Mascolo 2004): bpf/algo/westwood.bpf.c.
 
 use crate::catalogue::{p, Profile, ACK_COUNTING};
 

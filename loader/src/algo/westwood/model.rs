@@ -1,5 +1,5 @@
 //! A plain f64 model of TCP Westwood+'s bandwidth estimator and loss rule (spec §14),
-//! the reference for bpf/westwood_math.h.
+//! the reference for bpf/algo/westwood_math.h.
 
 /// Westwood+'s constants (spec §14; \[LINUX\] tcp_westwood).
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -1,4 +1,4 @@
-//! YeAH-TCP (spec §10; [P3] Baiocchi, Castellani, Vacirca 2007, §III): bpf/yeah.bpf.c.
+//! YeAH-TCP (spec §10; [P3] Baiocchi, Castellani, Vacirca 2007, §III): bpf/algo/yeah.bpf.c.
 
 use crate::catalogue::{p, Params, Profile, ACK_COUNTING};
 

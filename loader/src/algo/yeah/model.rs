@@ -1,5 +1,5 @@
 //! A plain f64 model of YeAH-TCP's per-RTT and loss rules (spec §10, [P3] §III), the
-//! reference for bpf/yeah_math.h.
+//! reference for bpf/algo/yeah_math.h.
 
 /// YeAH's parameters (spec §10 "Parameters"); defaults are Linux `tcp_yeah`'s constants,
 /// which fill the values [P3] leaves open.
@@ -166,7 +166,7 @@ mod tests {
     use super::*;
     use crate::math::cctl_yeah_ca;
 
-    /// The tunables as the C rules take them (bpf/yeah_math.h `struct yeah_params`).
+    /// The tunables as the C rules take them (bpf/algo/yeah_math.h `struct yeah_params`).
     fn c_params(p: &YeahParams) -> crate::math::yeah_params {
         let a = args(p);
         crate::math::yeah_params {

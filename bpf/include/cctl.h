@@ -19,7 +19,7 @@
 #define CCTL_FP_SHIFT 10
 #define CCTL_FP_ONE (1u << CCTL_FP_SHIFT)
 
-/* Linkage of the fixed-point rules of bpf/<algo>_math.h: inlined into the BPF
+/* Linkage of the fixed-point rules of bpf/algo/<algo>_math.h: inlined into the BPF
  * programs; loader/build.rs compiles each header for the host with CCTL_MATH
  * empty, so that unit tests call the very same functions. */
 #ifndef CCTL_MATH
@@ -29,7 +29,7 @@
 
 /*
  * Each algorithm's private state (struct cctl_<algo>_ca, starting with a
- * struct cctl_meas) is declared in bpf/<algo>_math.h next to its fixed-point
+ * struct cctl_meas) is declared in bpf/algo/<algo>_math.h next to its fixed-point
  * rules; its BPF program defines one zeroed global of that type so that the
  * skeleton (and so Rust) gets the layout. It must fit CCTL_CA_PRIV_BYTES.
  */
