@@ -305,51 +305,10 @@ impl Chain {
         // Links, created from the router's side in chain order (so that hop k-1's peer end
         // already sits in router k when router k addresses it).
         for k in 1..=n + 1 {
-            let rtr = spec.router_ns(k);
-            let mut lines = vec!["link set lo up".to_string()];
-            if k <= n {
-                let (b, c) = (spec.hop_dev(k), spec.hop_peer_dev(k));
-                lines.push(format!(
-                    "link add {b} type veth peer name {c} netns {}",
-                    spec.router_ns(k + 1)
-                ));
-                lines.push(format!("addr add 10.{}.{x}.1/24 dev {b}", 60 + k));
-            }
-            if k >= 2 {
-                lines.push(format!(
-                    "addr add 10.{}.{x}.2/24 dev {}",
-                    60 + k - 1,
-                    spec.hop_peer_dev(k - 1)
-                ));
-            }
-            for (i, &(first, _)) in spec.paths.iter().enumerate() {
-                if first == k {
-                    let (a, s) = (
-                        spec.template.router_access_dev(i),
-                        spec.template.sender_dev_at(i),
-                    );
-                    lines.push(format!(
-                        "link add {a} type veth peer name {s} netns {}",
-                        spec.sender_ns(i)
-                    ));
-                    lines.push(format!("addr add 10.{}.{x}.254/24 dev {a}", 80 + i));
-                }
-            }
-            if k >= 2 && exits.contains(&(k - 1)) {
-                let j = k - 1;
-                lines.push(format!(
-                    "link add {} type veth peer name {} netns {}",
-                    spec.exit_dev(j),
-                    spec.receiver_dev(j),
-                    spec.receiver_ns(j)
-                ));
-                lines.push(format!(
-                    "addr add 10.{}.{x}.254/24 dev {}",
-                    70 + j,
-                    spec.exit_dev(j)
-                ));
-            }
-            run_batch(&["ip", "-n", &rtr], &lines)?;
+            run_batch(
+                &["ip", "-n", &spec.router_ns(k)],
+                &self.link_lines(k, &exits),
+            )?;
         }
 
         // Offloads off on both ends of every link, then up, then the routes along the chain.
@@ -407,8 +366,66 @@ impl Chain {
             )?;
         }
 
-        // Bottleneck k on router k's egress towards k+1; hop k's delay on router k+1's
-        // egress back towards k (one tc batch per router).
+        self.add_qdiscs()
+    }
+
+    /// The `ip -n <router k>` lines that create router `k`'s links (its hop to k+1, the
+    /// access links of the flows entering at k, the exit link of flows leaving after hop
+    /// k-1) and address its ends (`exits`: [`ChainSpec::exits`]).
+    fn link_lines(&self, k: usize, exits: &[usize]) -> Vec<String> {
+        let spec = &self.spec;
+        let (n, x) = (spec.len(), spec.x());
+        let mut lines = vec!["link set lo up".to_string()];
+        if k <= n {
+            let (b, c) = (spec.hop_dev(k), spec.hop_peer_dev(k));
+            lines.push(format!(
+                "link add {b} type veth peer name {c} netns {}",
+                spec.router_ns(k + 1)
+            ));
+            lines.push(format!("addr add 10.{}.{x}.1/24 dev {b}", 60 + k));
+        }
+        if k >= 2 {
+            lines.push(format!(
+                "addr add 10.{}.{x}.2/24 dev {}",
+                60 + k - 1,
+                spec.hop_peer_dev(k - 1)
+            ));
+        }
+        for (i, &(first, _)) in spec.paths.iter().enumerate() {
+            if first == k {
+                let (a, s) = (
+                    spec.template.router_access_dev(i),
+                    spec.template.sender_dev_at(i),
+                );
+                lines.push(format!(
+                    "link add {a} type veth peer name {s} netns {}",
+                    spec.sender_ns(i)
+                ));
+                lines.push(format!("addr add 10.{}.{x}.254/24 dev {a}", 80 + i));
+            }
+        }
+        if k >= 2 && exits.contains(&(k - 1)) {
+            let j = k - 1;
+            lines.push(format!(
+                "link add {} type veth peer name {} netns {}",
+                spec.exit_dev(j),
+                spec.receiver_dev(j),
+                spec.receiver_ns(j)
+            ));
+            lines.push(format!(
+                "addr add 10.{}.{x}.254/24 dev {}",
+                70 + j,
+                spec.exit_dev(j)
+            ));
+        }
+        lines
+    }
+
+    /// Bottleneck k on router k's egress towards k+1; hop k's delay on router k+1's
+    /// egress back towards k (one tc batch per router).
+    fn add_qdiscs(&self) -> Result<(), TestbedError> {
+        let spec = &self.spec;
+        let n = spec.len();
         for k in 1..=n + 1 {
             let rtr = spec.router_ns(k);
             let mut lines = Vec::new();

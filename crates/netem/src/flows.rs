@@ -213,73 +213,12 @@ pub fn run_bulk_flows_observed(
     stop: Arc<AtomicBool>,
     on_started: impl Fn(usize, u16) + Send + Sync + 'static,
 ) -> anyhow::Result<Vec<FlowResult>> {
-    for f in flows {
-        if f.stop < f.start {
-            bail!(
-                "flow {}: stop time {:?} is before its start time {:?}",
-                f.id,
-                f.stop,
-                f.start
-            );
-        }
-    }
+    check_flows(bed, flows)?;
     let Some(last_stop) = flows.iter().map(|f| f.stop).max() else {
         return Ok(Vec::new());
     };
-    for f in flows {
-        if f.sender >= bed.senders() {
-            bail!(
-                "flow {}: sender {} does not exist (the testbed has {})",
-                f.id,
-                f.sender,
-                bed.senders()
-            );
-        }
-    }
-    // Where each flow's data goes: the namespace of its listener, and the (namespace,
-    // address) its data sender connects from and to. Forward: sender -> receiver; reverse:
-    // receiver -> sender.
-    let mut routes: Vec<(String, String, SocketAddrV4)> = Vec::with_capacity(flows.len());
-    for f in flows {
-        let (rcv_ns, rcv_addr) = bed.receiver_of(f.sender);
-        let snd_ns = bed.sender_ns_at(f.sender);
-        routes.push(if f.reverse {
-            let addr = bed
-                .sender_addr_of(f.sender)
-                .with_context(|| format!("flow {} (reverse)", f.id))?;
-            (
-                snd_ns.to_string(),
-                rcv_ns.to_string(),
-                SocketAddrV4::new(addr, port),
-            )
-        } else {
-            (
-                rcv_ns.to_string(),
-                snd_ns.to_string(),
-                SocketAddrV4::new(rcv_addr, port),
-            )
-        });
-    }
-    // One listener per destination the flows use (the dumbbell has one for forward flows,
-    // and one per sender that reverse flows go to).
-    let mut listeners: Vec<(SocketAddrV4, TcpListener)> = Vec::new();
-    for (ns, _, dst) in &routes {
-        let dst = *dst;
-        if listeners.iter().any(|(d, _)| *d == dst) {
-            continue;
-        }
-        let listen = move || -> io::Result<TcpListener> {
-            let listener = TcpListener::bind(dst)?; // std sets SO_REUSEADDR
-            listener.set_nonblocking(true)?;
-            Ok(listener)
-        };
-        let listener = spawn_in_netns(ns, listen)
-            .and_then(join_io)
-            .and_then(|listener| listener)
-            .with_context(|| format!("listening on {dst} in network namespace {ns}"))?;
-        listeners.push((dst, listener));
-    }
-
+    let routes = routes_of(bed, port, flows)?;
+    let listeners = listen_all(&routes)?;
     let t0 = Instant::now();
     let run_deadline = t0 + last_stop + Duration::from_secs(GRACE_S);
     let senders_done = Arc::new(AtomicBool::new(false));
@@ -334,7 +273,101 @@ pub fn run_bulk_flows_observed(
         );
     }
 
-    Ok(flows
+    Ok(results(flows, outcomes, received))
+}
+
+/// Fails on a flow that stops before it starts or names a sender the testbed lacks.
+fn check_flows(bed: &(impl Endpoints + ?Sized), flows: &[FlowSpec]) -> anyhow::Result<()> {
+    for f in flows {
+        if f.stop < f.start {
+            bail!(
+                "flow {}: stop time {:?} is before its start time {:?}",
+                f.id,
+                f.stop,
+                f.start
+            );
+        }
+    }
+    for f in flows {
+        if f.sender >= bed.senders() {
+            bail!(
+                "flow {}: sender {} does not exist (the testbed has {})",
+                f.id,
+                f.sender,
+                bed.senders()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Where one flow's data goes: the namespace of its listener, the namespace its data
+/// sender connects from, and the address it connects to.
+type Route = (String, String, SocketAddrV4);
+
+/// Each flow's [`Route`], in flow order. Forward: sender -> receiver; reverse: receiver
+/// -> sender (errors where the testbed has no address for that sender).
+fn routes_of(
+    bed: &(impl Endpoints + ?Sized),
+    port: u16,
+    flows: &[FlowSpec],
+) -> anyhow::Result<Vec<Route>> {
+    let mut routes = Vec::with_capacity(flows.len());
+    for f in flows {
+        let (rcv_ns, rcv_addr) = bed.receiver_of(f.sender);
+        let snd_ns = bed.sender_ns_at(f.sender);
+        routes.push(if f.reverse {
+            let addr = bed
+                .sender_addr_of(f.sender)
+                .with_context(|| format!("flow {} (reverse)", f.id))?;
+            (
+                snd_ns.to_string(),
+                rcv_ns.to_string(),
+                SocketAddrV4::new(addr, port),
+            )
+        } else {
+            (
+                rcv_ns.to_string(),
+                snd_ns.to_string(),
+                SocketAddrV4::new(rcv_addr, port),
+            )
+        });
+    }
+    Ok(routes)
+}
+
+/// One non-blocking listener per destination the routes use (the dumbbell has one for
+/// forward flows, and one per sender that reverse flows go to), each bound in its
+/// namespace.
+fn listen_all(routes: &[Route]) -> anyhow::Result<Vec<(SocketAddrV4, TcpListener)>> {
+    let mut listeners: Vec<(SocketAddrV4, TcpListener)> = Vec::new();
+    for (ns, _, dst) in routes {
+        let dst = *dst;
+        if listeners.iter().any(|(d, _)| *d == dst) {
+            continue;
+        }
+        let listen = move || -> io::Result<TcpListener> {
+            let listener = TcpListener::bind(dst)?; // std sets SO_REUSEADDR
+            listener.set_nonblocking(true)?;
+            Ok(listener)
+        };
+        let listener = spawn_in_netns(ns, listen)
+            .and_then(join_io)
+            .and_then(|listener| listener)
+            .with_context(|| format!("listening on {dst} in network namespace {ns}"))?;
+        listeners.push((dst, listener));
+    }
+    Ok(listeners)
+}
+
+/// Each flow's result from its sender's outcome and what the receivers counted for its
+/// connection (by the sender's local address), in flow order.
+fn results(
+    flows: &[FlowSpec],
+    outcomes: Vec<SenderOutcome>,
+    mut received: HashMap<SocketAddrV4, Received>,
+) -> Vec<FlowResult> {
+    flows
         .iter()
         .zip(outcomes)
         .map(|(flow, out)| {
@@ -368,7 +401,7 @@ pub fn run_bulk_flows_observed(
                 segments: out.segments,
             }
         })
-        .collect())
+        .collect()
 }
 
 /// Joins a thread started by [`spawn_in_netns`], turning a panic into an error.
