@@ -15,7 +15,8 @@ macro_rules! exit_codes {
 exit_codes! {
     /// Success.
     pub const OK: i32 = 0;
-    /// A runtime failure: the kernel, a file or a command failed.
+    /// A runtime failure: the kernel, a file or a command failed; `cctl bench diff`: the two
+    /// results directories differ.
     pub const FAILURE: i32 = 1;
     /// Bad input: unknown algorithm, invalid name or parameter, a name that is not loaded, a
     /// number outside its option's range, an algorithm given twice, a missing file or

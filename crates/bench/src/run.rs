@@ -111,6 +111,7 @@ pub fn run_once(
         sample_drops: feed.counters().dropped.saturating_sub(counters0.dropped),
         completed,
         bottleneck: Some(net.setup),
+        t0_ns: Some(t0.ns),
         ..unmeasured(point, algo, rep)
     };
     let end = End {
@@ -153,6 +154,7 @@ fn unmeasured(point: &RunPoint, algo: &ResolvedCc, rep: u32) -> RunRecord {
         samples: 0,
         sample_drops: 0,
         wall_s: 0.0,
+        t0_ns: None,
         web: None,
         cpu_busy: f64::NAN,
         cpus: 0,

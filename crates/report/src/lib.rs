@@ -17,11 +17,13 @@
 //!   [`scatter`]: the plots; [`write`]: the summary files of a directory;
 //! - [`compare`]: BPF port against its Linux module; [`check`]: regression gating;
 //!   [`expect`]: a scenario's `[[expect]]` judged PASS or FAIL;
-//! - [`merge`]: directories of one sweep run in parts, merged.
+//! - [`merge`]: directories of one sweep run in parts, merged; [`diff`]: two directories
+//!   compared sample by sample.
 
 pub mod axes;
 pub mod check;
 pub mod compare;
+pub mod diff;
 pub mod expect;
 pub mod merge;
 pub mod plots;

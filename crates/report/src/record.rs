@@ -114,6 +114,11 @@ pub struct RunRecord {
     pub sample_drops: u64,
     /// Wall-clock length of the run, s.
     pub wall_s: f64,
+    /// The run's t0 on the monotonic clock of the kernel that ran it (`samples.csv`'s
+    /// `ts_ns` clock), ns; every `t_s` of the run counts from it. `None` in files written
+    /// before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub t0_ns: Option<u64>,
     /// What the web cross traffic did (none without web sessions).
     #[serde(default)]
     pub web: Option<cctl_netem::web::WebStats>,

@@ -1,7 +1,8 @@
 //! `cctl bench`: the papers' benchmark tests on a veth/netem dumbbell — list the
-//! scenarios, run one, rebuild a report, gate on a baseline.
+//! scenarios, run one, rebuild a report, gate on a baseline, compare two runs.
 
 mod calibrate;
+mod diff;
 mod dry_run;
 mod gate;
 mod guest;
@@ -39,6 +40,9 @@ enum Cmd {
     /// Compare a summary.json with a baseline, metric by metric; exit 8 when one is outside
     /// its tolerance or missing.
     Check(CheckArgs),
+    /// Compare two results directories sample by sample; print the first place they
+    /// differ (run, flow, time, field, both values) or "identical"; exit 1 when they differ.
+    Diff(diff::DiffArgs),
     /// cctl's own costs next to their references: BPF ports vs native modules per ACK,
     /// the collector vs `ss -ti`, migration, the testbed's ceiling.
     Perf(perf::PerfArgs),
@@ -133,6 +137,7 @@ pub fn run(args: Args) -> Result<i32> {
         Cmd::Perf(a) => perf::run(a),
         Cmd::Calibrate(a) => calibrate::run(a),
         Cmd::Merge(a) => merge(a),
+        Cmd::Diff(a) => diff::run(a),
         Cmd::Check(a) => {
             let baseline = SummaryFile::load(&a.baseline)?;
             let tol = gate::load_tolerances(a.tolerance.as_deref())?;
