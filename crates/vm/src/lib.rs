@@ -432,6 +432,10 @@ pub struct VmSpec {
     /// runs (removed once the group is gone), so that a later `cctl bench run --resume`
     /// can end a VM whose `cctl` was killed ([`end_recorded_vm`]).
     pub pgid_file: Option<PathBuf>,
+    /// QEMU's `-seed`: the guest's pseudo-random numbers (what TCG's RDRAND returns, which
+    /// seeds the guest kernel's random state: TCP ISNs, hash secrets, port offsets) come
+    /// from this seed instead of the host's entropy (`None`: the host's).
+    pub seed: Option<u64>,
 }
 
 /// With this environment variable naming a directory, every VM whose spec records no
@@ -579,6 +583,7 @@ impl VmSpec {
             cancel: None,
             clock: Clock::Real,
             pgid_file: None,
+            seed: None,
         })
     }
 
@@ -620,11 +625,18 @@ impl VmSpec {
     /// guest; `rwdirs` come after the spec's own [`VmSpec::rwdirs`].
     pub fn vng_args(&self, rwdirs: &[&Path], exec: &str) -> Vec<OsString> {
         let mut args = vec![flag("--run=", self.kernel.as_os_str())];
+        let mut qemu = Vec::new();
         if self.accel == Accel::Tcg {
             args.push("--disable-kvm".into());
             if self.clock == Clock::Virtual {
-                args.push(format!("--qemu-opts=-icount shift={ICOUNT_SHIFT},sleep=off").into());
+                qemu.push(format!("-icount shift={ICOUNT_SHIFT},sleep=off"));
             }
+        }
+        if let Some(seed) = self.seed {
+            qemu.push(format!("-seed {seed}"));
+        }
+        if !qemu.is_empty() {
+            args.push(format!("--qemu-opts={}", qemu.join(" ")).into());
         }
         args.push(format!("--cpus={}", self.cpus).into());
         args.push(format!("--memory={}M", self.memory_mb).into());
@@ -844,6 +856,7 @@ fn probe_kvm() -> Option<Accel> {
         cancel: None,
         clock: Clock::Real,
         pgid_file: None,
+        seed: None,
     };
     // One boot: a KVM guest that cannot run here dies at once, every time.
     match run_attempt(&spec, "true", false).0 {
@@ -1398,6 +1411,7 @@ mod tests {
             cancel: None,
             clock: Clock::Real,
             pgid_file: None,
+            seed: None,
         }
     }
 
@@ -1451,6 +1465,16 @@ mod tests {
             );
             // One vCPU: every vCPU of an icount guest runs on one host thread.
             assert_eq!(s.cpus, VIRTUAL_VCPUS);
+            // A seed goes to QEMU beside the clock, in the same option.
+            s.seed = Some(7);
+            let args = s.vng_args(&[], "true");
+            assert!(
+                args.contains(&OsString::from(
+                    "--qemu-opts=-icount shift=0,sleep=off -seed 7"
+                )),
+                "{args:?}"
+            );
+            s.seed = None;
             assert_eq!(
                 s.clock_env(),
                 "clock=virtual accel=tcg vcpus=1 memory_mb=2048 icount_shift=0"

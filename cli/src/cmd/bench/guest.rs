@@ -78,6 +78,7 @@ pub(super) fn run_in_vm(
         clock,
         timeout,
         cancel,
+        seed: req.seed_of(sc),
     };
     if per_slot {
         guests.per_slot(req, sc, &out, json)
@@ -86,12 +87,13 @@ pub(super) fn run_in_vm(
     }
 }
 
-/// How the guests of one sweep boot: their clock, how long they may take, and the flag
-/// that stops them.
+/// How the guests of one sweep boot: their clock, how long they may take, the flag that
+/// stops them, and the sweep's seed (QEMU's `-seed` of each).
 struct Guests {
     clock: vm::Clock,
     timeout: Duration,
     cancel: Arc<AtomicBool>,
+    seed: u64,
 }
 
 impl Guests {
@@ -127,6 +129,8 @@ impl Guests {
         spec.pgid_file = Some(out.join(vm::PGID_FILE));
         spec.timeout = self.timeout;
         spec.cancel = Some(self.cancel.clone());
+        // The run's seed is the guest's too: its kernel's random state comes from it.
+        spec.seed = Some(self.seed);
         Ok((spec, cmd))
     }
 
