@@ -83,6 +83,11 @@ pub fn run_scenario(
         true => None,
         false => Some(SampleFeed::start(PORT, req.interval())?),
     };
+    // What every run sees of the request: its seed resolved (the scenario's when not given).
+    let run_req = RunRequest {
+        seed: Some(plan.seed),
+        ..req.clone()
+    };
     let run = |slot: cctl_netem::slot::Slot, nth: usize, id: &RunId| -> Result<RunRecord> {
         let point = plan.point(id);
         let algo = resolved
@@ -97,7 +102,7 @@ pub fn run_scenario(
             .as_ref()
             .expect("a collector runs while there are runs to do");
         let res = run_once(
-            point, algo, &resolved, id.rep, req, &run_dir, &stop, slot, feed,
+            point, algo, &resolved, id.rep, &run_req, &run_dir, &stop, slot, feed,
         );
         progress.done(point.duration_s);
         // The run's directory, so that a write that failed (a full disk) names where;

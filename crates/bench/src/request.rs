@@ -60,8 +60,8 @@ pub struct RunRequest {
     /// Results root; the sweep goes to `<out>/<scenario name>/<timestamp>/` unless
     /// [`RunRequest::resume`] names the directory.
     pub out: PathBuf,
-    /// Base seed of random start times (repetition r uses seed + r); `None` = the
-    /// scenario's.
+    /// The sweep's seed (repetition r's runs draw from seed + r: start times, web sessions;
+    /// the guests boot with it); `None` = the scenario's `seed` (1 where it gives none).
     pub seed: Option<u64>,
     /// Collector sampling interval per flow, ms, 1..=[`MAX_INTERVAL_MS`].
     pub interval_ms: u64,

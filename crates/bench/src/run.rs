@@ -112,6 +112,7 @@ pub fn run_once(
         completed,
         bottleneck: Some(net.setup),
         t0_ns: Some(t0.ns),
+        seed: Some(start.seed()),
         ..unmeasured(point, algo, rep)
     };
     let end = End {
@@ -146,6 +147,7 @@ fn unmeasured(point: &RunPoint, algo: &ResolvedCc, rep: u32) -> RunRecord {
         vars: point.vars.clone(),
         algo: algo.requested.clone(),
         rep,
+        seed: None,
         spec: point.clone(),
         flows: Vec::new(),
         series: Vec::new(),

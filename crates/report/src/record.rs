@@ -98,6 +98,11 @@ pub struct RunRecord {
     pub algo: String,
     /// Repetition, 0-based.
     pub rep: u32,
+    /// The run's seed: the sweep's (`metadata.json`'s `seed`) plus the repetition; every
+    /// random choice of the run comes from it (start times, web sessions) and the guest
+    /// booted with the sweep's. `None` in files written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
     /// The point as run (rate, buffer, loss, flows).
     pub spec: RunPoint,
     /// Per-flow outcome of the traffic generator.
@@ -189,7 +194,7 @@ pub struct Metadata {
     pub profile: String,
     /// Repetitions per point.
     pub repeat: u32,
-    /// Seed of random start times.
+    /// The sweep's seed (`cctl bench run --seed`; each run's is this + its repetition).
     pub seed: u64,
     /// `uname -r`.
     pub kernel: String,

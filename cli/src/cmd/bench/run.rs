@@ -58,8 +58,9 @@ pub(super) struct RunArgs {
     /// Results root directory.
     #[arg(long, default_value = "results")]
     pub(super) out: PathBuf,
-    /// Base seed of random start times (default: the scenario's); allowed 0 to
-    /// 18446744073709551615.
+    /// The sweep's seed: repetition r's runs draw their random start times and web sessions
+    /// from seed + r, and the guests boot with it (QEMU -seed); default: the scenario's
+    /// `seed`, 1 where it gives none; allowed 0 to 18446744073709551615.
     #[arg(long, value_parser = whole::<u64>(0, Some(u64::MAX.into()), ""))]
     pub(super) seed: Option<u64>,
     /// Collector interval per flow, ms; allowed 1 to 60000.

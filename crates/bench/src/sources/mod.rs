@@ -93,6 +93,12 @@ impl Start<'_> {
         self.t0
             .expect("sources that start at t0 are started after it")
     }
+
+    /// The run's seed: the sweep's (`req.seed`, resolved by the runner) plus the
+    /// repetition, as the scenario's random start times of this repetition are drawn.
+    pub fn seed(&self) -> u64 {
+        self.req.seed.unwrap_or(0).wrapping_add(u64::from(self.rep))
+    }
 }
 
 /// What a source sees when it finishes: the flows have ended.

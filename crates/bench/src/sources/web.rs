@@ -27,9 +27,10 @@ impl Source for Web {
             .iter()
             .find(|r| r.requested == point.web_cc)
             .map_or(point.web_cc.clone(), |r| r.cc_name.clone());
-        // The web host is the sender after the flows'; each run draws its own sessions.
+        // The web host is the sender after the flows'; each run draws its own sessions, from
+        // the run's seed (the sweep's + the repetition) and the point.
         let sender = point.flows.len();
-        let seed = 0x5eed ^ ((point.index as u64) << 8) ^ u64::from(run.rep);
+        let seed = run.seed() ^ ((point.index as u64) << 32);
         let spec = match point.web_model {
             WebModel::Surge => WebSpec::surge(point.web_sessions, &cc, sender, seed),
             WebModel::P0 => WebSpec::p0(point.web_sessions, &cc, sender, seed),
