@@ -7,9 +7,11 @@
 //! `samples.csv` (the collector), `queue.csv` (the bottleneck) and `delays.csv` (the
 //! per-packet taps) are compared row by row and field by field, then `close.json` and
 //! `run.json` as JSON trees. What is not a property of the run is left out: `run.json`'s
-//! host measurements ([`HOST_FIELDS`]: wall-clock length, the host's CPU), and everything
-//! of `metadata.json` and `request.json` (start time, paths, version stamp), which only
-//! decide whether the two directories can be compared at all ([`comparable`]).
+//! host measurements ([`HOST_FIELDS`]: wall-clock length, the host's CPU), the names the
+//! kernel gave sockets and objects ([`IDENTITY_FIELDS`]), where the run started on the
+//! guest's clock (`ts_ns` is compared since t0), and everything of `metadata.json` and
+//! `request.json` (start time, paths, version stamp), which only decide whether the two
+//! directories can be compared at all ([`comparable`]).
 
 use std::path::Path;
 
@@ -23,6 +25,23 @@ use crate::runs::RunId;
 /// Fields of `run.json` that measure the host, not the run: `wall_s` (wall-clock length),
 /// `cpu_busy` and `cpus` (the host's CPU while it ran).
 pub const HOST_FIELDS: &[&str] = &["wall_s", "cpu_busy", "cpus"];
+
+/// Fields, in every file, that name a socket or a kernel object rather than measure it:
+/// socket and namespace cookies, ports (the kernel picks ephemeral ones), BPF map ids.
+/// Not compared; the flow a row belongs to is named by its `[[flows]]` id instead.
+pub const IDENTITY_FIELDS: &[&str] = &[
+    "cookie",
+    "netns_cookie",
+    "sport",
+    "dport",
+    "local_port",
+    "ca_map_id",
+];
+
+/// Timestamps on the kernel's monotonic clock (`ts_ns`) are compared as times since the
+/// run's t0 (`t0_ns` of each side's `run.json`), which itself is not compared: where a
+/// run starts on the guest's clock depends on what ran before it.
+const CLOCK_FIELD: &str = "ts_ns";
 
 /// The sample files of a run, compared row by row, in this order, each with its time
 /// column: (file, time column, the time column's unit in seconds).
@@ -163,8 +182,8 @@ pub fn diff(a: &Path, b: &Path) -> anyhow::Result<Diff> {
             .collect(),
     };
     for (id, rec) in &runs_a {
-        if runs_b.contains_key(id) {
-            let t0_ns = rec.t0_ns;
+        if let Some(rec_b) = runs_b.get(id) {
+            let t0_ns = rec.t0_ns.zip(rec_b.t0_ns);
             let flows: Vec<(std::net::IpAddr, u16, usize)> = rec
                 .flows
                 .iter()
@@ -177,32 +196,48 @@ pub fn diff(a: &Path, b: &Path) -> anyhow::Result<Diff> {
     Ok(out)
 }
 
-/// Compares one run's files in `a` and `b`. `t0_ns` places `samples.csv`'s `ts_ns` in
-/// the run; `flows` maps a sender's (address, port) to its flow id.
+/// Compares one run's files in `a` and `b`. `t0_ns` (a's, b's; `None` unless both
+/// recorded it) places each side's `ts_ns` in its run; `flows` maps a sender's (address,
+/// port) in `a` to its flow id.
 fn diff_run(
     id: &RunId,
     a: &Path,
     b: &Path,
-    t0_ns: Option<u64>,
+    t0_ns: Option<(u64, u64)>,
     flows: &[(std::net::IpAddr, u16, usize)],
 ) -> anyhow::Result<RunDiff> {
     let mut samples = 0;
     let mut identical = 0;
     let mut firsts: Vec<Difference> = Vec::new();
     for &(file, time_col, unit) in SAMPLE_FILES {
-        let (ra, rb) = (read_rows(&a.join(file))?, read_rows(&b.join(file))?);
+        let (t0a, t0b) = (t0_ns.map(|t| t.0), t0_ns.map(|t| t.1));
+        let (ra, rb) = (
+            read_rows(&a.join(file), t0a)?,
+            read_rows(&b.join(file), t0b)?,
+        );
         let cmp = compare_rows(&ra, &rb);
         samples += cmp.rows;
         identical += cmp.identical;
         if let Some((row, col)) = cmp.first {
             firsts.push(csv_difference(
-                file, &ra, &rb, row, col, time_col, unit, t0_ns, flows,
+                file,
+                &ra,
+                &rb,
+                row,
+                col,
+                time_col,
+                unit,
+                t0_ns.is_some(),
+                flows,
             ));
         }
     }
     if firsts.is_empty() {
         for file in JSON_FILES {
-            let (va, vb) = (read_json(&a.join(file))?, read_json(&b.join(file))?);
+            let (va, vb) = (
+                read_json(&a.join(file), t0_ns.map(|t| t.0))?,
+                read_json(&b.join(file), t0_ns.map(|t| t.1))?,
+            );
             if let Some(d) = first_json_difference(file, &va, &vb) {
                 firsts.push(d);
                 break;
@@ -225,17 +260,25 @@ fn diff_run(
 /// A CSV file's header and rows as text (`None`: no such file).
 type Rows = Option<(Vec<String>, Vec<Vec<String>>)>;
 
-fn read_rows(path: &Path) -> anyhow::Result<Rows> {
+/// Reads a sample file; with `t0`, its `ts_ns` column becomes ns since t0.
+fn read_rows(path: &Path, t0: Option<u64>) -> anyhow::Result<Rows> {
     if !path.is_file() {
         return Ok(None);
     }
     let mut r = csv::Reader::from_path(path)
         .map_err(|e| anyhow::anyhow!("reading {}: {e}", path.display()))?;
     let header: Vec<String> = r.headers()?.iter().map(str::to_string).collect();
+    let clock = header.iter().position(|h| h == CLOCK_FIELD);
     let mut rows = Vec::new();
     for rec in r.records() {
         let rec = rec.map_err(|e| anyhow::anyhow!("reading {}: {e}", path.display()))?;
-        rows.push(rec.iter().map(str::to_string).collect());
+        let mut row: Vec<String> = rec.iter().map(str::to_string).collect();
+        if let (Some(c), Some(t0)) = (clock, t0) {
+            if let Some(ts) = row.get(c).and_then(|v| v.parse::<u64>().ok()) {
+                row[c] = (i128::from(ts) - i128::from(t0)).to_string();
+            }
+        }
+        rows.push(row);
     }
     Ok(Some((header, rows)))
 }
@@ -275,11 +318,13 @@ fn compare_rows(a: &Rows, b: &Rows) -> RowCmp {
             first: Some((0, None)),
         };
     }
+    let compared: Vec<bool> = ha
+        .iter()
+        .map(|h| !IDENTITY_FIELDS.contains(&h.as_str()))
+        .collect();
     let first = (0..ra.len().max(rb.len())).find_map(|i| match (ra.get(i), rb.get(i)) {
-        (Some(x), Some(y)) => x
-            .iter()
-            .zip(y)
-            .position(|(p, q)| p != q)
+        (Some(x), Some(y)) => (0..x.len().max(y.len()))
+            .find(|&c| compared.get(c).copied().unwrap_or(true) && x.get(c) != y.get(c))
             .map(|c| (i, Some(c))),
         _ => Some((i, None)),
     });
@@ -300,7 +345,7 @@ fn csv_difference(
     col: Option<usize>,
     time_col: &str,
     unit: f64,
-    t0_ns: Option<u64>,
+    since_t0: bool,
     flows: &[(std::net::IpAddr, u16, usize)],
 ) -> Difference {
     let header = a
@@ -334,7 +379,7 @@ fn csv_difference(
     let t_s = any_row.and_then(|r| {
         let raw: f64 = r.get(col_of(time_col)?)?.parse().ok()?;
         Some(if time_col == "ts_ns" {
-            let base = t0_ns.map(|t| t as f64).or_else(|| {
+            let base = since_t0.then_some(0.0).or_else(|| {
                 let first = a.as_ref().or(b.as_ref())?.1.first()?;
                 first.get(col_of(time_col)?)?.parse().ok()
             })?;
@@ -378,7 +423,9 @@ fn csv_difference(
     }
 }
 
-fn read_json(path: &Path) -> anyhow::Result<Option<Value>> {
+/// Reads a JSON file without what is not compared: [`HOST_FIELDS`] and `t0_ns` at the
+/// top, [`IDENTITY_FIELDS`] anywhere; with `t0`, every `ts_ns` becomes ns since t0.
+fn read_json(path: &Path, t0: Option<u64>) -> anyhow::Result<Option<Value>> {
     if !path.is_file() {
         return Ok(None);
     }
@@ -387,11 +434,31 @@ fn read_json(path: &Path) -> anyhow::Result<Option<Value>> {
     let mut v: Value = serde_json::from_slice(&bytes)
         .map_err(|e| anyhow::anyhow!("parsing {}: {e}", path.display()))?;
     if let Value::Object(m) = &mut v {
-        for f in HOST_FIELDS {
+        for f in HOST_FIELDS.iter().chain(&["t0_ns"]) {
             m.remove(*f);
         }
     }
+    normalize(&mut v, t0);
     Ok(Some(v))
+}
+
+fn normalize(v: &mut Value, t0: Option<u64>) {
+    match v {
+        Value::Object(m) => {
+            for f in IDENTITY_FIELDS {
+                m.remove(*f);
+            }
+            if let (Some(t0), Some(ts)) = (t0, m.get(CLOCK_FIELD).and_then(Value::as_u64)) {
+                m.insert(
+                    CLOCK_FIELD.into(),
+                    (i128::from(ts) - i128::from(t0)).to_string().into(),
+                );
+            }
+            m.values_mut().for_each(|x| normalize(x, t0));
+        }
+        Value::Array(a) => a.iter_mut().for_each(|x| normalize(x, t0)),
+        _ => {}
+    }
 }
 
 /// The first place two JSON files differ, depth first in key order, with the nearest
@@ -517,6 +584,44 @@ mod tests {
         assert!(d.identical(), "{d:?}");
         assert_eq!((d.runs.len(), d.samples()), (1, 3));
         assert_eq!(d.runs[0].identical_samples, 3);
+    }
+
+    #[test]
+    fn where_a_run_starts_on_the_clock_and_which_port_it_got_are_no_difference() {
+        let (a, b) = (results("shift-a"), results("shift-b"));
+        let t0 = |dir: &Path, t0: u64| {
+            edit(dir, "run.json", |t| {
+                let mut v: Value = serde_json::from_str(&t).unwrap();
+                v["t0_ns"] = t0.into();
+                v["flows"][0]["local_port"] = (t0 % 60000).into();
+                v.to_string()
+            })
+        };
+        t0(&a, 900_000_000);
+        t0(&b, 5_900_000_000);
+        // B ran 5 s later on its guest's clock, from another port.
+        edit(&b, "samples.csv", |t| {
+            t.replace(",34180,", ",40000,")
+                .replace("1000000000,", "6000000000,")
+                .replace("1100000000,", "6100000000,")
+                .replace("1250000000,", "6250000000,")
+        });
+        let d = diff(&a, &b).unwrap();
+        assert!(d.identical(), "{d:?}");
+        // A change within the run still shows, timed from t0.
+        edit(&b, "samples.csv", |t| {
+            t.replace("6250000000,", "6250000001,")
+        });
+        let (_, x) = diff(&a, &b)
+            .unwrap()
+            .first()
+            .map(|(r, x)| (r.clone(), x.clone()))
+            .unwrap();
+        assert_eq!(
+            (x.field.as_str(), x.a.as_str(), x.b.as_str()),
+            ("row 3 ts_ns", "350000000", "350000001")
+        );
+        assert!((x.t_s.unwrap() - 0.35).abs() < 1e-9, "{x:?}");
     }
 
     #[test]

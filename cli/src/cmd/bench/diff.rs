@@ -17,8 +17,10 @@ use crate::out::outln;
 results/calibrate/20261128T103000Z\n\n\
 Every run both directories completed is compared: samples.csv, queue.csv and delays.csv row \
 by row and field by field, then close.json and run.json. Not differences: run.json's wall_s, \
-cpu_busy and cpus (the host, not the run), and metadata.json and request.json (start time, \
-paths, version stamp). Both directories must hold the same scenario, profile, clock, cctl \
+cpu_busy and cpus (the host, not the run); socket and object names (cookie, netns_cookie, \
+sport, dport, local_port, ca_map_id); where a run started on the guest's clock (ts_ns is \
+compared as time since the run's t0_ns); metadata.json and request.json (start time, paths, \
+version stamp). Both directories must hold the same scenario, profile, clock, cctl \
 build and kernel. Exit codes: 0 identical, 1 different, 2 bad input."
 )]
 pub struct DiffArgs {
