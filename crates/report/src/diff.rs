@@ -544,9 +544,25 @@ mod tests {
     use super::*;
     use std::path::PathBuf;
 
+    /// A fresh directory under the system's temporary directory, removed when dropped.
+    struct Scratch(PathBuf);
+
+    impl Drop for Scratch {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    impl std::ops::Deref for Scratch {
+        type Target = Path;
+        fn deref(&self) -> &Path {
+            &self.0
+        }
+    }
+
     /// A copy of the report crate's results fixture (host-sweep, reno, point 0; flow 1
     /// from 10.80.0.1:34180) with a `samples.csv` of three rows, in a fresh directory.
-    fn results(name: &str) -> PathBuf {
+    fn results(name: &str) -> Scratch {
         let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/results-bcd7aa4");
         let dst = std::env::temp_dir().join(format!("cctl-diff-{}-{name}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dst);
@@ -562,7 +578,7 @@ mod tests {
              1250000000,10.80.0.1,34180,120,52000\n",
         )
         .unwrap();
-        dst
+        Scratch(dst)
     }
 
     fn edit(dir: &Path, file: &str, f: impl FnOnce(String) -> String) {
