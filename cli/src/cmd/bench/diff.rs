@@ -33,16 +33,12 @@ pub struct DiffArgs {
     json: bool,
 }
 
+/// A results directory's metadata; anything unreadable is bad input (exit 2).
 fn metadata(dir: &std::path::Path) -> Result<Metadata> {
     super::results_dir(dir)?;
-    let path = dir.join("metadata.json");
-    match std::fs::read(&path).map(|b| serde_json::from_slice::<Metadata>(&b)) {
-        Ok(Ok(m)) => Ok(m),
-        Ok(Err(e)) => usage!(
-            "{}: not a metadata.json of `cctl bench run`: {e}",
-            path.display()
-        ),
-        Err(e) => usage!("reading {}: {e}", path.display()),
+    match cctl_report::merge::read_metadata(dir) {
+        Ok(m) => Ok(m),
+        Err(e) => usage!("{e:#}"),
     }
 }
 
