@@ -134,7 +134,8 @@ fn bench_run_refuses_a_duration_that_is_not_positive_or_past_its_cap() {
 
 #[test]
 fn a_run_resumes_only_with_the_guest_layout_it_started_with() {
-    // Started one guest per slot in two guests: resuming with three, or with one, is refused.
+    // Started one guest per run for two runs: resuming a request of three runs (host-sweep's
+    // three points), or on the real clock (one guest), is refused.
     let two = scratch("slots");
     for j in ["1", "2"] {
         std::fs::create_dir_all(two.join("slots").join(j)).unwrap();
@@ -154,18 +155,25 @@ fn a_run_resumes_only_with_the_guest_layout_it_started_with() {
         .chain(extra.iter().map(|a| a.to_string()))
         .collect()
     };
-    for extra in [
-        &["--clock", "virtual", "--jobs", "3"][..],
-        &["--clock", "virtual", "--jobs", "1"][..],
+    for (extra, want) in [
+        (
+            &["--clock", "virtual", "--jobs", "3"][..],
+            "one guest per run for 2 runs",
+        ),
+        (&["--clock", "virtual"][..], "and this request plans 3"),
+        (
+            &["--clock", "real", "--vm", "always"][..],
+            "resume it with --clock virtual",
+        ),
     ] {
         let args = run(&two, extra);
         let refs: Vec<&str> = args.iter().map(String::as_str).collect();
-        refused(&refs, "resume it with --clock virtual --jobs 2");
+        refused(&refs, want);
     }
     // Started in one guest (a metadata.json, no slots): not resumed one guest per slot.
     let one = scratch("oneguest");
     std::fs::write(one.join("metadata.json"), "{}").unwrap();
-    let args = run(&one, &["--clock", "virtual", "--jobs", "2"]);
+    let args = run(&one, &["--clock", "virtual"]);
     let refs: Vec<&str> = args.iter().map(String::as_str).collect();
     refused(&refs, "this sweep ran in one guest");
     for d in [two, one] {

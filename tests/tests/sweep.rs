@@ -438,19 +438,20 @@ fn group_alive(pgid: i32) -> bool {
         .is_ok_and(|s| s.success())
 }
 
-/// The VM of a sweep dies the two ways it can, and `--resume` goes on after each:
-/// 1. the guest dies mid-sweep (QEMU's process group killed after the first run): cctl
-///    says the VM exited without finishing and exits 1, the finished run is kept whole
+/// The VMs of a sweep (on the virtual clock, one sealed guest per run, in `slots/<J>/`) die
+/// the two ways they can, and `--resume` goes on after each:
+/// 1. run 2's guest dies (QEMU's process group killed while it runs): cctl says the VM
+///    exited without finishing and exits 1, run 1 is kept whole in the combined directory
 ///    and nothing is left running;
-/// 2. cctl is killed while its VM runs: QEMU outlives it, and the next `--resume` ends that
-///    VM (saying so) before it does the run left.
+/// 2. cctl is killed while run 2's VM runs: QEMU outlives it, and the next `--resume` ends
+///    that VM (saying so) before it does run 2 again.
 #[test]
 fn resume_goes_on_after_the_guest_dies_and_ends_the_vm_a_killed_cctl_left() {
     let _g = setup();
     let d = root("vm");
     let dir = d.join("sweep");
     let args = bench(&dir, &["--vm", "always", "--shard", "1/3"]);
-    let pgid_file = dir.join("vm.pgid");
+    let pgid_file = dir.join("slots").join("2").join("vm.pgid");
     let read_pgid = || -> i32 {
         std::fs::read_to_string(&pgid_file)
             .expect("the VM's process group is recorded")
@@ -459,16 +460,29 @@ fn resume_goes_on_after_the_guest_dies_and_ends_the_vm_a_killed_cctl_left() {
             .and_then(|w| w.parse().ok())
             .expect("vm.pgid starts with the group id")
     };
+    // Run 2's guest has started its run: its own announcement follows cctl's for slot 2.
+    let run2_running = |log: &Path| {
+        pgid_file.exists()
+            && std::fs::read_to_string(log).is_ok_and(|t| {
+                t.split_once("for slot 2/2")
+                    .is_some_and(|(_, after)| after.contains("of traffic"))
+            })
+    };
 
-    // 1. The guest dies after its first run.
+    // 1. Run 2's guest dies.
     let log = d.join("first.stderr");
     let mut child = spawn_logged(&args, &log);
     wait_for_running(
-        "the guest's first finished run",
+        "run 2's guest",
         Duration::from_secs(600),
         &mut child,
         &log,
-        || completed_runs(&dir).len() == 1 && pgid_file.exists(),
+        || run2_running(&log),
+    );
+    assert_eq!(
+        completed_runs(&dir.join("slots").join("1")).len(),
+        1,
+        "run 1's guest ended and handed its run back"
     );
     let pgid = read_pgid();
     nix::sys::signal::kill(
@@ -495,16 +509,16 @@ fn resume_goes_on_after_the_guest_dies_and_ends_the_vm_a_killed_cctl_left() {
     );
     assert!(!pgid_file.exists(), "vm.pgid removed with the VM");
 
-    // 2. cctl dies while the resumed VM runs (once its guest has started the run: killed
-    // while the guest boots, QEMU soon dies of the console pipe cctl held).
+    // 2. cctl dies while the resumed run 2's VM runs (once its guest has started the run:
+    // killed while the guest boots, QEMU soon dies of the pipe cctl held).
     let log = d.join("second.stderr");
     let mut child = spawn_logged(&args, &log);
     wait_for_running(
-        "the resumed guest's run",
+        "the resumed run 2's guest",
         Duration::from_secs(600),
         &mut child,
         &log,
-        || pgid_file.exists() && std::fs::read_to_string(&log).is_ok_and(|t| t.contains("run 2/2")),
+        || run2_running(&log),
     );
     child.kill().unwrap();
     child.wait().unwrap();

@@ -144,15 +144,20 @@ pub fn merge(inputs: &[PathBuf], out: &Path, native_of: NativeOf) -> Result<Merg
     })
 }
 
-/// Combines the slot directories of a `--jobs N` run on the virtual clock (one guest per
-/// slot, guest J writing `slots/J/` with slot `J/N` of the run list) into their parent `dir`:
-/// copies every completed run, writes the metadata of the whole run (its shard, if any,
-/// `jobs` = N, every run of the shard planned) and rebuilds the summary and plots. Called
-/// again after a `--resume`, it brings `dir` up to date.
+/// Combines the slot directories of a run on the virtual clock (one guest per run of the
+/// N-run list, guest J writing `slots/J/` with slot `J/N`) into their parent `dir`: copies
+/// every completed run, writes the metadata of the whole run (its shard, if any, `jobs`
+/// guests at a time, every run of the shard planned) and rebuilds the summary and plots.
+/// Called again after a `--resume`, it brings `dir` up to date.
 ///
 /// Errors: a slot that is not a results directory (its guest wrote nothing); slots that
 /// describe different sweeps (naming the field); I/O.
-pub fn combine_slots(dir: &Path, slots: &[PathBuf], native_of: NativeOf) -> Result<Merged> {
+pub fn combine_slots(
+    dir: &Path,
+    slots: &[PathBuf],
+    jobs: u32,
+    native_of: NativeOf,
+) -> Result<Merged> {
     let metas: Vec<Metadata> = slots
         .iter()
         .map(|d| read_metadata(d))
@@ -182,7 +187,7 @@ pub fn combine_slots(dir: &Path, slots: &[PathBuf], native_of: NativeOf) -> Resu
         .collect();
     let mut meta = first.clone();
     meta.slot = None;
-    meta.jobs = slots.len() as u32;
+    meta.jobs = jobs;
     meta.started_unix = metas.iter().map(|m| m.started_unix).min().unwrap_or(0);
     meta.runs_planned = planned.len();
     meta.runs_done = holders.len();

@@ -75,6 +75,12 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::thread;
 use std::time::{Duration, Instant};
 
+mod sealed;
+pub use sealed::{Sealed, RTC_BASE};
+
+/// QEMU's program, which a sealed guest ([`Sealed`]) runs directly.
+const QEMU: &str = "qemu-system-x86_64";
+
 /// Environment variable naming the guest kernel image, overriding [`find_guest_kernel`]'s search.
 pub const KERNEL_ENV: &str = "CCTL_VM_KERNEL";
 
@@ -436,6 +442,12 @@ pub struct VmSpec {
     /// seeds the guest kernel's random state: TCP ISNs, hash secrets, port offsets) come
     /// from this seed instead of the host's entropy (`None`: the host's).
     pub seed: Option<u64>,
+    /// Boot sealed ([`sealed`]): QEMU without vng, from an initramfs carrying what the
+    /// script needs, so that the guest never waits on the host until the script has ended
+    /// (`None`: vng's guest, which shares the host's file system). Only on the virtual
+    /// clock ([`VmSpec::set_clock`]); [`VmSpec::rwdirs`] are not shared then: results
+    /// come back through [`Sealed::out`].
+    pub sealed: Option<Sealed>,
 }
 
 /// With this environment variable naming a directory, every VM whose spec records no
@@ -584,6 +596,7 @@ impl VmSpec {
             clock: Clock::Real,
             pgid_file: None,
             seed: None,
+            sealed: None,
         })
     }
 
@@ -857,6 +870,7 @@ fn probe_kvm() -> Option<Accel> {
         clock: Clock::Real,
         pgid_file: None,
         seed: None,
+        sealed: None,
     };
     // One boot: a KVM guest that cannot run here dies at once, every time.
     match run_attempt(&spec, "true", false).0 {
@@ -1027,7 +1041,14 @@ fn run_attempt_inner(
     pre_exec: &str,
     started: &mut bool,
 ) -> Result<VmOutput, VmError> {
-    let vng = vng_path()?;
+    let program = if spec.sealed.is_some() {
+        find_tool(QEMU).ok_or(VmError::MissingTool {
+            tool: QEMU,
+            package: "Debian package qemu-system-x86",
+        })?
+    } else {
+        vng_path()?
+    };
     if !spec.kernel.is_file() {
         return Err(VmError::KernelNotFound(spec.kernel.clone()));
     }
@@ -1043,7 +1064,7 @@ fn run_attempt_inner(
         "export {GUEST_CLOCK_ENV}={}\n{script}",
         sh_quote(Path::new(&spec.clock_env()))
     );
-    fs::write(&script_path, script)
+    fs::write(&script_path, &script)
         .map_err(io_err(format!("writing {}", script_path.display())))?;
     // The guest's kernel log follows into the run directory as it is written, so that an
     // oops or the OOM killer before a guest dies reaches the host.
@@ -1069,11 +1090,17 @@ fn run_attempt_inner(
     );
 
     let start = Instant::now();
-    let mut args = spec.vng_args(&[&run_dir.path], &exec);
-    if boot_console {
-        args.insert(0, "--verbose".into());
-    }
-    let mut child = Command::new(&vng)
+    let args = match &spec.sealed {
+        Some(sealed) => sealed::prepare(spec, sealed, &script, &run_dir.path)?,
+        None => {
+            let mut args = spec.vng_args(&[&run_dir.path], &exec);
+            if boot_console {
+                args.insert(0, "--verbose".into());
+            }
+            args
+        }
+    };
+    let mut child = Command::new(&program)
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -1081,7 +1108,7 @@ fn run_attempt_inner(
         // Its own process group, so that a timeout kills vng, virtme-run and QEMU together.
         .process_group(0)
         .spawn()
-        .map_err(io_err(format!("starting {}", vng.display())))?;
+        .map_err(io_err(format!("starting {}", program.display())))?;
     let pgid_file = spec.pgid_file.clone().or_else(registry_pgid_file);
     // The registry's per-VM directory goes with its file.
     let _registry_dir = RemoveDirOnDrop(
@@ -1135,6 +1162,20 @@ fn run_attempt_inner(
     let exit = child.wait().map_err(io_err("waiting for vng"))?;
     let (stdout, stderr) = output.finish();
     let elapsed = start.elapsed();
+    if let Some(sealed) = &spec.sealed {
+        let (began, status) = sealed::control(&run_dir.path);
+        if began {
+            fs::write(&started_path, "")
+                .map_err(io_err(format!("writing {}", started_path.display())))?;
+        }
+        if let Some(status) = status {
+            fs::write(&status_path, status.to_string())
+                .map_err(io_err(format!("writing {}", status_path.display())))?;
+            if !timed_out {
+                sealed::collect(&run_dir.path, &sealed.out)?;
+            }
+        }
+    }
     *started = started_path.exists();
     let kernel_log = || fs::read_to_string(&kmsg_path).unwrap_or_default();
 
@@ -1399,7 +1440,7 @@ impl Drop for RunDir {
 mod tests {
     use super::*;
 
-    fn spec(accel: Accel) -> VmSpec {
+    pub(crate) fn spec(accel: Accel) -> VmSpec {
         VmSpec {
             kernel: "/boot/vmlinuz-6.12.95+deb12-amd64".into(),
             cpus: 2,
@@ -1412,6 +1453,7 @@ mod tests {
             clock: Clock::Real,
             pgid_file: None,
             seed: None,
+            sealed: None,
         }
     }
 

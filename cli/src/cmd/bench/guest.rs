@@ -1,7 +1,9 @@
 //! `cctl bench run` in the 6.12 guest: the host picks the results directory, boots the
-//! guest (or, on the virtual clock with `--jobs N`, N guests, one per slot) and has it run
-//! the sweep into that directory: the host writes the request there (`request.json`) and
-//! the guest runs `cctl bench run --request FILE --vm never`.
+//! guest and has it run the sweep into that directory: the host writes the request there
+//! (`request.json`) and the guest runs `cctl bench run --request FILE --vm never`. On the
+//! real clock one vng guest runs the whole sweep; on the virtual clock every run has a
+//! sealed guest of its own (`cctl_vm::Sealed`), `--jobs` of them at a time, writing
+//! `slots/<J>/`, which are combined into the directory at the end.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
@@ -58,8 +60,9 @@ pub(super) fn run_in_vm(
         Some(d) => d.clone(),
         None => req.out.join(&sc.name).join(timestamp()),
     };
-    let per_slot = clock == vm::Clock::Virtual && req.jobs > 1;
-    check_layout(&dir, per_slot, req.jobs)?;
+    let per_run = clock == vm::Clock::Virtual;
+    let runs = cctl_bench::plan::Plan::of(sc, req)?.runs.len() as u32;
+    check_layout(&dir, per_run, runs)?;
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let out = dir.canonicalize()?;
     let reps = f64::from(req.repeat_of(sc) / sc.repeat(req.profile).max(1)).max(1.0);
@@ -80,12 +83,16 @@ pub(super) fn run_in_vm(
         cancel,
         seed: req.seed_of(sc),
     };
-    if per_slot {
-        guests.per_slot(req, sc, &out, json)
+    if per_run {
+        guests.per_run(req, sc, &out, runs, json)
     } else {
         guests.one(req, &out, json)
     }
 }
+
+/// What `cctl` reads to draw its plots (fontconfig's configuration and the fonts), carried
+/// into a sealed guest where the host has them.
+const PLOT_FILES: &[&str] = &["/etc/fonts", "/usr/share/fonts"];
 
 /// How the guests of one sweep boot: their clock, how long they may take, the flag that
 /// stops them, and the sweep's seed (QEMU's `-seed` of each).
@@ -104,6 +111,7 @@ impl Guests {
         req: &RunRequest,
         out: &Path,
         slot: Option<Shard>,
+        seed: u64,
         json: bool,
     ) -> Result<(vm::VmSpec, String)> {
         let guest_req = RunRequest {
@@ -125,18 +133,35 @@ impl Guests {
             cmd += " --json";
         }
         let mut spec = vm::VmSpec::detect()?;
-        spec.rwdirs.push(out.to_path_buf());
+        if self.clock == vm::Clock::Virtual {
+            // Sealed: the guest waits on the host for nothing while it runs, so that its
+            // virtual time, and with it the run, depends on its inputs alone.
+            let mut carry = vec![exe.clone()];
+            carry.extend(PLOT_FILES.iter().map(PathBuf::from).filter(|p| p.exists()));
+            let scenario = Path::new(&req.scenario);
+            if scenario.is_absolute() {
+                carry.push(scenario.to_path_buf());
+            }
+            spec.sealed = Some(vm::Sealed {
+                programs: vec![exe.clone()],
+                carry,
+                tools: cctl_netem::tc::TOOLS.to_vec(),
+                out: out.to_path_buf(),
+            });
+        } else {
+            spec.rwdirs.push(out.to_path_buf());
+        }
         spec.pgid_file = Some(out.join(vm::PGID_FILE));
         spec.timeout = self.timeout;
         spec.cancel = Some(self.cancel.clone());
         // The run's seed is the guest's too: its kernel's random state comes from it.
-        spec.seed = Some(self.seed);
+        spec.seed = Some(seed);
         Ok((spec, cmd))
     }
 
     /// One guest runs every slot.
     fn one(&self, req: &RunRequest, out: &Path, json: bool) -> Result<(i32, PathBuf)> {
-        let (mut spec, cmd) = self.spec(req, out, None, json)?;
+        let (mut spec, cmd) = self.spec(req, out, None, self.seed, json)?;
         // A vCPU per slot besides the base two (a TCG vCPU is a host thread: more than the
         // host's CPUs cannot help), and 256 MiB per slot beyond the first.
         let host_cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
@@ -162,56 +187,71 @@ impl Guests {
         }
     }
 
-    /// One guest per slot, each with the base vCPUs and memory running one run at a time;
-    /// their slot directories combined into `out` at the end.
-    fn per_slot(
+    /// One sealed guest per run of the plan's `n` (run J in `slots/<J>/`, as slot `J/n`,
+    /// booted with the run's seed), `--jobs` guests at a time; runs a slot already holds
+    /// are not run again. The slot directories are combined into `out` at the end, also
+    /// after an interrupt or a failed guest (what finished is kept).
+    ///
+    /// A guest per run makes each run a function of the request and its seed alone: no
+    /// earlier run in the same kernel, and no host I/O while it runs (results come back
+    /// when its guest has ended).
+    fn per_run(
         &self,
         req: &RunRequest,
         sc: &scenario::Scenario,
         out: &Path,
+        n: u32,
         json: bool,
     ) -> Result<(i32, PathBuf)> {
-        let n = req.jobs;
+        let plan = cctl_bench::plan::Plan::of(sc, req)?;
         let slots: Vec<PathBuf> = (1..=n)
             .map(|j| out.join(SLOTS_DIR).join(j.to_string()))
             .collect();
-        let mut runs: Vec<(vm::VmSpec, String)> = Vec::new();
-        for (j, slot_dir) in (1..=n).zip(&slots) {
+        let mut todo = Vec::new();
+        for (j, (slot_dir, run)) in (1..=n).zip(slots.iter().zip(&plan.runs)) {
             std::fs::create_dir_all(slot_dir)
                 .with_context(|| format!("creating {}", slot_dir.display()))?;
             if let Some(ended) = vm::end_recorded_vm(slot_dir)? {
-                eprintln!("cctl bench: slot {j}: {ended}");
+                eprintln!("cctl bench: run {j}: {ended}");
             }
-            let (mut spec, cmd) = self.spec(req, slot_dir, Some(Shard { k: j, n }), false)?;
-            spec.set_clock(self.clock)?;
-            // The guests' lines would interleave: each goes to its slot's log instead.
-            spec.echo = false;
-            announce(&spec, Some((j, n)));
-            runs.push((spec, cmd));
-        }
-        let mut code = exit::OK;
-        for ((j, res), slot_dir) in (1..=n).zip(vm::run_in_vms(&runs)).zip(&slots) {
-            let log = slot_dir.join("guest.log");
-            match res {
-                Ok(o) => {
-                    let _ = std::fs::write(&log, format!("{}{}", o.stdout, o.stderr));
-                    if !o.success() {
-                        eprintln!(
-                            "cctl bench: slot {j}/{n}: the guest failed ({}); its output is in {}",
-                            o.status,
-                            log.display()
-                        );
-                        code = exit::FAILURE;
-                    }
-                }
-                Err(vm::VmError::Cancelled { .. }) => code = exit::INTERRUPTED,
-                Err(e) => {
-                    eprintln!("cctl bench: slot {j}/{n}: {e}");
-                    code = exit::FAILURE;
-                }
+            if cctl_report::resume::completed_runs(slot_dir).is_empty() {
+                todo.push((j, slot_dir.clone(), plan.seed + u64::from(run.rep)));
             }
         }
-        combine(sc, out, &slots, n, json)?;
+        let jobs = (req.jobs as usize).clamp(1, todo.len().max(1));
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let code = std::sync::atomic::AtomicI32::new(exit::OK);
+        std::thread::scope(|s| -> Result<()> {
+            let workers: Vec<_> = (0..jobs)
+                .map(|_| {
+                    s.spawn(|| -> Result<()> {
+                        loop {
+                            let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                            let Some((j, slot_dir, seed)) = todo.get(i) else {
+                                return Ok(());
+                            };
+                            if self.cancel.load(std::sync::atomic::Ordering::SeqCst) {
+                                return Ok(());
+                            }
+                            let c = self.run_one(req, slot_dir, Shard { k: *j, n }, *seed, jobs)?;
+                            if c != exit::OK {
+                                code.store(c, std::sync::atomic::Ordering::SeqCst);
+                            }
+                        }
+                    })
+                })
+                .collect();
+            for w in workers {
+                w.join()
+                    .map_err(|_| anyhow::anyhow!("a guest's thread panicked"))??;
+            }
+            Ok(())
+        })?;
+        let mut code = code.into_inner();
+        if self.cancel.load(std::sync::atomic::Ordering::SeqCst) {
+            code = exit::INTERRUPTED;
+        }
+        combine(sc, out, &slots, req.jobs, json)?;
         if code == exit::INTERRUPTED {
             eprintln!(
                 "cctl bench: interrupted; the VMs were stopped, runs finished so far are in {}",
@@ -220,14 +260,55 @@ impl Guests {
         }
         Ok((code, out.to_path_buf()))
     }
+
+    /// Runs slot `slot` (one run) in a sealed guest writing `slot_dir`; its output is
+    /// shown as it comes when it is the only guest at a time (`jobs` 1), else kept in
+    /// `slot_dir/guest.log`. Returns the exit code it contributes.
+    fn run_one(
+        &self,
+        req: &RunRequest,
+        slot_dir: &Path,
+        slot: Shard,
+        seed: u64,
+        jobs: usize,
+    ) -> Result<i32> {
+        let (mut spec, cmd) = self.spec(req, slot_dir, Some(slot), seed, false)?;
+        // The guest's own summary of its one run is not shown: the combined one is.
+        let cmd = format!("{cmd} >/dev/null");
+        spec.set_clock(self.clock)?;
+        spec.echo = jobs == 1;
+        announce(&spec, Some((slot.k, slot.n)));
+        let log = slot_dir.join("guest.log");
+        Ok(match vm::run_in_vm(&spec, &cmd) {
+            Ok(o) => {
+                let _ = std::fs::write(&log, format!("{}{}", o.stdout, o.stderr));
+                if o.success() {
+                    exit::OK
+                } else {
+                    eprintln!(
+                        "cctl bench: run {slot}: the guest failed ({}); its output is in {}",
+                        o.status,
+                        log.display()
+                    );
+                    exit::FAILURE
+                }
+            }
+            Err(vm::VmError::Cancelled { .. }) => exit::INTERRUPTED,
+            Err(e) => {
+                eprintln!("cctl bench: run {slot}: {e}");
+                exit::FAILURE
+            }
+        })
+    }
 }
 
-/// Combines the slot directories the guests wrote into `out` and prints the summary.
+/// Combines the slot directories the guests (`jobs` at a time) wrote into `out` and prints
+/// the summary.
 fn combine(
     sc: &scenario::Scenario,
     out: &Path,
     slots: &[PathBuf],
-    n: u32,
+    jobs: u32,
     json: bool,
 ) -> Result<()> {
     let written: Vec<PathBuf> = slots
@@ -241,9 +322,10 @@ fn combine(
             out.join(SLOTS_DIR).display()
         );
     }
-    let m = cctl_report::merge::combine_slots(out, &written, cctl_bench::resolve::native_of)?;
+    let m = cctl_report::merge::combine_slots(out, &written, jobs, cctl_bench::resolve::native_of)?;
     eprintln!(
-        "cctl bench: {n} guests: {} runs of {} done",
+        "cctl bench: {} guests, {jobs} at a time: {} runs of {} done",
+        written.len(),
         m.runs,
         m.runs + m.missing.len()
     );
@@ -261,23 +343,31 @@ fn combine(
     Ok(())
 }
 
-/// Refuses to resume `dir` with a layout other than the one it was started with: one guest
-/// per slot (`slots/1..N/`) needs the same N; one guest needs no slots.
-fn check_layout(dir: &Path, per_slot: bool, jobs: u32) -> Result<()> {
+/// Refuses to resume `dir` with a layout other than the one it was started with: one
+/// guest per run (`slots/1..N/`, the virtual clock) needs the same N runs; one guest (the
+/// real clock) needs no slots.
+fn check_layout(dir: &Path, per_run: bool, runs: u32) -> Result<()> {
     let slots = dir.join(SLOTS_DIR);
     let had_slots = std::fs::read_dir(&slots).map_or(0, |d| d.flatten().count()) as u32;
     let had_runs = dir.join("metadata.json").exists();
-    if per_slot && had_slots == 0 && had_runs {
+    if per_run && had_slots == 0 && had_runs {
         usage!(
-            "--resume {}: this sweep ran in one guest; resume it with --jobs 1 or the real \
-             clock (one guest per slot is for --clock virtual with --jobs 2 or more)",
+            "--resume {}: this sweep ran in one guest; resume it with --clock real (one guest \
+             per run is for --clock virtual)",
             dir.display()
         );
     }
-    if had_slots > 0 && (!per_slot || had_slots != jobs) {
+    if had_slots > 0 && !per_run {
         usage!(
-            "--resume {}: this sweep ran one guest per slot in {had_slots} guests ({}); resume \
-             it with --clock virtual --jobs {had_slots}",
+            "--resume {}: this sweep ran one guest per run ({}); resume it with --clock virtual",
+            dir.display(),
+            slots.display()
+        );
+    }
+    if had_slots > 0 && had_slots != runs {
+        usage!(
+            "--resume {}: this sweep ran one guest per run for {had_slots} runs ({}), and this \
+             request plans {runs}; resume it with the options it started with (its request.json)",
             dir.display(),
             slots.display()
         );
@@ -288,10 +378,15 @@ fn check_layout(dir: &Path, per_slot: bool, jobs: u32) -> Result<()> {
 fn announce(spec: &vm::VmSpec, slot: Option<(u32, u32)>) {
     let what = slot.map_or(String::new(), |(j, n)| format!(" for slot {j}/{n}"));
     eprintln!(
-        "cctl bench: VM{what} {} ({:?}, {} clock), {} CPUs, {} MB",
+        "cctl bench: VM{what} {} ({:?}, {} clock{}), {} CPUs, {} MB",
         spec.kernel.display(),
         spec.accel,
         spec.clock,
+        if spec.sealed.is_some() {
+            ", sealed"
+        } else {
+            ""
+        },
         spec.cpus,
         spec.memory_mb
     );

@@ -1,0 +1,545 @@
+//! The sealed guest: a guest that does not wait on the host from boot until its script has
+//! ended, so that on the virtual clock its run is a function of its inputs alone.
+//!
+//! Under QEMU's `-icount shift=0,sleep=off` the guest's clock counts the instructions it
+//! executes, and when the guest idles the clock jumps to the next timer. A guest whose root
+//! file system is the host's (vng's virtiofs) idles whenever it waits for the host, so every
+//! file it opens costs guest time in proportion to how slowly the host answered: two runs of
+//! one point started 21.6 s of guest time apart after boot and differed 0.076 s into the
+//! run (2026-11-28). A sealed guest instead boots QEMU directly (no vng, no virtiofs) from an
+//! initramfs that carries everything the script needs, at the paths it has on the host:
+//! - static busybox (`/bin/busybox`: the shell of `/init`, `mount`, `tar`), bash, kmod as
+//!   `modprobe`, and each program the caller names, with the libraries `ldd` lists;
+//! - the guest kernel's network modules (`kernel/net/`, veth, ifb; virtio_blk for the way
+//!   out) with every module they depend on, and its `/boot/config-*` (libbpf reads it);
+//! - the files and directories the caller names ([`Sealed::carry`]), the results directory
+//!   ([`Sealed::out`]) with what it already holds among them.
+//!
+//! The script's stdout and stderr go to two serial ports and the kernel's console to a
+//! third; QEMU writes each to a file the host follows (writing a port is done by the time the
+//! guest's instruction is, so output costs no waiting). A fourth port says when the script
+//! started and its exit status. After the script, and only then, the guest loads
+//! `virtio_blk` and writes [`Sealed::out`] as a tar archive onto a sparse disk image, which
+//! the host unpacks into the same directory once QEMU has exited.
+//!
+//! Every file in the initramfs has mtime 0, and the guest's wall clock starts at
+//! [`RTC_BASE`] on QEMU's virtual clock (`-rtc clock=vm`), so that nothing from the host's
+//! clock reaches the guest.
+//!
+//! What remains (measured, docs/bench.md): a QEMU behaviour. QEMU 7.2 delivers some timer
+//! interrupts a few instructions later in one run than in another (its I/O thread and the
+//! vCPU thread race for them), more often when the host is loaded.
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::fs::{self, File};
+use std::io::{self, BufWriter, Read, Write};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Component, Path, PathBuf};
+use std::process::Command;
+
+use crate::{find_tool, io_err, VmError, VmSpec, ICOUNT_SHIFT};
+
+/// What a sealed guest carries in and hands back ([`VmSpec::sealed`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sealed {
+    /// Host files and directories (directories with everything under them) the guest gets
+    /// at the same paths, read-only in effect: what the guest changes there is lost.
+    pub carry: Vec<PathBuf>,
+    /// Programs given by path (the `cctl` binary itself), carried at that path with their
+    /// libraries.
+    pub programs: Vec<PathBuf>,
+    /// Programs the script runs, found on the host's `PATH` (and in /sbin, /usr/sbin), each
+    /// carried with its libraries at its host path (`ip`, `tc`).
+    /// `(program, where it comes from)`, as `cctl_netem::tc::TOOLS` gives them.
+    pub tools: Vec<(&'static str, &'static str)>,
+    /// The directory the script writes its results into, an absolute host path: carried in
+    /// with what it holds, and copied back after the script (what the guest wrote there
+    /// replaces the host's files of the same names).
+    pub out: PathBuf,
+}
+
+/// The guest's wall clock at boot (QEMU's `-rtc base=`): a fixed date, so that dates the
+/// guest writes cannot make two runs differ.
+pub const RTC_BASE: &str = "2026-01-01T00:00:00";
+
+/// Programs every sealed guest carries, besides [`Sealed::tools`]: busybox (static: `/init`
+/// runs before any library is known to load), bash for the script, kmod as `modprobe`.
+const CARRIED_TOOLS: &[(&str, &str)] = &[
+    ("busybox", "Debian package busybox-static"),
+    ("bash", "Debian package bash"),
+    ("kmod", "Debian package kmod"),
+];
+
+/// Size of the disk the guest writes its results onto, bytes (sparse on the host).
+const OUT_DISK_BYTES: u64 = 8 << 30;
+
+/// The guest kernel's command line: the boot console on the first serial port, `/init` from
+/// the initramfs, no address-space randomisation (symbols stay where `System.map` says),
+/// power off on a panic.
+const KERNEL_CMDLINE: &str = "console=ttyS0 rdinit=/init nokaslr panic=-1";
+
+/// Files under a run directory: the initramfs, the results disk, what the ports write.
+pub(crate) const INITRAMFS: &str = "initramfs.cpio";
+pub(crate) const OUT_DISK: &str = "out.img";
+pub(crate) const CONTROL: &str = "control";
+
+/// Builds the initramfs for running `script` (bash; `env` is exported first) in the sealed
+/// guest `spec` describes, and the results disk, in `run_dir`; returns QEMU's arguments.
+/// The script's stdout and stderr go to `run_dir/stdout` and `run_dir/stderr`, the kernel's
+/// log to `run_dir/kmsg`, and the start mark and exit status to `run_dir/control`.
+///
+/// Errors: a tool or library not found, the guest kernel's modules or config missing
+/// (`/lib/modules/<release>`, `/boot/config-<release>`), or a file that cannot be read or
+/// written.
+pub(crate) fn prepare(
+    spec: &VmSpec,
+    sealed: &Sealed,
+    script: &str,
+    run_dir: &Path,
+) -> Result<Vec<OsString>, VmError> {
+    let release = kernel_release(&spec.kernel)?;
+    let mut tree = Tree::default();
+    let mut found = BTreeMap::new();
+    for &(tool, package) in CARRIED_TOOLS.iter().chain(&sealed.tools) {
+        let path = find_tool(tool).ok_or(VmError::MissingTool { tool, package })?;
+        tree.add_program(&path)?;
+        found.insert(tool, path);
+    }
+    tree.symlink("/sbin/modprobe", &found["kmod"]);
+    for p in &sealed.programs {
+        tree.add_program(p)?;
+    }
+    for m in modules(&release)? {
+        tree.add(&m, false)?;
+    }
+    let mod_dir = Path::new("/lib/modules").join(&release);
+    for index in fs::read_dir(&mod_dir).map_err(io_err(format!("reading {}", mod_dir.display())))? {
+        let p = index
+            .map_err(io_err(format!("reading {}", mod_dir.display())))?
+            .path();
+        if p.is_file() {
+            tree.add(&p, false)?;
+        }
+    }
+    tree.add(&Path::new("/boot").join(format!("config-{release}")), false)?;
+    for p in &sealed.carry {
+        tree.add(p, true)?;
+    }
+    tree.add(&sealed.out, true)?;
+    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
+    tree.dir(&cwd);
+    tree.data("/script.sh", script.as_bytes().to_vec(), 0o644);
+    tree.data(
+        "/init",
+        init_script(&found["busybox"], &cwd, &sealed.out).into_bytes(),
+        0o755,
+    );
+
+    let cpio = run_dir.join(INITRAMFS);
+    tree.write_cpio(&cpio)?;
+    let disk = run_dir.join(OUT_DISK);
+    File::create(&disk)
+        .and_then(|f| f.set_len(OUT_DISK_BYTES))
+        .map_err(io_err(format!("creating {}", disk.display())))?;
+    Ok(qemu_args(spec, &cpio, &disk, run_dir))
+}
+
+/// QEMU's command line for the sealed guest: TCG on the virtual clock, one machine, no
+/// default devices, four serial ports to files in `run_dir`, the results disk.
+pub(crate) fn qemu_args(spec: &VmSpec, cpio: &Path, disk: &Path, run_dir: &Path) -> Vec<OsString> {
+    let mut a: Vec<OsString> = Vec::new();
+    let mut push = |s: &str| a.push(s.into());
+    for s in [
+        "-machine",
+        "pc,accel=tcg",
+        "-cpu",
+        "max",
+        "-nodefaults",
+        "-display",
+        "none",
+        "-no-reboot",
+    ] {
+        push(s);
+    }
+    push("-m");
+    push(&spec.memory_mb.to_string());
+    push("-smp");
+    push(&spec.cpus.to_string());
+    push("-icount");
+    push(&format!("shift={ICOUNT_SHIFT},sleep=off"));
+    if let Some(seed) = spec.seed {
+        push("-seed");
+        push(&seed.to_string());
+    }
+    push("-rtc");
+    push(&format!("base={RTC_BASE},clock=vm"));
+    push("-append");
+    push(KERNEL_CMDLINE);
+    for (i, name) in ["kmsg", "stdout", "stderr", CONTROL].iter().enumerate() {
+        a.push("-chardev".into());
+        let mut c = OsString::from(format!("file,id=s{i},path="));
+        c.push(run_dir.join(name).as_os_str());
+        a.push(c);
+        a.push("-serial".into());
+        a.push(format!("chardev:s{i}").into());
+    }
+    a.push("-kernel".into());
+    a.push(spec.kernel.clone().into());
+    a.push("-initrd".into());
+    a.push(cpio.into());
+    a.push("-drive".into());
+    let mut d = OsString::from("format=raw,if=virtio,file=");
+    d.push(disk.as_os_str());
+    a.push(d);
+    a
+}
+
+/// `/init`: mounts what a network test needs, runs the script with its output on ttyS1 and
+/// ttyS2 and its marks on ttyS3, writes `out` onto the results disk, powers off.
+fn init_script(busybox: &Path, cwd: &Path, out: &Path) -> String {
+    let q = |p: &Path| format!("'{}'", p.display().to_string().replace('\'', r"'\''"));
+    format!(
+        r#"#!{bb} sh
+{bb} mkdir -p /proc /sys /dev /run /tmp /bin /sbin /usr/bin /usr/sbin /root
+{bb} mount -t proc proc /proc
+{bb} --install -s
+export PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+mount -t tmpfs tmpfs /run
+mount -t bpf bpf /sys/fs/bpf
+mount -t debugfs debugfs /sys/kernel/debug
+mount -t tracefs tracefs /sys/kernel/tracing
+mount -t cgroup2 cgroup2 /sys/fs/cgroup
+ip link set lo up
+echo started >/dev/ttyS3
+cd {cwd} 2>/dev/null || cd /
+bash /script.sh </dev/null >/dev/ttyS1 2>/dev/ttyS2
+echo "status $?" >/dev/ttyS3
+modprobe virtio_blk
+i=0; while [ ! -b /dev/vda ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done
+cd {out} && tar -cf /dev/vda . && sync && echo written >/dev/ttyS3
+echo o >/proc/sysrq-trigger
+sleep 60
+"#,
+        bb = busybox.display(),
+        cwd = q(cwd),
+        out = q(out),
+    )
+}
+
+/// What the guest's control port says: whether the script started, and its exit status.
+pub(crate) fn control(run_dir: &Path) -> (bool, Option<i32>) {
+    let text = fs::read_to_string(run_dir.join(CONTROL)).unwrap_or_default();
+    let started = text.lines().any(|l| l == "started");
+    let status = text
+        .lines()
+        .find_map(|l| l.strip_prefix("status "))
+        .and_then(|s| s.trim().parse().ok());
+    (started, status)
+}
+
+/// Unpacks what the guest wrote onto the results disk into `out`.
+///
+/// Errors: the disk holds no archive (the guest did not get that far), or unpacking fails.
+pub(crate) fn collect(run_dir: &Path, out: &Path) -> Result<(), VmError> {
+    let disk = run_dir.join(OUT_DISK);
+    let written = fs::read_to_string(run_dir.join(CONTROL))
+        .unwrap_or_default()
+        .lines()
+        .any(|l| l == "written");
+    if !written {
+        return Err(VmError::Io {
+            what: format!("copying the guest's {} back", out.display()),
+            source: io::Error::other("the guest did not write its results disk"),
+        });
+    }
+    let f = File::open(&disk).map_err(io_err(format!("opening {}", disk.display())))?;
+    tar::Archive::new(f).unpack(out).map_err(io_err(format!(
+        "unpacking the guest's results into {}",
+        out.display()
+    )))
+}
+
+/// The release of a kernel image named `vmlinuz-<release>`.
+fn kernel_release(kernel: &Path) -> Result<String, VmError> {
+    kernel
+        .file_name()
+        .and_then(|n| n.to_str())
+        .and_then(|n| n.strip_prefix("vmlinuz-"))
+        .map(str::to_string)
+        .ok_or_else(|| VmError::Io {
+            what: format!("reading the release of {}", kernel.display()),
+            source: io::Error::other("a sealed guest needs a kernel image named vmlinuz-<release>"),
+        })
+}
+
+/// Whether a module (its path under `/lib/modules/<release>/`) is one the guest carries:
+/// the network stack's, the links and devices of the dumbbell, and the results disk.
+fn wanted_module(m: &str) -> bool {
+    m.starts_with("kernel/net/")
+        || ["veth", "ifb"]
+            .iter()
+            .any(|n| m.starts_with(&format!("kernel/drivers/net/{n}.ko")))
+        || m.starts_with("kernel/drivers/block/virtio_blk.ko")
+}
+
+/// The modules a sealed guest carries ([`wanted_module`] and what they depend on, from
+/// `modules.dep`), as host paths.
+fn modules(release: &str) -> Result<Vec<PathBuf>, VmError> {
+    let dir = Path::new("/lib/modules").join(release);
+    let dep = dir.join("modules.dep");
+    let text = fs::read_to_string(&dep).map_err(io_err(format!(
+        "reading {} (the guest kernel's modules)",
+        dep.display()
+    )))?;
+    let mut all = std::collections::BTreeSet::new();
+    for line in text.lines() {
+        let Some((m, deps)) = line.split_once(':') else {
+            continue;
+        };
+        if wanted_module(m) {
+            all.insert(m.to_string());
+            all.extend(deps.split_whitespace().map(str::to_string));
+        }
+    }
+    Ok(all.into_iter().map(|m| dir.join(m)).collect())
+}
+
+/// One entry of the initramfs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Entry {
+    Dir,
+    /// A host file, copied with its permission bits.
+    File(PathBuf),
+    Symlink(PathBuf),
+    /// Contents and permission bits.
+    Data(Vec<u8>, u32),
+}
+
+/// The initramfs being built: guest path → entry (sorted, so parents come first).
+#[derive(Debug, Default)]
+struct Tree {
+    entries: BTreeMap<PathBuf, Entry>,
+}
+
+impl Tree {
+    /// Adds `p` at its host path, with every directory and symlink on the way to it (a
+    /// symlink is kept as one, and what it points to is added too); a directory with what
+    /// is under it when `recurse`.
+    fn add(&mut self, p: &Path, recurse: bool) -> Result<(), VmError> {
+        let real = self
+            .add_components(p, 0)
+            .map_err(io_err(format!("carrying {} into the guest", p.display())))?;
+        let md = fs::metadata(&real).map_err(io_err(format!("reading {}", real.display())))?;
+        if md.is_file() {
+            self.entries.insert(real.clone(), Entry::File(real));
+        } else if md.is_dir() && recurse {
+            let children =
+                fs::read_dir(&real).map_err(io_err(format!("reading {}", real.display())))?;
+            for c in children {
+                let c = c.map_err(io_err(format!("reading {}", real.display())))?;
+                self.add(&c.path(), true)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Adds the directories and symlinks on the way to `p`; returns where it really is.
+    fn add_components(&mut self, p: &Path, depth: u32) -> io::Result<PathBuf> {
+        if depth > 40 {
+            return Err(io::Error::other("too many levels of symbolic links"));
+        }
+        let mut cur = PathBuf::from("/");
+        for comp in p.components() {
+            match comp {
+                Component::Normal(c) => {
+                    let next = cur.join(c);
+                    let md = fs::symlink_metadata(&next)?;
+                    if md.file_type().is_symlink() {
+                        let target = fs::read_link(&next)?;
+                        self.entries
+                            .insert(next.clone(), Entry::Symlink(target.clone()));
+                        cur = self.add_components(&cur.join(target), depth + 1)?;
+                    } else {
+                        if md.is_dir() {
+                            self.entries.entry(next.clone()).or_insert(Entry::Dir);
+                        }
+                        cur = next;
+                    }
+                }
+                Component::ParentDir => {
+                    cur.pop();
+                }
+                Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
+            }
+        }
+        Ok(cur)
+    }
+
+    /// Adds the program at `path` and the shared libraries `ldd` says it loads.
+    fn add_program(&mut self, path: &Path) -> Result<(), VmError> {
+        self.add(path, false)?;
+        let out = Command::new("ldd")
+            .arg(path)
+            .output()
+            .map_err(io_err("running ldd (package libc-bin)"))?;
+        // A static program: ldd says "not a dynamic executable" and exits 1.
+        if !out.status.success() {
+            return Ok(());
+        }
+        for lib in String::from_utf8_lossy(&out.stdout)
+            .split_whitespace()
+            .filter(|w| w.starts_with('/'))
+        {
+            self.add(Path::new(lib), false)?;
+        }
+        Ok(())
+    }
+
+    fn symlink(&mut self, at: &str, target: &Path) {
+        self.entries
+            .insert(PathBuf::from(at), Entry::Symlink(target.to_path_buf()));
+    }
+
+    fn dir(&mut self, p: &Path) {
+        let mut cur = PathBuf::from("/");
+        for c in p.components() {
+            if let Component::Normal(c) = c {
+                cur.push(c);
+                self.entries.entry(cur.clone()).or_insert(Entry::Dir);
+            }
+        }
+    }
+
+    fn data(&mut self, at: &str, bytes: Vec<u8>, mode: u32) {
+        self.entries
+            .insert(PathBuf::from(at), Entry::Data(bytes, mode));
+    }
+
+    /// Writes the tree as a newc archive (what the kernel unpacks as an initramfs), with
+    /// owner root and mtime 0 throughout.
+    fn write_cpio(&self, path: &Path) -> Result<(), VmError> {
+        let err = io_err(format!("writing {}", path.display()));
+        let f = File::create(path).map_err(io_err(format!("creating {}", path.display())))?;
+        let mut w = BufWriter::new(f);
+        for (i, (p, e)) in self.entries.iter().enumerate() {
+            let name = p.to_string_lossy();
+            let name = name.trim_start_matches('/');
+            let b = cpio::NewcBuilder::new(name)
+                .ino(i as u32 + 1)
+                .nlink(1)
+                .mtime(0);
+            let (mode, bytes): (u32, Vec<u8>) = match e {
+                Entry::Dir => (0o040_755, Vec::new()),
+                Entry::Symlink(t) => (0o120_777, t.as_os_str().as_bytes().to_vec()),
+                Entry::Data(d, m) => (0o100_000 | m, d.clone()),
+                Entry::File(src) => {
+                    let mut bytes = Vec::new();
+                    let mut f =
+                        File::open(src).map_err(io_err(format!("reading {}", src.display())))?;
+                    f.read_to_end(&mut bytes)
+                        .map_err(io_err(format!("reading {}", src.display())))?;
+                    let perm = f
+                        .metadata()
+                        .map_err(io_err(format!("reading {}", src.display())))?
+                        .permissions()
+                        .mode();
+                    (0o100_000 | (perm & 0o7777), bytes)
+                }
+            };
+            let mut fw = b.mode(mode).write(&mut w, bytes.len() as u32);
+            fw.write_all(&bytes)
+                .map_err(io_err(format!("writing {}", path.display())))?;
+            fw.finish()
+                .map_err(io_err(format!("writing {}", path.display())))?;
+        }
+        cpio::newc::trailer(&mut w).map_err(io_err(format!("writing {}", path.display())))?;
+        w.flush().map_err(err)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn modules_carried_are_the_network_stack_the_dumbbell_links_and_the_results_disk() {
+        assert!(wanted_module("kernel/net/sched/sch_netem.ko.xz"));
+        assert!(wanted_module("kernel/net/ipv4/tcp_htcp.ko.xz"));
+        assert!(wanted_module("kernel/drivers/net/veth.ko.xz"));
+        assert!(wanted_module("kernel/drivers/net/ifb.ko"));
+        assert!(wanted_module("kernel/drivers/block/virtio_blk.ko.xz"));
+        assert!(!wanted_module("kernel/drivers/net/vxlan/vxlan.ko.xz"));
+        assert!(!wanted_module("kernel/drivers/net/veth_other.ko.xz"));
+        assert!(!wanted_module("kernel/sound/core/snd.ko.xz"));
+    }
+
+    #[test]
+    fn the_control_port_gives_the_start_and_the_status() {
+        let dir = std::env::temp_dir().join(format!("cctl-sealed-test-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        fs::write(dir.join(CONTROL), "").unwrap();
+        assert_eq!(control(&dir), (false, None));
+        fs::write(dir.join(CONTROL), "started\n").unwrap();
+        assert_eq!(control(&dir), (true, None));
+        fs::write(dir.join(CONTROL), "started\nstatus 3\nwritten\n").unwrap();
+        assert_eq!(control(&dir), (true, Some(3)));
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_command_line_is_the_virtual_clock_the_seed_a_fixed_date_and_four_ports() {
+        let mut spec = crate::tests::spec(crate::Accel::Tcg);
+        spec.seed = Some(9);
+        let a: Vec<String> = qemu_args(
+            &spec,
+            Path::new("/r/i.cpio"),
+            Path::new("/r/o.img"),
+            Path::new("/r"),
+        )
+        .iter()
+        .map(|s| s.to_string_lossy().into_owned())
+        .collect();
+        let has = |pair: [&str; 2]| a.windows(2).any(|w| w[0] == pair[0] && w[1] == pair[1]);
+        assert!(has(["-icount", "shift=0,sleep=off"]), "{a:?}");
+        assert!(has(["-seed", "9"]));
+        assert!(has(["-rtc", "base=2026-01-01T00:00:00,clock=vm"]));
+        assert!(has(["-initrd", "/r/i.cpio"]));
+        assert!(has(["-chardev", "file,id=s1,path=/r/stdout"]));
+        assert!(has(["-chardev", "file,id=s3,path=/r/control"]));
+        assert_eq!(a.iter().filter(|s| *s == "-serial").count(), 4);
+        // No virtiofs, no network: nothing the guest could wait on.
+        assert!(!a
+            .iter()
+            .any(|s| s.contains("virtiofs") || s.contains("netdev")));
+    }
+
+    #[test]
+    fn the_tree_keeps_symlinks_on_the_way_and_adds_what_they_point_to() {
+        let dir = std::env::temp_dir().join(format!("cctl-sealed-tree-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(dir.join("usr/lib")).unwrap();
+        fs::write(dir.join("usr/lib/libx.so.1"), b"x").unwrap();
+        std::os::unix::fs::symlink("usr/lib", dir.join("lib")).unwrap();
+        let mut t = Tree::default();
+        t.add(&dir.join("lib/libx.so.1"), false).unwrap();
+        assert_eq!(
+            t.entries.get(&dir.join("lib")),
+            Some(&Entry::Symlink("usr/lib".into()))
+        );
+        assert_eq!(
+            t.entries.get(&dir.join("usr/lib/libx.so.1")),
+            Some(&Entry::File(dir.join("usr/lib/libx.so.1")))
+        );
+        assert_eq!(t.entries.get(&dir.join("usr/lib")), Some(&Entry::Dir));
+        let cpio = dir.join("t.cpio");
+        t.write_cpio(&cpio).unwrap();
+        let bytes = fs::read(&cpio).unwrap();
+        assert!(bytes.starts_with(b"070701"));
+        assert!(bytes.windows(10).any(|w| w == b"TRAILER!!!"));
+        fs::remove_dir_all(&dir).unwrap();
+    }
+}
