@@ -14,6 +14,10 @@
 //! `--disable-kvm` is there only when [`choose_accel`] picked [`Accel::Tcg`]. `make vm-deps`
 //! (`scripts/install-vm-deps.sh`) installs the kernel, QEMU, busybox-static, zstd and `vng`.
 //!
+//! A spec with [`VmSpec::sealed`] boots another way: QEMU directly, from an initramfs that
+//! carries what the script needs, with no file system shared with the host (see
+//! [`Sealed`]); its output, status and results come back the same way to the caller.
+//!
 //! # How the script runs and how its status comes back
 //! The script is written to a fresh per-run directory on the host, shared read-write with
 //! the guest (`--rwdir`), and run there by `bash`; the guest writes its exit status to a

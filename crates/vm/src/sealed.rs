@@ -10,8 +10,8 @@
 //! initramfs that carries everything the script needs, at the paths it has on the host:
 //! - static busybox (`/bin/busybox`: the shell of `/init`, `mount`, `tar`), bash, kmod as
 //!   `modprobe`, and each program the caller names, with the libraries `ldd` lists;
-//! - the guest kernel's network modules (`kernel/net/`, veth, ifb; virtio_blk for the way
-//!   out) with every module they depend on, and its `/boot/config-*` (libbpf reads it);
+//! - the guest kernel's network modules (`kernel/net/`, veth, ifb, tun; virtio_blk for the
+//!   way out) with every module they depend on, and its `/boot/config-*` (libbpf reads it);
 //! - the files and directories the caller names ([`Sealed::carry`]), the results directory
 //!   ([`Sealed::out`]) with what it already holds among them.
 //!
@@ -277,10 +277,11 @@ fn kernel_release(kernel: &Path) -> Result<String, VmError> {
 }
 
 /// Whether a module (its path under `/lib/modules/<release>/`) is one the guest carries:
-/// the network stack's, the links and devices of the dumbbell, and the results disk.
+/// the network stack's, the links and devices of the dumbbell, the TUN device of `cctl
+/// conform`, and the results disk.
 fn wanted_module(m: &str) -> bool {
     m.starts_with("kernel/net/")
-        || ["veth", "ifb"]
+        || ["veth", "ifb", "tun"]
             .iter()
             .any(|n| m.starts_with(&format!("kernel/drivers/net/{n}.ko")))
         || m.starts_with("kernel/drivers/block/virtio_blk.ko")
@@ -471,6 +472,7 @@ mod tests {
         assert!(wanted_module("kernel/net/ipv4/tcp_htcp.ko.xz"));
         assert!(wanted_module("kernel/drivers/net/veth.ko.xz"));
         assert!(wanted_module("kernel/drivers/net/ifb.ko"));
+        assert!(wanted_module("kernel/drivers/net/tun.ko.xz"));
         assert!(wanted_module("kernel/drivers/block/virtio_blk.ko.xz"));
         assert!(!wanted_module("kernel/drivers/net/vxlan/vxlan.ko.xz"));
         assert!(!wanted_module("kernel/drivers/net/veth_other.ko.xz"));

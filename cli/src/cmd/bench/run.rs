@@ -98,9 +98,9 @@ pub(super) struct RunArgs {
     pub(super) dry_run: bool,
     /// Runs at once, each on its own dumbbell (namespaces cctl-b<slot>-*, subnets
     /// 10.a.<slot>.b), sharing one collector and the loaded algorithms. On the virtual
-    /// clock each run at once gets a guest of its own (QEMU's icount runs a guest's vCPUs
-    /// on one host thread), writing <results>/slots/<J>/; the runs are combined at the
-    /// end. Allowed 1 to 64.
+    /// clock every run has a sealed guest of its own (run J writes <results>/slots/<J>/),
+    /// and this many guests run at a time; the runs are combined at the end. Allowed 1 to
+    /// 64.
     #[arg(long, default_value_t = 1, value_parser = whole::<u32>(1, Some(MAX_JOBS.into()), "runs at once"))]
     pub(super) jobs: u32,
     /// Run every point for S seconds instead of the profile's duration (e.g. 200 for the
