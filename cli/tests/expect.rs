@@ -11,12 +11,27 @@ use serde_json::Value;
 mod common;
 use common::{cctl, root, text};
 
-/// A fresh directory for one test.
-fn scratch(tag: &str) -> PathBuf {
+/// A fresh directory for one test, removed when the guard is dropped.
+struct Scratch(PathBuf);
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+impl std::ops::Deref for Scratch {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+fn scratch(tag: &str) -> Scratch {
     let d = std::env::temp_dir().join(format!("cctl-expect-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
-    d
+    Scratch(d)
 }
 
 /// tests/scenarios/host-sweep.toml with `expect` appended, written into `dir`.
@@ -96,7 +111,8 @@ fn report_prints_pass_and_fail_and_strict_exits_8() {
     assert_eq!(o.status.code(), Some(8), "{}", text(&o));
     // Only the passing one: --strict exits 0 (NOT RUN does not fail it).
     let sc = scenario(&d, &format!("{PASSING}\n{NOT_RUN}"));
-    let dir = results(&scratch("report-pass"), &sc);
+    let pass = scratch("report-pass");
+    let dir = results(&pass, &sc);
     let o = cctl(&["bench", "report", dir.to_str().unwrap(), "--strict"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
 }

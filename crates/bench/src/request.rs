@@ -288,12 +288,27 @@ impl RunRequest {
 mod tests {
     use super::*;
 
-    /// A fresh directory for one test.
-    fn scratch(name: &str) -> PathBuf {
+    /// A fresh directory for one test, removed when the guard is dropped.
+    struct Scratch(PathBuf);
+
+    impl Drop for Scratch {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    impl std::ops::Deref for Scratch {
+        type Target = Path;
+        fn deref(&self) -> &Path {
+            &self.0
+        }
+    }
+
+    fn scratch(name: &str) -> Scratch {
         let d = std::env::temp_dir().join(format!("cctl-request-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&d);
         std::fs::create_dir_all(&d).unwrap();
-        d
+        Scratch(d)
     }
 
     /// A request with every field away from its default.
