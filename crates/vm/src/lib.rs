@@ -1415,9 +1415,12 @@ struct RunDir {
 }
 
 impl RunDir {
+    /// A new run directory under the temporary directory, after removing those a killed
+    /// process left there ([`remove_dead_run_dirs`]).
     fn create() -> Result<RunDir, VmError> {
         static SEQ: AtomicU32 = AtomicU32::new(0);
         let base = std::env::temp_dir();
+        remove_dead_run_dirs(&base);
         loop {
             let n = SEQ.fetch_add(1, Ordering::Relaxed);
             let path = base.join(format!("cctl-vm-{}-{n}", std::process::id()));
@@ -1440,9 +1443,61 @@ impl Drop for RunDir {
     }
 }
 
+/// Removes the run directories (`cctl-vm-<pid>-<n>`) under `base` whose process is gone: a
+/// process killed while its VM ran cannot remove its own (a sealed guest's holds its
+/// initramfs, ~100 MB). A directory whose process still runs, or may (the pid answers, or
+/// belongs to another user), is left alone. Errors are ignored: this is tidying.
+fn remove_dead_run_dirs(base: &Path) {
+    let Ok(entries) = fs::read_dir(base) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("cctl-vm-"))
+            .and_then(|rest| rest.split_once('-'))
+            .and_then(|(pid, n)| n.parse::<u32>().ok().and(pid.parse::<i32>().ok()))
+        else {
+            continue;
+        };
+        let gone = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None)
+            == Err(nix::errno::Errno::ESRCH);
+        if pid > 0 && gone {
+            let _ = fs::remove_dir_all(e.path());
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn run_dirs_of_dead_processes_are_removed_and_others_kept() {
+        let base = std::env::temp_dir().join(format!("cctl-vm-tidy-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&base);
+        fs::create_dir_all(&base).unwrap();
+        // A pid that has exited (and been reaped): the process is gone.
+        let mut child = Command::new("true").spawn().unwrap();
+        let dead = child.id();
+        child.wait().unwrap();
+        let mine = std::process::id();
+        for name in [
+            format!("cctl-vm-{dead}-0"),
+            format!("cctl-vm-{mine}-0"),
+            "cctl-vm-x-0".to_string(),
+            format!("cctl-other-{dead}-0"),
+        ] {
+            fs::create_dir_all(base.join(name).join("inside")).unwrap();
+        }
+        remove_dead_run_dirs(&base);
+        assert!(!base.join(format!("cctl-vm-{dead}-0")).exists());
+        assert!(base.join(format!("cctl-vm-{mine}-0")).exists());
+        assert!(base.join("cctl-vm-x-0").exists());
+        assert!(base.join(format!("cctl-other-{dead}-0")).exists());
+        fs::remove_dir_all(&base).unwrap();
+    }
 
     pub(crate) fn spec(accel: Accel) -> VmSpec {
         VmSpec {
