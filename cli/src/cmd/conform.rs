@@ -266,20 +266,7 @@ fn run_in_vm(a: &Args, subjects: &[Subject], dir: &Path, stop: Arc<AtomicBool>) 
     use cctl_vm as vm;
     let spec_for = |out: &Path, echo: bool| -> Result<vm::VmSpec> {
         let mut spec = vm::VmSpec::detect()?;
-        // Sealed: nothing the host does reaches the guest's clock while the cases run
-        // (script files given by path are carried in; results come back at the end).
-        spec.sealed = Some(vm::Sealed {
-            programs: vec![std::env::current_exe()?],
-            carry: a
-                .script
-                .iter()
-                .map(Path::new)
-                .filter(|p| p.is_file())
-                .map(Path::canonicalize)
-                .collect::<std::io::Result<_>>()?,
-            tools: cctl_netem::tc::TOOLS.to_vec(),
-            out: out.to_path_buf(),
-        });
+        spec.rwdirs.push(out.to_path_buf());
         spec.timeout = Duration::from_secs(4 * 3600);
         spec.echo = echo;
         spec.cancel = Some(stop.clone());
@@ -447,7 +434,7 @@ fn guest_command(a: &Args, algos: &str, out: &Path) -> Result<String> {
         a.runs
     );
     for s in &a.script {
-        // A script file must be readable in the guest: it is carried in at its path.
+        // A script file must be readable in the guest: the host's file system is.
         let p = Path::new(s);
         let arg = if p.is_file() {
             p.canonicalize()?.display().to_string()
