@@ -277,8 +277,9 @@ fn kernel_release(kernel: &Path) -> Result<String, VmError> {
 }
 
 /// Whether a module (its path under `/lib/modules/<release>/`) is one the guest carries:
-/// the network stack's, the links and devices of the dumbbell, the TUN device of `cctl
-/// conform`, and the results disk.
+/// the network stack's, the links and devices of the dumbbell, the TUN device (for a
+/// `cctl conform` run in a sealed guest; conform itself still boots vng's), and the results
+/// disk.
 fn wanted_module(m: &str) -> bool {
     m.starts_with("kernel/net/")
         || ["veth", "ifb", "tun"]
