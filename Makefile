@@ -4,7 +4,7 @@ export PATH := $(HOME)/.cargo/bin:$(PATH)
 CARGO ?= cargo
 CCTL := target/release/cctl
 
-.PHONY: compare all deps vm-deps vm-deps-if-needed build check test test-steps demo demo-tbf bench-collector lint fmt install clean
+.PHONY: compare all deps vm-deps vm-deps-if-needed build check test test-steps demo demo-tbf bench-collector bench-profile bench-speed lint fmt install clean
 .PHONY: bench-migrate bench-delays
 .PHONY: bench-top bench-set
 .PHONY: bench-exporter soak systemd-boot
@@ -145,6 +145,13 @@ bench-migrate: deps
 # name (loader/examples/set_rate.rs). BENCH_ARGS="seconds", default 5.
 bench-set: deps
 	$(CARGO) run --release -p cctl-loader --example set_rate -- $(BENCH_ARGS)
+
+# Where a sealed guest's instructions go on the virtual clock: one flow at 250 Mbit/s
+# profiled by the guest's perf (tests/examples/guest_profile.rs); prints instructions per
+# segment and the top 30 symbols. BENCH_ARGS="seconds top", default "10 30".
+bench-profile: deps vm-deps-if-needed
+	$(CARGO) build --release -p cctl
+	$(CARGO) run --release -p cctl-tests --example guest_profile -- $(BENCH_ARGS)
 
 # Dashboard CPU: `cctl top` (release) in tmux at 200x50, 10 Hz refresh, with 1,000 and then
 # 100 loopback flows sampled 10 times a second each. BENCH_ARGS="flows seconds", default "1000 30".

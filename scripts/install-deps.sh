@@ -3,7 +3,7 @@
 # Debian/Ubuntu host (idempotent), and mounts bpffs if it is not mounted.
 set -euo pipefail
 
-PKGS=(clang llvm libelf-dev zlib1g-dev pkg-config make iproute2 iperf3 bpftool ethtool util-linux iputils-ping libfontconfig1-dev fonts-dejavu-core tmux systemd prometheus curl)
+PKGS=(clang llvm libelf-dev zlib1g-dev pkg-config make iproute2 iperf3 bpftool ethtool util-linux iputils-ping libfontconfig1-dev fonts-dejavu-core tmux systemd prometheus curl linux-perf)
 
 missing=()
 for p in "${PKGS[@]}"; do

@@ -35,7 +35,8 @@ fn wall_per_traffic_s(clock: vm::Clock) -> f64 {
 }
 
 /// Runs the sweep `req` of `sc` in the VM on `clock`; returns the exit code and the
-/// results directory. `json`: the guest prints its summary as JSON lines.
+/// results directory. `json`: the guest prints its summary as JSON lines. `profile`: each
+/// sealed guest records a perf profile into its slot (`--profile-guest`).
 ///
 /// On the virtual clock with `--jobs N > 1`, N guests run side by side, one slot each
 /// (icount runs all of a guest's vCPUs on one host thread, so one guest cannot use more
@@ -46,6 +47,7 @@ pub(super) fn run_in_vm(
     clock: vm::Clock,
     json: bool,
     needs_netem: bool,
+    profile: bool,
 ) -> Result<(i32, PathBuf)> {
     if needs_netem {
         eprintln!(
@@ -82,6 +84,7 @@ pub(super) fn run_in_vm(
         timeout,
         cancel,
         seed: req.seed_of(sc),
+        profile,
     };
     if per_run {
         guests.per_run(req, sc, &out, runs, json)
@@ -95,12 +98,31 @@ pub(super) fn run_in_vm(
 const PLOT_FILES: &[&str] = &["/etc/fonts", "/usr/share/fonts"];
 
 /// How the guests of one sweep boot: their clock, how long they may take, the flag that
-/// stops them, and the sweep's seed (QEMU's `-seed` of each).
+/// stops them, the sweep's seed (QEMU's `-seed` of each), and whether each sealed guest
+/// records a perf profile.
 struct Guests {
     clock: vm::Clock,
     timeout: Duration,
     cancel: Arc<AtomicBool>,
     seed: u64,
+    profile: bool,
+}
+
+/// The guest profile's sampling period, in ns of guest time: on the virtual clock (icount
+/// shift 0, one instruction per ns while the vCPU runs) a sample every this many
+/// instructions.
+pub const PROFILE_PERIOD_NS: u64 = 100_000;
+
+/// `cmd` run under the guest's `perf record` (system-wide cpu-clock samples every
+/// [`PROFILE_PERIOD_NS`]) into `dir/perf.data`, followed by a copy of the guest's
+/// `/proc/kallsyms` (what the host needs to name kernel and BPF samples); exits with
+/// `cmd`'s status.
+fn profiled(cmd: &str, dir: &Path) -> String {
+    let d = shell_quote(&dir.display().to_string());
+    format!(
+        "perf record -q -a -e cpu-clock -c {PROFILE_PERIOD_NS} -o {d}/perf.data -- {cmd}; \
+         st=$?; cat /proc/kallsyms >{d}/kallsyms; exit $st"
+    )
 }
 
 impl Guests {
@@ -142,10 +164,14 @@ impl Guests {
             if scenario.is_absolute() {
                 carry.push(scenario.to_path_buf());
             }
+            let mut tools = cctl_netem::tc::TOOLS.to_vec();
+            if self.profile {
+                tools.push(("perf", "Debian package linux-perf"));
+            }
             spec.sealed = Some(vm::Sealed {
                 programs: vec![exe.clone()],
                 carry,
-                tools: cctl_netem::tc::TOOLS.to_vec(),
+                tools,
                 out: out.to_path_buf(),
             });
         } else {
@@ -274,7 +300,10 @@ impl Guests {
     ) -> Result<i32> {
         let (mut spec, cmd) = self.spec(req, slot_dir, Some(slot), seed, false)?;
         // The guest's own summary of its one run is not shown: the combined one is.
-        let cmd = format!("{cmd} >/dev/null");
+        let mut cmd = format!("{cmd} >/dev/null");
+        if self.profile {
+            cmd = profiled(&cmd, slot_dir);
+        }
         spec.set_clock(self.clock)?;
         spec.echo = jobs == 1;
         announce(&spec, Some((slot.k, slot.n)));

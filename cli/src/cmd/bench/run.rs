@@ -137,6 +137,12 @@ pub(super) struct RunArgs {
     /// they are printed PASS or FAIL and the run exits 0.
     #[arg(long)]
     pub(super) strict: bool,
+    /// Developer: profile each sealed guest (virtual clock only) with the guest's `perf` on
+    /// the cpu-clock event every 100,000 ns of guest time, which on the virtual clock is
+    /// every 100,000 instructions; writes `perf.data` and the guest's `kallsyms` into
+    /// `slots/<J>/`. `make bench-profile` runs it and prints where the instructions go.
+    #[arg(long, hide = true)]
+    pub(super) profile_guest: bool,
 }
 
 impl RunArgs {
@@ -283,8 +289,11 @@ pub(super) fn run(a: RunArgs) -> Result<i32> {
             eprintln!("cctl bench: {ended}");
         }
     }
+    if a.profile_guest && !(in_vm && clock == vm::Clock::Virtual) {
+        usage!("--profile-guest profiles sealed guests, which run only on --clock virtual");
+    }
     if in_vm {
-        let (code, dir) = guest::run_in_vm(&req, &sc, clock, a.json, needs_netem)?;
+        let (code, dir) = guest::run_in_vm(&req, &sc, clock, a.json, needs_netem, a.profile_guest)?;
         return match baseline {
             Some(b) if code == exit::OK => b.gate(&dir, a.json),
             _ => Ok(code),
