@@ -153,6 +153,20 @@ bench-profile: deps vm-deps-if-needed
 	$(CARGO) build --release -p cctl
 	$(CARGO) run --release -p cctl-tests --example guest_profile -- $(BENCH_ARGS)
 
+# Host seconds per traffic second on the virtual clock, the revision SPEED_BASE (built into
+# target/speed-base/) against this tree, side by side (tests/examples/guest_speed.rs): two
+# flows at 250 and 10 Mbit/s and one at 250 Mbit/s, the fixed cost per guest, new/old.
+# BENCH_ARGS="seconds", default 20. SPEED_BASE defaults to the last tree before issue 41.
+SPEED_BASE ?= 60877a0
+bench-speed: deps vm-deps-if-needed
+	$(CARGO) build --release -p cctl
+	@if [ ! -x target/speed-base/$(SPEED_BASE)/release/cctl ]; then \
+	  rm -rf target/speed-base/src && mkdir -p target/speed-base/src && \
+	  git archive $(SPEED_BASE) | tar -x -C target/speed-base/src && \
+	  (cd target/speed-base/src && CARGO_TARGET_DIR=$(CURDIR)/target/speed-base/$(SPEED_BASE) $(CARGO) build --release -p cctl); \
+	fi
+	$(CARGO) run --release -p cctl-tests --example guest_speed -- target/speed-base/$(SPEED_BASE)/release/cctl $(BENCH_ARGS)
+
 # Dashboard CPU: `cctl top` (release) in tmux at 200x50, 10 Hz refresh, with 1,000 and then
 # 100 loopback flows sampled 10 times a second each. BENCH_ARGS="flows seconds", default "1000 30".
 bench-top: deps

@@ -22,9 +22,6 @@ pub const PARTS_ENV: &str = "CCTL_TEST_PARTS";
 /// Guests side by side (default [`guests`]).
 pub const GUESTS_ENV: &str = "CCTL_TEST_GUESTS";
 
-/// Memory of one guest, MiB: [`vm::VmSpec::detect`]'s 2048 and QEMU's own.
-const GUEST_MEMORY_MB: u64 = 2560;
-
 /// One check that needs a netem kernel.
 #[derive(Clone, Copy)]
 pub struct Part {
@@ -37,8 +34,8 @@ pub struct Part {
     pub run: fn(),
 }
 
-/// Guests to run side by side: `$CCTL_TEST_GUESTS`, else one per host CPU (a guest on the
-/// virtual clock keeps one busy), at most one per 2.5 GiB of available memory, at least 1.
+/// Guests to run side by side: `$CCTL_TEST_GUESTS`, else [`cctl_vm::guests_that_fit`] (one
+/// per host CPU, at most one per 2.5 GiB of available memory, at least 1).
 ///
 /// Panics when `$CCTL_TEST_GUESTS` is not a number from 1 to 64.
 pub fn guests() -> usize {
@@ -48,17 +45,7 @@ pub fn guests() -> usize {
             _ => panic!("{GUESTS_ENV}={v}: allowed 1 to 64"),
         };
     }
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let mem_mb = std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|m| {
-            m.lines()
-                .find(|l| l.starts_with("MemAvailable:"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|kb| kb.parse::<u64>().ok())
-        })
-        .map_or(u64::MAX, |kb| kb / 1024);
-    cpus.min((mem_mb / GUEST_MEMORY_MB) as usize).max(1)
+    cctl_vm::guests_that_fit() as usize
 }
 
 /// `parts` in `n` shares of about equal [`Part::guest_s`] (the longest first, each to the

@@ -9,7 +9,8 @@
 //! - [`run`]: one run; [`sources`]: what it measures besides the collector, one file each;
 //! - [`pool`]: the `--jobs` workers; [`execute`]: a sweep of runs;
 //! - [`feed`]: one collector for every slot; [`lock`]: one bench per kernel;
-//! - [`cost`]: CPU per run; [`validity`]: where runs differ from the scenario;
+//! - [`cost`]: CPU per run; [`speed`]: host time per run on the virtual clock;
+//! - [`validity`]: where runs differ from the scenario;
 //! - [`perf`]: BPF ports against native modules, the collector, migration, the testbed.
 //!
 //! Running needs root (CAP_BPF, CAP_NET_ADMIN, CAP_SYS_ADMIN).
@@ -27,4 +28,5 @@ pub mod request;
 pub mod resolve;
 pub mod run;
 pub mod sources;
+pub mod speed;
 pub mod validity;

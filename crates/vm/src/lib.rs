@@ -412,6 +412,26 @@ impl fmt::Display for Accel {
 /// and 5 % less host time, at 24 % and 55 % of its own time busy.
 pub const VIRTUAL_VCPUS: u32 = 1;
 
+/// Host memory one guest takes, MiB: [`VmSpec::detect`]'s 2048 and QEMU's own.
+pub const GUEST_FOOTPRINT_MB: u64 = 2560;
+
+/// How many guests on the virtual clock this host runs side by side: one per host CPU (each
+/// keeps one host thread busy, [`VIRTUAL_VCPUS`]), at most one per [`GUEST_FOOTPRINT_MB`] of
+/// available memory (`MemAvailable` in /proc/meminfo), at least 1.
+pub fn guests_that_fit() -> u32 {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as u64;
+    let mem_mb = fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| {
+            m.lines()
+                .find(|l| l.starts_with("MemAvailable:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|kb| kb.parse::<u64>().ok())
+        })
+        .map_or(u64::MAX, |kb| kb / 1024);
+    u32::try_from(cpus.min(mem_mb / GUEST_FOOTPRINT_MB).max(1)).unwrap_or(1)
+}
+
 /// The guest to boot for [`run_in_vm`].
 #[derive(Debug, Clone)]
 pub struct VmSpec {

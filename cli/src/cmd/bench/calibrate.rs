@@ -201,6 +201,9 @@ pub fn run(a: CalibrateArgs) -> Result<i32> {
         save(&dir, &report)?;
     }
     finish(&dir, &mut report, &done, a.json)?;
+    if a.clock == Clock::Virtual {
+        remember_speed(&report);
+    }
     if stop.load(Ordering::SeqCst) {
         eprintln!("cctl bench calibrate: interrupted; the parts finished so far are in the report");
         return Ok(exit::INTERRUPTED);
@@ -209,6 +212,33 @@ pub fn run(a: CalibrateArgs) -> Result<i32> {
         return Ok(exit::FAILURE);
     }
     Ok(exit::OK)
+}
+
+/// Keeps the host time per traffic second of the ceiling part's sealed guests in
+/// [`cctl_bench::speed::STORE`], where `cctl bench run --dry-run` reads it. Says where, or
+/// why not.
+fn remember_speed(report: &Report) {
+    let runs: Vec<(f64, f64, f64)> = report
+        .figures
+        .ceiling
+        .iter()
+        .map(|r| (r.rate_mbit, r.traffic_s, r.wall_per_traffic_s * r.traffic_s))
+        .collect();
+    let Some(speed) = cctl_bench::speed::VirtualSpeed::from_runs(&report.started, &runs) else {
+        return;
+    };
+    let store = Path::new(cctl_bench::speed::STORE);
+    match speed.save(store) {
+        Ok(()) => eprintln!(
+            "cctl bench calibrate: host seconds per traffic second by rate kept in {} for \
+             `cctl bench run --dry-run`",
+            store.display()
+        ),
+        Err(e) => eprintln!(
+            "cctl bench calibrate: could not write {}: {e}",
+            store.display()
+        ),
+    }
 }
 
 /// Writes `calibrate.json` and `calibrate.md` (after every run, so that an interrupted
@@ -305,6 +335,9 @@ fn run_one(
             clock.as_str(),
         ])
         .args(["--vm", vm])
+        // One guest at a time: each run's host wall time is its own, and the load part's
+        // host load is the only one.
+        .args(["--jobs", "1"])
         .arg("--resume")
         .arg(&results)
         .stdin(Stdio::null())

@@ -70,12 +70,50 @@ pub(super) fn print(
     for e in &sc.expectations {
         outln!("expect: {} {} ({})", e.metric, e.bounds(), e.selector())?;
     }
+    if let Some(line) = estimate(a, points, &plan) {
+        outln!("{line}")?;
+    }
     let refs: Vec<&RunPoint> = points.iter().collect();
     if let Some(w) = cctl_bench::cost::cpu_warning(&refs, req.jobs as usize) {
         outln!("warning (on this machine): {w}")?;
     }
     check_supported(sc, points)?;
     Ok(exit::OK)
+}
+
+/// How long the sweep would take on the virtual clock (where it may run there: not with
+/// `--vm never` or `--clock real`), from this host's figures (`cctl bench calibrate --clock
+/// virtual`) or the default ones, with the `--jobs` it would use.
+fn estimate(a: &RunArgs, points: &[RunPoint], plan: &Plan) -> Option<String> {
+    if a.vm == VmMode::Never || a.clock == Some(cctl_vm::Clock::Real) {
+        return None;
+    }
+    let store = std::path::Path::new(cctl_bench::speed::STORE);
+    let speed = cctl_bench::speed::VirtualSpeed::load(store);
+    let jobs = a.jobs.unwrap_or_else(cctl_vm::guests_that_fit);
+    let runs_per_point = plan.runs.len() / points.len().max(1);
+    let s = speed.estimate_s(points, runs_per_point, jobs);
+    let source = match &speed.measured {
+        Some(when) => format!("this host's figures from {} ({when})", store.display()),
+        None => "the default figures; `cctl bench calibrate --clock virtual` measures this \
+                 host's"
+            .into(),
+    };
+    Some(format!(
+        "estimated wall time on the virtual clock: {} ({} guests at a time; {source})",
+        human(s),
+        jobs.min(plan.runs.len().max(1) as u32)
+    ))
+}
+
+/// `s` seconds as "1 h 02 min", "3 min 20 s" or "45 s".
+fn human(s: f64) -> String {
+    let s = s.round() as u64;
+    match s {
+        0..=59 => format!("{s} s"),
+        60..=3599 => format!("{} min {:02} s", s / 60, s % 60),
+        _ => format!("{} h {:02} min", s / 3600, (s % 3600) / 60),
+    }
 }
 
 /// The plan as one JSON object.

@@ -311,6 +311,7 @@ impl Guests {
         Ok(match vm::run_in_vm(&spec, &cmd) {
             Ok(o) => {
                 let _ = std::fs::write(&log, format!("{}{}", o.stdout, o.stderr));
+                record_host_wall(slot_dir, o.elapsed, jobs);
                 if o.success() {
                     exit::OK
                 } else {
@@ -328,6 +329,30 @@ impl Guests {
                 exit::FAILURE
             }
         })
+    }
+}
+
+/// Writes [`cctl_bench::speed::HOST_FILE`] (`{"wall_s": host seconds from building the guest's initramfs to its
+/// power-off, "guests_at_once": jobs}`) into every run directory under `slot_dir/runs`;
+/// `cctl bench calibrate` reads it. Best effort: a slot without runs gets none.
+fn record_host_wall(slot_dir: &Path, elapsed: Duration, jobs: usize) {
+    let text = serde_json::json!({"wall_s": elapsed.as_secs_f64(), "guests_at_once": jobs});
+    let Ok(algos) = std::fs::read_dir(slot_dir.join("runs")) else {
+        return;
+    };
+    for algo in algos.flatten() {
+        for run in std::fs::read_dir(algo.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            if run.path().join("run.json").exists() {
+                let _ = std::fs::write(
+                    run.path().join(cctl_bench::speed::HOST_FILE),
+                    format!("{text}\n"),
+                );
+            }
+        }
     }
 }
 

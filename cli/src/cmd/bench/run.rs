@@ -99,10 +99,11 @@ pub(super) struct RunArgs {
     /// Runs at once, each on its own dumbbell (namespaces cctl-b<slot>-*, subnets
     /// 10.a.<slot>.b), sharing one collector and the loaded algorithms. On the virtual
     /// clock every run has a sealed guest of its own (run J writes <results>/slots/<J>/),
-    /// and this many guests run at a time; the runs are combined at the end. Allowed 1 to
-    /// 64.
-    #[arg(long, default_value_t = 1, value_parser = whole::<u32>(1, Some(MAX_JOBS.into()), "runs at once"))]
-    pub(super) jobs: u32,
+    /// and this many guests run at a time; the runs are combined at the end. Default: on
+    /// the virtual clock as many guests as the host fits (one per CPU, at most one per
+    /// 2.5 GiB of available memory), else 1. Allowed 1 to 64.
+    #[arg(long, value_parser = whole::<u32>(1, Some(MAX_JOBS.into()), "runs at once"))]
+    pub(super) jobs: Option<u32>,
     /// Run every point for S seconds instead of the profile's duration (e.g. 200 for the
     /// papers' 600-s points); recorded in metadata.json, and a resumed or merged run must
     /// give the same. Allowed more than 0 up to 86400 (a day; the longest shipped point
@@ -196,7 +197,7 @@ impl RunArgs {
             interval_ms: self.interval_ms,
             queue_interval_ms: self.queue_interval_ms,
             delay_sample: self.delay_sample,
-            jobs: self.jobs,
+            jobs: self.jobs.unwrap_or(1),
             duration_s: self.duration_s,
             shard,
             slot: None,
@@ -252,7 +253,7 @@ pub(super) fn run(a: RunArgs) -> Result<i32> {
     if let (Some(b), Some(c)) = (&baseline, a.clock) {
         b.same_clock(c)?;
     }
-    let (req, sc) = a.request()?;
+    let (mut req, sc) = a.request()?;
     let points = points(&req, &sc)?;
     check_expectations(&sc, &req.algo)?;
     if a.dry_run {
@@ -288,6 +289,9 @@ pub(super) fn run(a: RunArgs) -> Result<i32> {
         if let Some(ended) = vm::end_recorded_vm(dir)? {
             eprintln!("cctl bench: {ended}");
         }
+    }
+    if a.jobs.is_none() && a.request.is_none() && in_vm && clock == vm::Clock::Virtual {
+        req.jobs = vm::guests_that_fit();
     }
     if a.profile_guest && !(in_vm && clock == vm::Clock::Virtual) {
         usage!("--profile-guest profiles sealed guests, which run only on --clock virtual");

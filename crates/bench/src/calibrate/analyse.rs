@@ -31,6 +31,9 @@ pub struct CeilingRow {
     pub cpu_busy: f64,
     /// Host wall time per second of traffic, s/s ([`host_wall_s`]; NaN where unknown).
     pub wall_per_traffic_s: f64,
+    /// The run's seconds of traffic (0 in reports written before it was recorded).
+    #[serde(default)]
+    pub traffic_s: f64,
     /// Utilisation within [`CEILING_TOLERANCE`] of [`TBF_UTILISATION`].
     pub passes: bool,
 }
@@ -293,10 +296,11 @@ fn pairs(a: &[SpreadRow], b: &[SpreadRow]) -> Vec<PairRow> {
         .collect()
 }
 
-/// Host wall time of run `r` of results directory `dir`, in s: from its directory's birth
-/// to its `run.json`'s last write. The guest writes both through the host's file system,
-/// so the times are the host's even on the virtual clock (where `wall_s` is the guest's
-/// own time). `None` where the file system keeps no birth time.
+/// Host wall time of run `r` of results directory `dir`, in s. A sealed guest's run (the
+/// virtual clock) has it in [`crate::speed::HOST_FILE`] (`wall_s`: the whole guest, boot to power-off,
+/// written by the host); otherwise it is from the run directory's birth to its `run.json`'s
+/// last write, which a vng guest writes through the host's file system. `None` where
+/// neither is known (no `host.json`, no birth time).
 pub fn host_wall_s(dir: &Path, r: &RunRecord) -> Option<f64> {
     let id = cctl_report::runs::RunId {
         point: r.point,
@@ -304,6 +308,10 @@ pub fn host_wall_s(dir: &Path, r: &RunRecord) -> Option<f64> {
         rep: r.rep,
     };
     let run = id.dir(dir);
+    if let Ok(text) = std::fs::read_to_string(run.join(crate::speed::HOST_FILE)) {
+        let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+        return v["wall_s"].as_f64();
+    }
     let born = std::fs::metadata(&run).ok()?.created().ok()?;
     let ended = std::fs::metadata(run.join("run.json"))
         .ok()?
@@ -392,6 +400,7 @@ fn ceiling(f: &mut Figures, recs: &[RunRecord], dir: &Path) {
                 utilisation: u,
                 cpu_busy: r.cpu_busy,
                 wall_per_traffic_s: host_wall_s(dir, r).unwrap_or(f64::NAN) / r.spec.duration_s,
+                traffic_s: r.spec.duration_s,
                 passes: u >= floor,
             }
         })
