@@ -354,7 +354,11 @@ fn listen_all(routes: &[Route]) -> anyhow::Result<Vec<(SocketAddrV4, TcpListener
         }
         let listen = move || -> io::Result<TcpListener> {
             let listener = TcpListener::bind(dst)?; // std sets SO_REUSEADDR
-            listener.set_nonblocking(true)?;
+                                                    // accept(2) waits at most this long (SO_RCVTIMEO), so the accept loop wakes
+                                                    // five times a second, not a hundred: each wake-up costs a guest on the
+                                                    // virtual clock a timer event.
+            socket2::SockRef::from(&listener)
+                .set_read_timeout(Some(Duration::from_millis(IO_TIMEOUT_MS)))?;
             Ok(listener)
         };
         let listener = spawn_in_netns(ns, listen)
@@ -594,7 +598,7 @@ fn receive_all(
                     Err(_) => readers.push((v4(peer), None)),
                 }
             }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => thread::sleep(poll()),
+            Err(e) if is_timeout(&e) || e.kind() == io::ErrorKind::Interrupted => {}
             Err(_) => thread::sleep(poll()),
         }
     }

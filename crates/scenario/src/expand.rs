@@ -18,6 +18,13 @@ use crate::traffic::ProbePlan;
 use cctl_netem::aqm::{Aqm, Qdisc, AQM_PARAMS};
 
 impl Scenario {
+    /// Whether the test reports per-packet delays: its metrics include M13 (queueing delay)
+    /// or one of its plots draws delays. `cctl bench run` turns the delay taps on for it
+    /// by default, and off for the others.
+    pub fn wants_delays(&self) -> bool {
+        self.metrics.iter().any(|m| m == "M13") || self.plots.iter().any(|p| p.contains("delay"))
+    }
+
     /// Emulated time the whole profile takes for one algorithm: Σ duration × repeat, in s.
     pub fn total_duration_s(&self, profile: Profile) -> Result<f64, ScenarioError> {
         let points = self.expand(profile, self.seed(profile))?;
