@@ -450,7 +450,9 @@ fn resume_goes_on_after_the_guest_dies_and_ends_the_vm_a_killed_cctl_left() {
     let _g = setup();
     let d = root("vm");
     let dir = d.join("sweep");
-    let args = bench(&dir, &["--vm", "always", "--shard", "1/3"]);
+    // One guest at a time (the virtual clock's default is one per CPU): run 2's guest starts
+    // after run 1's, and its output is echoed, which is how the test sees it running.
+    let args = bench(&dir, &["--vm", "always", "--shard", "1/3", "--jobs", "1"]);
     let pgid_file = dir.join("slots").join("2").join("vm.pgid");
     let read_pgid = || -> i32 {
         std::fs::read_to_string(&pgid_file)
@@ -668,7 +670,10 @@ fn a_full_results_file_system_fails_the_sweep_keeps_finished_runs_and_resume_com
     let mnt = d.join("small");
     let fs = Tmpfs::mount(&mnt, SMALL_FS);
     let dir = mnt.join("sweep");
-    let o = cctl(&strs(&bench(&dir, &["--points", "0,1"])));
+    // The delay taps (off by default for host-sweep, which reports no delays) write
+    // delays.csv, so that the runs outgrow the small file system part-way.
+    let taps = ["--points", "0,1", "--delay-sample", "10"];
+    let o = cctl(&strs(&bench(&dir, &taps)));
     let err = stderr(&o);
     assert_eq!(
         o.status.code(),
@@ -694,7 +699,7 @@ fn a_full_results_file_system_fails_the_sweep_keeps_finished_runs_and_resume_com
     }
     assert_nothing_left("after the full disk", &REGISTERED);
     fs.resize("64m");
-    let o = cctl(&strs(&bench(&dir, &["--points", "0,1"])));
+    let o = cctl(&strs(&bench(&dir, &taps)));
     assert_ok("resume after the disk was grown", &o);
     assert!(
         stderr(&o).contains(&format!("{} of 4 runs completed", kept.len())),
