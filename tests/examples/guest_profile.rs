@@ -94,22 +94,27 @@ impl Profile {
     /// Reads `slot/perf.data` (with `slot/kallsyms`) through `perf script`, keeping the
     /// samples between the first flow's start and the last flow's end (`slot/runs/*/run.json`).
     fn read(slot: &Path) -> Result<Profile> {
-        let run = find_run_json(&slot.join("runs"))?;
-        let run: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&run)?)?;
-        let t0 = run["t0_ns"].as_f64().context("run.json has no t0_ns")? / 1e9;
-        let secs = |v: &serde_json::Value| {
-            v["secs"].as_f64().unwrap_or(0.0) + v["nanos"].as_f64().unwrap_or(0.0) / 1e9
-        };
-        let flows = run["flows"].as_array().context("run.json has no flows")?;
+        let run = cctl_report::resume::completed_runs(slot)
+            .into_values()
+            .next()
+            .with_context(|| format!("no completed run in {}", slot.display()))?;
+        let t0 = run.t0_ns.context("run.json has no t0_ns")? as f64 / 1e9;
         let start = t0
-            + flows
+            + run
+                .flows
                 .iter()
-                .map(|f| secs(&f["started"]))
+                .map(|f| f.started.as_secs_f64())
                 .fold(f64::MAX, f64::min);
-        let end = t0 + flows.iter().map(|f| secs(&f["ended"])).fold(0.0, f64::max);
-        let segments = flows
+        let end = t0
+            + run
+                .flows
+                .iter()
+                .map(|f| f.ended.as_secs_f64())
+                .fold(0.0, f64::max);
+        let segments = run
+            .flows
             .iter()
-            .filter_map(|f| f["segments"]["data_segs_out"].as_u64())
+            .filter_map(|f| f.segments.as_ref().map(|s| u64::from(s.data_segs_out)))
             .sum();
         let script = Command::new("perf")
             .arg("script")
@@ -174,19 +179,6 @@ impl Profile {
             );
         }
     }
-}
-
-/// The run.json under `runs` (`runs/<algo>/<run>/run.json`; one run per slot).
-fn find_run_json(runs: &Path) -> Result<PathBuf> {
-    for algo in std::fs::read_dir(runs).with_context(|| format!("reading {}", runs.display()))? {
-        for run in std::fs::read_dir(algo?.path())? {
-            let p = run?.path().join("run.json");
-            if p.exists() {
-                return Ok(p);
-            }
-        }
-    }
-    bail!("no run.json under {}", runs.display())
 }
 
 /// One `perf script -F comm,tid,time,ip,sym,dso` line: `COMM TID TIME: IP SYM (DSO)`, where

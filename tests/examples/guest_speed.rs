@@ -125,35 +125,21 @@ fn run(cctl: &Path, scenario: &Path, point: &str, seconds: f64, out: &Path) -> R
     })
 }
 
-/// Bytes delivered by all flows of the run under `out`, over `seconds`, in Mbit/s.
+/// Bytes delivered by all flows of the combined results under `out` (`<scenario>/<stamp>/`),
+/// over `seconds`, in Mbit/s.
 fn goodput_mbit(out: &Path, seconds: f64) -> Result<f64> {
-    let mut bytes = 0.0;
-    for f in glob_run_json(out)? {
-        let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&f)?)?;
-        for flow in v["flows"].as_array().into_iter().flatten() {
-            bytes += flow["bytes"].as_f64().unwrap_or(0.0);
-        }
-    }
-    Ok(bytes * 8.0 / seconds / 1e6)
-}
-
-/// The run.json files of the combined results under `out` (`<scenario>/<stamp>/runs/*/*/`).
-fn glob_run_json(out: &Path) -> Result<Vec<PathBuf>> {
-    let mut found = Vec::new();
+    let mut bytes = 0u64;
+    let mut runs = 0;
     for sc in std::fs::read_dir(out)?.flatten() {
         for stamp in std::fs::read_dir(sc.path())?.flatten() {
-            for algo in std::fs::read_dir(stamp.path().join("runs"))?.flatten() {
-                for run in std::fs::read_dir(algo.path())?.flatten() {
-                    let p = run.path().join("run.json");
-                    if p.exists() {
-                        found.push(p);
-                    }
-                }
+            for run in cctl_report::resume::completed_runs(&stamp.path()).into_values() {
+                runs += 1;
+                bytes += run.flows.iter().map(|f| f.bytes).sum::<u64>();
             }
         }
     }
-    ensure!(!found.is_empty(), "no run.json under {}", out.display());
-    Ok(found)
+    ensure!(runs > 0, "no completed run under {}", out.display());
+    Ok(bytes as f64 * 8.0 / seconds / 1e6)
 }
 
 /// A UTC timestamp for the results directory's name.
