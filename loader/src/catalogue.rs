@@ -109,9 +109,20 @@ pub struct Profile {
     pub tag: &'static str,
     /// What it reproduces.
     pub doc: &'static str,
+    /// The papers whose tests ran this variant, by their keys in docs/references.md
+    /// (one of [`PAPERS`]): a scenario from one of them runs it when `--algo` gives the
+    /// plain key. Empty for variants no paper tested (the `linux` profiles: today's
+    /// modules). An algorithm whose declaration names no profile for a paper ran as its
+    /// default port there.
+    pub papers: &'static [&'static str],
     /// Values that differ from the defaults.
     pub values: &'static [(&'static str, u32)],
 }
+
+/// The keys of the four source papers (docs/references.md): [P0] Li, Leith, Shorten 2007;
+/// [P1] Jin, Wei, Low 2004; [P2] the Hamilton Institute's open-issues paper; [P3]
+/// Baiocchi, Castellani, Vacirca 2007.
+pub const PAPERS: &[&str] = &["P0", "P1", "P2", "P3"];
 
 /// A congestion control carried by this binary as a BPF struct_ops program.
 #[derive(Debug, Clone, Copy, serde::Serialize)]
@@ -310,6 +321,12 @@ impl Algorithm {
             })
     }
 
+    /// The profile that reproduces what `paper` (a key of [`PAPERS`]) tested, if it tested
+    /// something other than the default port.
+    pub fn variant_for(&self, paper: &str) -> Option<&'static Profile> {
+        self.profiles.iter().find(|p| p.papers.contains(&paper))
+    }
+
     /// The registered name for a profile: `bpf_<key>` without, `bpf_<key>_<tag>` with.
     pub fn default_name(&self, profile: Option<&str>) -> Result<String> {
         match profile {
@@ -467,6 +484,20 @@ mod tests {
                 }
                 a.resolve_params_with(Some(prof.name), &[])
                     .unwrap_or_else(|e| panic!("{} profile {}: {e}", a.key, prof.name));
+                for paper in prof.papers {
+                    assert!(
+                        PAPERS.contains(paper),
+                        "{} profile {}: {paper}",
+                        a.key,
+                        prof.name
+                    );
+                    let n = a
+                        .profiles
+                        .iter()
+                        .filter(|q| q.papers.contains(paper))
+                        .count();
+                    assert_eq!(n, 1, "{}: {n} profiles for {paper}", a.key);
+                }
                 validate_cc_name(&a.default_name(Some(prof.name)).unwrap()).unwrap();
             }
             let names: Vec<&str> = (a.vars)(&[0u8; 104]).iter().map(|v| v.name).collect();

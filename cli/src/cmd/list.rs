@@ -191,8 +191,13 @@ fn print_algorithms(params: bool) -> Result<()> {
         if params {
             for p in a.profiles {
                 let vals: Vec<String> = p.values.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                let papers = if p.papers.is_empty() {
+                    String::new()
+                } else {
+                    format!(", {}'s tests run it", p.papers.join(", "))
+                };
                 outln!(
-                    "    profile {} (registers {}_{}): {} [{}]",
+                    "    profile {} (registers {}_{}{papers}): {} [{}]",
                     p.name,
                     a.cc_name,
                     p.tag,

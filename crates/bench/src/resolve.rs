@@ -203,6 +203,39 @@ pub fn resolve_algorithms(names: &[String]) -> Result<(Vec<ResolvedCc>, Loaded)>
     Ok((out, loaded))
 }
 
+/// The algorithm names a scenario runs for `--algo`'s: a plain cctl key becomes
+/// `<key>@<variant>` when the scenario names a `variant` (every such key must have it) or,
+/// without one, when the algorithm has a profile for the scenario's paper
+/// ([`catalogue::Algorithm::variant_for`]: `highspeed` in a [P0] test runs `highspeed@p0`).
+/// Names with a profile already, `native:` names, kernel names and `port_defaults` leave
+/// the names as given.
+///
+/// Errors: the scenario's `variant` is not a profile of one of the algorithms
+/// ([`cctl_loader::Error::BadParamCombination`], naming the profiles it has; exit 2).
+pub fn scenario_variants(
+    sc: &cctl_scenario::Scenario,
+    algos: &[String],
+    port_defaults: bool,
+) -> Result<Vec<String>> {
+    algos
+        .iter()
+        .map(|name| {
+            let plain = !port_defaults && !name.contains('@') && !name.starts_with("native:");
+            let Some(a) = catalogue::find(name).ok().filter(|_| plain) else {
+                return Ok(name.clone());
+            };
+            let variant = match &sc.variant {
+                Some(v) => Some(
+                    a.profile(v)
+                        .with_context(|| format!("{}: variant = \"{v}\"", sc.path.display()))?,
+                ),
+                None => sc.paper().and_then(|p| a.variant_for(p)),
+            };
+            Ok(variant.map_or_else(|| name.clone(), |v| format!("{name}@{}", v.name)))
+        })
+        .collect()
+}
+
 /// The native counterpart a requested algorithm is compared with: `cubic` and
 /// `cubic@linux` → `cubic` (from the algorithm's `native`); `None` for natives themselves
 /// and for ports without a Linux module.
@@ -217,6 +250,70 @@ pub fn native_of(requested: &str) -> Option<&'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn scenario(source: &str, variant: Option<&str>) -> cctl_scenario::Scenario {
+        let mut sc = cctl_scenario::find("fairness-same-rtt").unwrap();
+        sc.source = source.into();
+        sc.variant = variant.map(String::from);
+        sc
+    }
+
+    fn names(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn a_papers_scenario_runs_the_variants_that_paper_tested() {
+        let algos = names(&[
+            "reno",
+            "highspeed",
+            "fast",
+            "htcp",
+            "cubic@linux",
+            "native:htcp",
+        ]);
+        let got = scenario_variants(&scenario("[P0] §III", None), &algos, false).unwrap();
+        assert_eq!(
+            got,
+            names(&[
+                "reno",
+                "highspeed@p0",
+                "fast@p0",
+                "htcp",
+                "cubic@linux",
+                "native:htcp"
+            ])
+        );
+        let p2 = scenario_variants(&scenario("[P2] §III", None), &algos, false).unwrap();
+        assert_eq!(p2[3], "htcp@p2");
+        let p1 = scenario_variants(&scenario("[P1] §V", None), &algos, false).unwrap();
+        assert_eq!(p1[2], "fast@p1");
+        assert_eq!(
+            scenario_variants(&scenario("cctl", None), &algos, false).unwrap(),
+            algos
+        );
+        assert_eq!(
+            scenario_variants(&scenario("[P0]", None), &algos, true).unwrap(),
+            algos
+        );
+    }
+
+    #[test]
+    fn a_scenario_variant_its_algorithm_lacks_is_refused_naming_what_exists() {
+        let sc = scenario("[P0]", Some("linux"));
+        assert_eq!(
+            scenario_variants(&sc, &names(&["htcp"]), false).unwrap(),
+            names(&["htcp@linux"])
+        );
+        let e = scenario_variants(&sc, &names(&["fast"]), false).unwrap_err();
+        let msg = format!("{e:#}");
+        assert!(
+            msg.contains("variant = \"linux\"") && msg.contains("profiles: p0, p1"),
+            "{msg}"
+        );
+        let e = scenario_variants(&sc, &names(&["reno"]), false).unwrap_err();
+        assert!(format!("{e:#}").contains("reno has no profiles"), "{e:#}");
+    }
 
     #[test]
     fn ports_pair_with_their_module() {

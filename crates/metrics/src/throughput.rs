@@ -27,6 +27,29 @@ pub fn avg_throughput_bps(flow: &FlowSeries, t0_s: f64, t1_s: f64) -> Option<f64
     Some(bytes_delta(&flow.points, a, b) * 8.0 / (b - a))
 }
 
+/// The window in which every one of `flows` is active and observed, in seconds after the
+/// run's t0: from the latest start to the earliest stop, each flow's life `[start_s,
+/// stop_s]` clipped to its samples. Ratios between flows (M3, M4) compare averages over
+/// it, so that no flow's figure includes time the others did not share (in [P0]'s T0.1
+/// flow 1's first 30 s alone on the link). `None` for no flows, or if they never overlap.
+pub fn shared_window_s(flows: &[&FlowSeries]) -> Option<(f64, f64)> {
+    let mut window: Option<(f64, f64)> = None;
+    for f in flows {
+        let (first, last) = (f.points.first()?.t_s, f.points.last()?.t_s);
+        let (a, b) = (f.start_s.max(first), f.stop_s.min(last));
+        let (w0, w1) = window.unwrap_or((a, b));
+        window = Some((w0.max(a), w1.min(b)));
+    }
+    window.filter(|(a, b)| positive(b - a))
+}
+
+/// M1 of each of `flows` over their [`shared_window_s`], in bit/s, in the order given;
+/// `None` if the window is empty or a flow has no throughput there.
+pub fn shared_window_throughputs_bps(flows: &[&FlowSeries]) -> Option<Vec<f64>> {
+    let (a, b) = shared_window_s(flows)?;
+    flows.iter().map(|f| avg_throughput_bps(f, a, b)).collect()
+}
+
 /// Start of the M1 steady-state window of a run of `run_duration_s` seconds, in seconds after
 /// the run's t0: `max(min_start_s, run_fraction · run_duration_s)` (\[CHOICE\] §0).
 pub fn steady_state_start_s(run_duration_s: f64, ss: &SteadyState) -> f64 {
@@ -171,6 +194,35 @@ mod tests {
         assert_eq!(avg_throughput_bps(&f, 20.0, 30.0), None);
         assert_eq!(avg_throughput_bps(&f, f64::NAN, 3.0), None);
         assert_eq!(avg_throughput_bps(&points(&[(1.0, 5)]), 0.0, 2.0), None);
+    }
+
+    #[test]
+    fn the_shared_window_runs_from_the_latest_start_to_the_earliest_stop() {
+        // flow 1 from 0 to 100 s, flow 2 from 30 s to 90 s: they share [30, 90].
+        let f1 = piecewise_flow(1, 0.0, 100.0, 0.1, &[(0.0, 8e6)]);
+        let f2 = piecewise_flow(2, 30.0, 90.0, 0.1, &[(30.0, 4e6)]);
+        let (a, b) = shared_window_s(&[&f1, &f2]).unwrap();
+        assert_close(a, 30.0);
+        assert_close(b, 90.0);
+        let f3 = piecewise_flow(3, 95.0, 100.0, 0.1, &[(95.0, 4e6)]);
+        assert_eq!(shared_window_s(&[&f2, &f3]), None);
+        assert_eq!(shared_window_s(&[]), None);
+        assert_eq!(shared_window_s(&[&f1, &FlowSeries::default()]), None);
+    }
+
+    #[test]
+    fn shared_window_throughputs_leave_out_a_flows_time_alone() {
+        // T0.1's shape: flow 1 has the link alone for 30 s at 20 Mb/s, then both share it
+        // at 10 Mb/s each. Over their own lives flow 1 averages 13 Mb/s against flow 2's
+        // 10 (a ratio of 0.77); over the shared window both have 10 (ratio 1).
+        let f1 = piecewise_flow(1, 0.0, 100.0, 0.1, &[(0.0, 20e6), (30.0, 10e6)]);
+        let f2 = piecewise_flow(2, 30.0, 100.0, 0.1, &[(30.0, 10e6)]);
+        let own = [&f1, &f2].map(|f| avg_throughput_bps(f, f.start_s, f.stop_s).unwrap());
+        assert_close(own[0], 13e6);
+        assert_close(own[1], 10e6);
+        let shared = shared_window_throughputs_bps(&[&f1, &f2]).unwrap();
+        assert_close(shared[0], 10e6);
+        assert_close(shared[1], 10e6);
     }
 
     #[test]

@@ -129,8 +129,11 @@ fn per_flow(v: &mut MetricMap, flows: &[FlowSeries], end: f64, p: &MetricParams)
     }
 }
 
-/// Between flows 1 and 2: M3 ratios (whole run and last 50 %), M4 Jain over every flow,
-/// M5 convergence times (a metric that never converged is named in `nc`).
+/// Between flows 1 and 2: M3 ratios over the window both are active in (the headline;
+/// [`metrics::shared_window_s`]), over each flow's whole life (`whole run`, the old
+/// reading, in which flow 1's time alone counts) and over the last 50 % of the run; M4
+/// Jain over every flow, shared window and whole run; M5 convergence times (a metric that
+/// never converged is named in `nc`).
 fn between_flows(
     v: &mut MetricMap,
     nc: &mut Vec<String>,
@@ -139,18 +142,15 @@ fn between_flows(
     p: &MetricParams,
 ) {
     if flows.len() >= 2 {
-        let u = |f: &FlowSeries| metrics::flow_throughput(f, end, &p.steady_state).whole_run_bps;
-        if let (Some(u1), Some(u2)) = (u(&flows[0]), u(&flows[1])) {
-            let ratio = metrics::throughput_ratio(u1, u2);
-            if let Some(x) = ratio.minmax {
-                v.insert("M3 R_minmax".into(), x);
-            }
-            if let Some(x) = ratio.signed_2_over_1 {
-                v.insert("M3 flow2/flow1".into(), x);
-            }
-            if let Some(x) = metrics::r_rtt(u1, flows[0].base_rtt_s, u2, flows[1].base_rtt_s) {
-                v.insert("M3 R_rtt".into(), x);
-            }
+        let whole =
+            |f: &FlowSeries| metrics::flow_throughput(f, end, &p.steady_state).whole_run_bps;
+        if let Some([u1, u2]) = metrics::shared_window_throughputs_bps(&[&flows[0], &flows[1]])
+            .and_then(|u| <[f64; 2]>::try_from(u).ok())
+        {
+            ratios(v, "", u1, u2, &flows[..2]);
+        }
+        if let (Some(u1), Some(u2)) = (whole(&flows[0]), whole(&flows[1])) {
+            ratios(v, " whole run", u1, u2, &flows[..2]);
         }
         // [P0] T0.1: the ratio also over the last 50 % of the run.
         let half = |f: &FlowSeries| metrics::avg_throughput_bps(f, end / 2.0, end);
@@ -159,12 +159,15 @@ fn between_flows(
                 v.insert("M3 R_minmax last 50 %".into(), x);
             }
         }
-        let shares: Vec<f64> = flows
-            .iter()
-            .filter_map(|f| metrics::flow_throughput(f, end, &p.steady_state).whole_run_bps)
-            .collect();
-        if let Some(j) = metrics::jain_index(&shares) {
+        let all: Vec<&FlowSeries> = flows.iter().collect();
+        if let Some(j) = metrics::shared_window_throughputs_bps(&all)
+            .and_then(|shares| metrics::jain_index(&shares))
+        {
             v.insert("M4 Jain".into(), j);
+        }
+        let shares: Vec<f64> = flows.iter().filter_map(whole).collect();
+        if let Some(j) = metrics::jain_index(&shares) {
+            v.insert("M4 Jain whole run".into(), j);
         }
         if flows[1].start_s > flows[0].start_s + 1.0 {
             let c =
@@ -182,6 +185,21 @@ fn between_flows(
                 }
             }
         }
+    }
+}
+
+/// M3 `R_minmax`, `flow2/flow1` and `R_rtt` of flows 1 and 2 with throughputs `u1`, `u2`
+/// (bit/s), under names ending in `suffix` (`""`: the shared window; `" whole run"`).
+fn ratios(v: &mut MetricMap, suffix: &str, u1: f64, u2: f64, flows: &[FlowSeries]) {
+    let ratio = metrics::throughput_ratio(u1, u2);
+    if let Some(x) = ratio.minmax {
+        v.insert(format!("M3 R_minmax{suffix}"), x);
+    }
+    if let Some(x) = ratio.signed_2_over_1 {
+        v.insert(format!("M3 flow2/flow1{suffix}"), x);
+    }
+    if let Some(x) = metrics::r_rtt(u1, flows[0].base_rtt_s, u2, flows[1].base_rtt_s) {
+        v.insert(format!("M3 R_rtt{suffix}"), x);
     }
 }
 

@@ -36,6 +36,10 @@ pub struct Scenario {
     pub x: Option<String>,
     /// \[CHOICE\]/\[GAP\] decisions to record with every result.
     pub choices: Vec<String>,
+    /// The `variant` key: the algorithm profile (`linux`, `p0`, ...) every algorithm
+    /// under test runs with here when `--algo` gives its plain key; `None`: the variant
+    /// the scenario's paper tested ([`Scenario::paper`]), else the default port.
+    pub variant: Option<String>,
     /// Where it was loaded from; `<builtin>/<file>.toml` for the shipped files.
     pub path: PathBuf,
     /// The `[defaults]` table.
@@ -71,6 +75,7 @@ struct RawTop {
     x: Option<String>,
     #[serde(default)]
     choices: Vec<String>,
+    variant: Option<String>,
     defaults: Option<toml::Value>,
     flows: Vec<toml::Value>,
     profiles: toml::Value,
@@ -527,6 +532,7 @@ impl Scenario {
             plots: top.plots,
             x: top.x,
             choices: top.choices,
+            variant: top.variant,
             path: path.to_path_buf(),
             defaults,
             paper,
@@ -537,6 +543,17 @@ impl Scenario {
             probes,
         };
         Ok(scenario)
+    }
+
+    /// The paper the test comes from: the first `[P<digit>]` key of `source` (`"P0"` for
+    /// `[P0] §III-C(i)`), `None` for scenarios of no paper (`source = "cctl"`).
+    pub fn paper(&self) -> Option<&str> {
+        let b = self.source.as_bytes();
+        (0..b.len().saturating_sub(3))
+            .find(|&i| {
+                b[i] == b'[' && b[i + 1] == b'P' && b[i + 2].is_ascii_digit() && b[i + 3] == b']'
+            })
+            .map(|i| &self.source[i + 1..i + 3])
     }
 
     /// Every user variable is used, and `x` names something each profile defines.

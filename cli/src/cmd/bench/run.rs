@@ -47,6 +47,11 @@ pub(super) struct RunArgs {
     /// Scale profile.
     #[arg(long, default_value = "ci")]
     pub(super) profile: String,
+    /// Run each plain cctl key as its default port. Without it a scenario from a paper runs
+    /// the variant that paper tested (`highspeed` in a [P0] test is `highspeed@p0`; `cctl
+    /// list` shows each algorithm's variants), and one with a `variant` key runs that.
+    #[arg(long)]
+    pub(super) port_defaults: bool,
     /// Repetitions per point (default: the profile's); allowed 1 to 1000.
     #[arg(long, value_parser = whole::<u32>(1, Some(MAX_REPEAT.into()), ""))]
     pub(super) repeat: Option<u32>,
@@ -115,7 +120,7 @@ pub(super) struct RunArgs {
     /// kept as request.json in every results directory) instead of the one the other
     /// options give.
     #[arg(long, value_name = "FILE", hide = true, conflicts_with_all = [
-        "scenario", "algo", "profile", "repeat", "points", "out", "seed", "interval_ms",
+        "scenario", "algo", "profile", "port_defaults", "repeat", "points", "out", "seed", "interval_ms",
         "queue_interval_ms", "delay_sample", "jobs", "duration_s", "shard", "resume",
     ])]
     pub(super) request: Option<PathBuf>,
@@ -189,7 +194,7 @@ impl RunArgs {
         let req = RunRequest {
             scenario: RunRequest::scenario_ref(&sc)
                 .with_context(|| format!("finding {}", sc.path.display()))?,
-            algo: self.algo.clone(),
+            algo: cctl_bench::resolve::scenario_variants(&sc, &self.algo, self.port_defaults)?,
             profile,
             repeat: self.repeat,
             points: self.points.clone(),

@@ -114,6 +114,7 @@ crate::algo::declare_algorithm! {
         Profile {
             name: "linux",
             tag: "l",
+            papers: &[],
             doc: "net/ipv4/tcp_bic.c: S_max 16, cnt divided by the packets-per-ACK estimate, \
                   whole-segment δ",
             values: &[

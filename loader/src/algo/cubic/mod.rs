@@ -127,6 +127,7 @@ crate::algo::declare_algorithm! {
         Profile {
             name: "linux",
             tag: "l",
+            papers: &[],
             doc: "net/ipv4/tcp_cubic.c: β = 717/1024, HyStart on (ACK train + delay), its clock and arithmetic",
             values: &[("beta_1024", 717), ("hystart", 1), ("linux_exact", 1)],
         },

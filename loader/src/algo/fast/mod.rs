@@ -1,7 +1,7 @@
 //! FAST TCP (spec §8; [P1] Jin, Wei, Low 2004, §IV; [P0] §IV-E adaptive α): bpf/algo/fast.bpf.c.
 //! There is no Linux module: the model in [`model`] is the reference.
 
-use crate::catalogue::{p, Params, ACK_COUNTING};
+use crate::catalogue::{p, Params, Profile, ACK_COUNTING};
 
 pub mod model;
 pub mod replay;
@@ -165,7 +165,24 @@ crate::algo::declare_algorithm! {
         ),
         ACK_COUNTING,
     ],
-    profiles: [],
+    profiles: [
+        Profile {
+            name: "p0",
+            tag: "p0",
+            papers: &["P0"],
+            doc: "[P0]'s patch as [P0] reports it: adaptive α whose flows keep f_α/2 packets \
+                  queued each ([P0] §IV-E; [P1] and eq. 5 keep α), so the levels are halved: 4/10/100",
+            values: &[("alpha_l0_pkts", 4), ("alpha_l1_pkts", 10), ("alpha_l2_pkts", 100)],
+        },
+        Profile {
+            name: "p1",
+            tag: "p1",
+            papers: &["P1"],
+            doc: "[P1]'s experiments: one constant α for every flow (its value is not given; \
+                  200 packets, the level [P0]'s patch reaches above 100 Mbit/s)",
+            values: &[("alpha_mode", 0), ("alpha_pkts", 200)],
+        },
+    ],
     check: check,
     replay: replay::rules,
     vars(f: cctl_fast_ca) {

@@ -553,4 +553,84 @@ mod tests {
             }
         }
     }
+
+    /// Queueing delay (s) of one drop-tail bottleneck of `c` packets/s shared by flows with
+    /// windows `w` (packets) and propagation delays `d` (s): the q ≥ 0 at which
+    /// Σ w_i/(d_i + q) = c (0 while the windows do not fill the pipe), by bisection.
+    fn shared_queue_s(w: &[f64], d: &[f64], c: f64) -> f64 {
+        let rate = |q: f64| w.iter().zip(d).map(|(w, d)| w / (d + q)).sum::<f64>();
+        if rate(0.0) <= c {
+            return 0.0;
+        }
+        let (mut lo, mut hi) = (0.0, 100.0);
+        for _ in 0..200 {
+            let mid = (lo + hi) / 2.0;
+            if rate(mid) > c {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        hi
+    }
+
+    /// [P0]'s T0.2 point in the fluid model, with the window and level rules fast.bpf.c
+    /// runs (fast_window, fast_alpha_level): 250 Mbit/s (20 833 packets/s of 1500 B),
+    /// flow 1 at 162 ms alone for 400 updates, then flow 2 at 42 ms joining with 400
+    /// packets in flight (where its slow start leaves it: about 11 MB/s, above m0u, so it
+    /// moves to level 1). Returns each flow's rate
+    /// (packets/s), α level and the packets it keeps queued after 4000 more updates.
+    fn two_flows(profile: Option<&str>) -> [(f64, u32, f64); 2] {
+        let a = crate::catalogue::find("fast").unwrap();
+        let v = a.resolve_params_with(profile, &[]).unwrap();
+        let levels = [v["alpha_l0_pkts"], v["alpha_l1_pkts"], v["alpha_l2_pkts"]];
+        let alpha = |level: u32| if v["alpha_mode"] == 0 { v["alpha_pkts"] } else { levels[level as usize] };
+        let (c, d) = (250e6 / 12_000.0, [0.162, 0.042]);
+        let (mut w, mut level) = ([10u32, 0], [0u32, 0]);
+        for step in 0..4400 {
+            let n = if step < 400 { 1 } else { 2 };
+            if step == 400 {
+                w[1] = 400;
+            }
+            let wf: Vec<f64> = w[..n].iter().map(|&x| f64::from(x)).collect();
+            let q = shared_queue_s(&wf, &d[..n], c);
+            for i in 0..n {
+                let t = d[i] + q;
+                let x_kbps = f64::from(w[i]) / t * 1.5;
+                level[i] = c_level(level[i], x_kbps as u32);
+                let base_us = (d[i] * 1e6) as u32;
+                w[i] = c_window(w[i], base_us, ((t * 1e6) * 1024.0) as u64, alpha(level[i]), GAMMA_FP);
+            }
+        }
+        let wf = [f64::from(w[0]), f64::from(w[1])];
+        let q = shared_queue_s(&wf, &d, c);
+        [0, 1].map(|i| {
+            let x = wf[i] / (d[i] + q);
+            (x, level[i], x * q)
+        })
+    }
+
+    /// The lock-in of T0.2: flow 1 reaches level 2 (α = 200) alone; the newcomer settles
+    /// where x_i·q = α_i gives it 20/220 of the link, below m1u's 120 Mbit/s, so it never
+    /// climbs to level 2, and flow 1 never falls below m2l: the split is the α levels',
+    /// whatever the RTTs. [P0]'s reading (`fast@p0`, levels halved) keeps the same split
+    /// with half the queue; one α for both (`fast@p1`) shares the link equally.
+    #[test]
+    fn adaptive_alpha_locks_the_newcomer_at_the_lower_level_and_fixed_alpha_shares_equally() {
+        for (profile, levels, queued, ratio) in [
+            (None, [2, 1], [200.0, 20.0], 0.1),
+            (Some("p0"), [2, 1], [100.0, 10.0], 0.1),
+            (Some("p1"), [2, 2], [200.0, 200.0], 1.0),
+        ] {
+            let [f1, f2] = two_flows(profile);
+            eprintln!("{profile:?}: flow 1 {f1:?}, flow 2 {f2:?}");
+            assert_eq!([f1.1, f2.1], levels, "{profile:?}: α levels (the port tracks them with one α too)");
+            for (f, want) in [(f1, queued[0]), (f2, queued[1])] {
+                assert!((f.2 - want).abs() <= 1.5, "{profile:?}: {f:?} queues {} not {want}", f.2);
+            }
+            let r = f2.0 / f1.0;
+            assert!((r - ratio).abs() < 0.02, "{profile:?}: ratio {r}, want {ratio}");
+            assert!(f1.0 + f2.0 > 0.99 * 250e6 / 12_000.0, "{profile:?}: link not full");
+        }
+    }
 }

@@ -48,6 +48,7 @@ crate::algo::declare_algorithm! {
         Profile {
             name: "linux",
             tag: "l",
+            papers: &["P3"],
             doc: "tcp_highspeed: RFC 3649 table, W_L 38, a(w) per ACK event, b from the last CA row",
             values: &[
                 ("hstcp_mode", MODE_TABLE),
@@ -55,6 +56,15 @@ crate::algo::declare_algorithm! {
                 ("ack_counting", 1),
                 ("linux_md_index", 1),
             ],
+        },
+        Profile {
+            name: "p0",
+            tag: "p",
+            papers: &["P0"],
+            doc: "[P0]'s altAIMD HighSpeed: RFC 3649's table with the nearest-entry lookup whose \
+                  granularity [P0] examines (Fig. 7), so W_L 38 (its first row; Table II lists 31), \
+                  a(w) per acked packet (ABC, as [P0] ran every algorithm), b(w) of the cwnd at the loss",
+            values: &[("hstcp_mode", MODE_TABLE), ("low_window_pkts", 38)],
         },
     ],
     check: check,

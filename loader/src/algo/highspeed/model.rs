@@ -507,4 +507,33 @@ mod tests {
         }
         assert_eq!(cwnd, 1200);
     }
+
+    /// `highspeed@p0` ([P0]'s altAIMD): RFC 3649's rows with the nearest-entry lookup, a(w)
+    /// counted per acked packet (ABC). Under delayed ACKs (2 packets per ACK) one window
+    /// of ACKs adds a(row) = row + 1 segments, twice what the `linux` profile's per-event
+    /// counting adds from the same row; the decrease is b(w) of the cwnd at the loss.
+    #[test]
+    fn p0_profile_adds_the_rows_a_per_window_of_acked_packets() {
+        let a = crate::catalogue::find("highspeed").unwrap();
+        let v = a.resolve_params_with(Some("p0"), &[]).unwrap();
+        assert_eq!((v["hstcp_mode"], v["ack_counting"], v["linux_md_index"]), (0, 0, 0));
+        let bounds: Vec<u32> = (0..ROWS).map(|r| c_row(r).0).collect();
+        for w0 in [100u32, 1_000, 5_000, 20_000] {
+            let row = c_table_index(w0);
+            assert!(row > 0 && bounds[row as usize - 1] < w0 && w0 <= bounds[row as usize]);
+            let (a_q16, b_q16) = c_table_ab(row);
+            let per_window = |per_ack: u32| {
+                let (mut w, mut cnt) = (w0, 0u32);
+                for _ in 0..w0 / 2 {
+                    c_ai_step(&mut w, &mut cnt, per_ack, a_q16, u32::MAX);
+                }
+                w - w0
+            };
+            let (abc, events) = (per_window(2), per_window(1));
+            assert!(abc.abs_diff(row + 1) <= 1, "w {w0} row {row}: +{abc}");
+            assert!(abc.abs_diff(2 * events) <= 2, "w {w0}: ABC +{abc}, events +{events}");
+            let md = c_row(row).1;
+            assert_eq!(c_ssthresh(w0, b_q16), (w0 - ((w0 * md) >> 8)).max(2), "w {w0}");
+        }
+    }
 }

@@ -111,8 +111,16 @@ crate::algo::declare_algorithm! {
         Profile {
             name: "linux",
             tag: "l",
+            papers: &["P3"],
             doc: "net/ipv4/tcp_htcp.c: its clock, arithmetic and packet counting (linux_exact)",
             values: &[("linux_exact", 1)],
+        },
+        Profile {
+            name: "p2",
+            tag: "p2",
+            papers: &["P2"],
+            doc: "[P2]'s H-TCP in its comparison with Cubic: the backoff fixed at 0.8, nothing else changed",
+            values: &[("fixed_beta_pct", 80)],
         },
     ],
     check: check,

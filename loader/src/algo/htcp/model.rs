@@ -897,4 +897,31 @@ mod tests {
         unsafe { crate::math::htcp_linux_cong_avoid(&mut ca, &mut cwnd, &mut cnt, 1000, 100, 250, 25, 1) };
         assert_eq!((cwnd, cnt), (11, 0), "11 >= 10: +1 segment, the counter restarts");
     }
+
+    /// `htcp@p2` ([P2]'s H-TCP against Cubic): whatever the RTTs and the epochs'
+    /// throughputs, the C and the model back off to 0.8 (819/1024, PCT_TO_FP's truncation).
+    #[test]
+    fn p2_profile_backs_off_to_0_8_whatever_the_rtts_and_throughputs() {
+        let v = crate::catalogue::find("htcp").unwrap().resolve_params_with(Some("p2"), &[]).unwrap();
+        let p = HtcpParams {
+            fixed_beta: Some(f64::from(v["fixed_beta_pct"]) / 100.0),
+            ..HtcpParams::default()
+        };
+        let c = CParams::of(&p);
+        let mut cases = 0;
+        for tmin in [5_000u32, 20_000, 162_000] {
+            for tmax in tmaxes_us(tmin) {
+                for (maxb, old) in throughput_pairs() {
+                    for ms in [false, true] {
+                        let mut m = ms;
+                        let want = beta(f64::from(maxb), f64::from(old), &mut m, secs(tmin.into()), secs(tmax.into()), &p);
+                        assert_eq!(want, 0.8);
+                        assert_eq!(c_beta(maxb, old, ms, tmin, tmax, &c).0, 819, "tmin {tmin} tmax {tmax}");
+                        cases += 1;
+                    }
+                }
+            }
+        }
+        assert!(cases > 50, "{cases}");
+    }
 }

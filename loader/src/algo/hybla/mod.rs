@@ -36,6 +36,7 @@ crate::algo::declare_algorithm! {
         Profile {
             name: "linux",
             tag: "l",
+            papers: &[],
             doc: "tcp_hybla: its fixed-point arithmetic, one increase per ACK event",
             values: &[("linux_compat", 1), ("ack_counting", 1)],
         },

@@ -108,6 +108,7 @@ crate::algo::declare_algorithm! {
         Profile {
             name: "linux",
             tag: "l",
+            papers: &[],
             doc: "tcp_illinois: snd_cwnd_cnt counts the packets pkts_acked saw, remainder dropped",
             values: &[("linux_ai", 1)],
         },

@@ -46,6 +46,7 @@ crate::algo::declare_algorithm! {
         Profile {
             name: "linux",
             tag: "l",
+            papers: &[],
             doc: "tcp_scalable: implicit Low_Window 100 (min(cwnd, AI_CNT = 100)), a = 0.01, β = 7/8",
             values: &[("low_window_pkts", 100)],
         },

@@ -54,6 +54,7 @@ crate::algo::declare_algorithm! {
         Profile {
             name: "linux",
             tag: "l",
+            papers: &[],
             doc: "net/ipv4/tcp_vegas.c: alpha 2, beta 4, gamma 1, diff truncated to whole packets",
             values: &[("alpha_pkts", 2), ("beta_pkts", 4), ("integer_diff", 1)],
         },

@@ -45,6 +45,7 @@ crate::algo::declare_algorithm! {
         Profile {
             name: "linux",
             tag: "l",
+            papers: &[],
             doc: "tcp_veno: its per-ACK RTT minimum, half-packet backlog and RTT counting",
             values: &[("linux_compat", 1)],
         },

@@ -52,6 +52,7 @@ crate::algo::declare_algorithm! {
         Profile {
             name: "linux",
             tag: "l",
+            papers: &[],
             doc: "tcp_westwood: ssthresh = cwnd/2 at the loss, cwnd = ssthresh = BWE·RTT_min/MSS at the end of recovery",
             values: &[("ssthresh_at_loss", 0), ("linux_exact", 1)],
         },

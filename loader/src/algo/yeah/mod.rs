@@ -98,6 +98,7 @@ crate::algo::declare_algorithm! {
         Profile {
             name: "linux",
             tag: "l",
+            papers: &[],
             doc: "net/ipv4/tcp_yeah.c: integer Q and L tests, count_reno sentinel 2",
             values: &[("linux_rules", 1)],
         },
