@@ -10,7 +10,7 @@ CCTL := target/release/cctl
 .PHONY: bench-exporter soak systemd-boot
 .PHONY: bench
 .PHONY: conform
-.PHONY: bench-jobs slurm-bench k8s-validate bench-papers bench-gating calibrate
+.PHONY: bench-jobs slurm-bench k8s-validate bench-papers bench-paper-length bench-fast-lock-in bench-gating calibrate
 .PHONY: docs deb test-targets flaky
 
 all: build
@@ -204,6 +204,21 @@ bench-jobs: deps vm-deps-if-needed
 bench-papers: deps vm-deps-if-needed
 	$(CARGO) build --release -p cctl
 	env $(PAPERS_ARGS) bash scripts/bench-papers.sh
+
+# [P0]'s own length (issue 42): T0.1 at 162 ms and T0.2 with flow 2 at 22 ms, 250 Mbit/s,
+# 600 s, one repetition of each algorithm's [P0] variant, two guests at a time, into
+# results/paper-length (run it again to resume). About 12 runs x 25 min / 2 guests.
+bench-paper-length: deps vm-deps-if-needed
+	$(CARGO) build --release -p cctl
+	env T01=rate_mbit=250,rtt_ms=162 T02=rate_mbit=250,rtt2_ms=22 DURATION=600 TEN=0 \
+		OUT=results/paper-length $(PAPERS_ARGS) bash scripts/bench-papers.sh
+
+# FAST's lock-in at T0.2's point (issue 42): the default port, fast@p0 and fast@p1 side by
+# side, then the start order swapped; 200 s each on the virtual clock, into
+# results/fast-lock-in.
+bench-fast-lock-in: deps vm-deps-if-needed
+	$(CARGO) build --release -p cctl
+	env $(FAST_ARGS) bash scripts/bench-fast-lock-in.sh
 
 # How many metrics `cctl bench check` sees move when the host is busy (issue 25): the check
 # fixture's scenario twice on an idle and once on a loaded host, checked at 1, 5 and 10 %.

@@ -8,8 +8,13 @@
 # Prints each summary table, where the cwnd plots are, and the host's wall time per second
 # of traffic of every run (a run's directory is born when it starts and its run.json last
 # written when it ends, both on the host's clock).
+# Plain keys run the variant [P0] tested (highspeed@p0, fast@p0; `cctl list --params`).
+# `make bench-paper-length` runs it with [P0]'s own length and other points (600 s; T0.1 at
+# 162 ms, T0.2 with flow 2 at 22 ms, no 10 Mbit/s run) into a fixed OUT, so that running it
+# again resumes the runs an interruption cut short.
 # Environment: ALGOS (reno,scalable,highspeed,htcp,bic,fast), DURATION (200), JOBS (2),
-# OUT (results/papers/<UTC time>), CCTL (target/release/cctl).
+# T01 (rate_mbit=250,rtt_ms=42), T02 (rate_mbit=250,rtt2_ms=42), TEN (1: also the 10 Mbit/s
+# reno run; 0: not), OUT (results/papers/<UTC time>), CCTL (target/release/cctl).
 set -euo pipefail
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$REPO"
@@ -17,6 +22,9 @@ ALGOS=${ALGOS:-reno,scalable,highspeed,htcp,bic,fast}
 DURATION=${DURATION:-200}
 JOBS=${JOBS:-2}
 CCTL=${CCTL:-target/release/cctl}
+T01=${T01:-rate_mbit=250,rtt_ms=42}
+T02=${T02:-rate_mbit=250,rtt2_ms=42}
+TEN=${TEN:-1}
 OUT=${OUT:-results/papers/$(date -u +%Y%m%dT%H%M%SZ)}
 [ -x "$CCTL" ] || { echo "bench-papers: $CCTL not found: cargo build --release -p cctl" >&2; exit 2; }
 mkdir -p "$OUT"
@@ -40,11 +48,15 @@ run() {
 	echo "bench-papers: $1 took $((SECONDS - t0)) s"
 }
 
-run t0_1 fairness-same-rtt "$(point_of fairness-same-rtt 'rate_mbit=250,rtt_ms=42')" "$ALGOS" "$JOBS"
-run t0_2 rtt-unfairness "$(point_of rtt-unfairness 'rate_mbit=250,rtt2_ms=42')" "$ALGOS" "$JOBS"
-run ten fairness-same-rtt "$(point_of fairness-same-rtt 'rate_mbit=10,rtt_ms=42')" reno 1
+names=(t0_1 t0_2)
+run t0_1 fairness-same-rtt "$(point_of fairness-same-rtt "$T01")" "$ALGOS" "$JOBS"
+run t0_2 rtt-unfairness "$(point_of rtt-unfairness "$T02")" "$ALGOS" "$JOBS"
+if [ "$TEN" = 1 ]; then
+	run ten fairness-same-rtt "$(point_of fairness-same-rtt 'rate_mbit=10,rtt_ms=42')" reno 1
+	names+=(ten)
+fi
 
-for name in t0_1 t0_2 ten; do
+for name in "${names[@]}"; do
 	echo
 	echo "## $name ($OUT/$name)"
 	cat "$OUT/$name/summary.md"

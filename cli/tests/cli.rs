@@ -582,6 +582,54 @@ fn bench_dry_run_refuses_an_unknown_algorithm_and_lists_the_allowed_ones() {
 }
 
 #[test]
+fn a_papers_scenario_runs_its_variants_and_bad_variants_exit_2_naming_what_exists() {
+    let dry = |args: &[&str]| {
+        let mut a = vec!["bench", "run"];
+        a.extend_from_slice(args);
+        a.push("--dry-run");
+        cctl(&a)
+    };
+    let algos = |o: &std::process::Output| {
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .find_map(|l| l.strip_prefix("algorithms: ").map(String::from))
+            .unwrap_or_default()
+    };
+    let o = dry(&["fairness-same-rtt", "--algo", "reno,highspeed,fast,htcp"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(algos(&o), "reno, highspeed@p0, fast@p0, htcp");
+    let o = dry(&["fairness-same-rtt", "--algo", "highspeed,fast", "--port-defaults"]);
+    assert_eq!(algos(&o), "highspeed, fast");
+    // An unknown variant; a variant of an algorithm that has none.
+    for (algo, says) in [
+        ("fast@p9", "there is no profile 'p9'; profiles: p0, p1"),
+        ("reno@p0", "reno has no profiles"),
+    ] {
+        let o = dry(&["fairness-same-rtt", "--algo", algo]);
+        assert_eq!(o.status.code(), Some(2), "{algo}: {}", stderr(&o));
+        assert!(stderr(&o).contains(says), "{algo}: {}", stderr(&o));
+    }
+    // A scenario asking for a variant one of its algorithms lacks.
+    let dir = std::env::temp_dir().join(format!("cctl-variant-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let base = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/scenarios/host-sweep.toml"),
+    )
+    .unwrap();
+    let file = dir.join("s.toml");
+    std::fs::write(&file, format!("variant = \"linux\"\n{base}")).unwrap();
+    let f = file.to_str().unwrap();
+    let o = dry(&[f, "--algo", "htcp"]);
+    let ok = (o.status.code(), algos(&o));
+    let o = dry(&[f, "--algo", "htcp,fast"]);
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(ok, (Some(0), "htcp@linux".to_string()));
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(e.contains("variant = \"linux\"") && e.contains("profiles: p0, p1"), "{e}");
+}
+
+#[test]
 fn sockets_and_migrate_share_the_socket_filter_flags() {
     let help = |cmd: &str| String::from_utf8_lossy(&cctl(&[cmd, "--help"]).stdout).into_owned();
     for cmd in ["sockets", "migrate"] {

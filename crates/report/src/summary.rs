@@ -762,3 +762,56 @@ fn shorten(s: &str, n: usize) -> String {
         s.chars().take(n - 1).collect::<String>() + "…"
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cctl_metrics::FlowPoint;
+
+    /// A flow of `id` from `start_s` to `stop_s` with 1-s samples, at `rate(t)` bit/s.
+    fn flow(id: usize, start_s: f64, stop_s: f64, rate: impl Fn(f64) -> f64) -> FlowSeries {
+        let mut bytes = 0.0;
+        let points = (start_s as u32..=stop_s as u32)
+            .map(|t| {
+                if f64::from(t) > start_s {
+                    bytes += rate(f64::from(t) - 0.5) / 8.0;
+                }
+                FlowPoint {
+                    t_s: f64::from(t),
+                    bytes_acked: bytes as u64,
+                    ..Default::default()
+                }
+            })
+            .collect();
+        FlowSeries {
+            id,
+            base_rtt_s: 0.042,
+            start_s,
+            stop_s,
+            points,
+            ..Default::default()
+        }
+    }
+
+    /// T0.1's shape: flow 1 alone at 20 Mbit/s for 30 s, then both at 10 Mbit/s to 100 s.
+    /// Over the shared window [30, 100] s the ratios are 1; over each flow's own life flow 1
+    /// has 13 Mbit/s against 10, which the `whole run` names keep.
+    #[test]
+    fn ratios_between_flows_are_headlined_over_the_shared_window() {
+        let f1 = flow(1, 0.0, 100.0, |t| if t < 30.0 { 20e6 } else { 10e6 });
+        let f2 = flow(2, 30.0, 100.0, |_| 10e6);
+        let (mut v, mut nc) = (MetricMap::new(), Vec::new());
+        between_flows(&mut v, &mut nc, &[f1, f2], 100.0, &MetricParams::default());
+        let near = |k: &str, want: f64| {
+            let got = v[k];
+            assert!((got - want).abs() < 1e-3, "{k}: {got}, want {want}");
+        };
+        near("M3 R_minmax", 1.0);
+        near("M3 flow2/flow1", 1.0);
+        near("M4 Jain", 1.0);
+        near("M3 R_minmax whole run", 10.0 / 13.0);
+        near("M3 flow2/flow1 whole run", 10.0 / 13.0);
+        near("M4 Jain whole run", 23.0 * 23.0 / (2.0 * (169.0 + 100.0)));
+        near("M3 R_minmax last 50 %", 1.0);
+    }
+}

@@ -67,6 +67,7 @@ pub(super) fn print(
         plan.repeat,
         traffic_s
     )?;
+    outln!("algorithms: {}", req.algo.join(", "))?;
     for e in &sc.expectations {
         outln!("expect: {} {} ({})", e.metric, e.bounds(), e.selector())?;
     }
