@@ -589,6 +589,18 @@ mod tests {
                 Some(m) => format!("`tcp_{m}`"),
             };
             assert_eq!(r[2], module, "{}: native module", a.key);
+            for prof in a.profiles {
+                let named = format!("`{}`", prof.name);
+                assert!(r[3].contains(&named), "{}: profile {named} not in {}", a.key, r[3]);
+                for paper in prof.papers {
+                    let tagged = format!("`{}` ([{paper}])", prof.name);
+                    let own = format!("`{}`", paper.to_lowercase());
+                    assert!(r[3].contains(&tagged) || named == own, "{}: {named} for [{paper}]", a.key);
+                }
+            }
+            if a.profiles.is_empty() {
+                assert_eq!(r[3], "–", "{}: no profiles", a.key);
+            }
             let vars: Vec<String> = a.var_docs.iter().map(|(n, _)| format!("`{n}`")).collect();
             if !vars.is_empty() {
                 assert_eq!(r[4], vars.join(" "), "{}: traced variables", a.key);
