@@ -598,7 +598,12 @@ fn a_papers_scenario_runs_its_variants_and_bad_variants_exit_2_naming_what_exist
     let o = dry(&["fairness-same-rtt", "--algo", "reno,highspeed,fast,htcp"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert_eq!(algos(&o), "reno, highspeed@p0, fast@p0, htcp");
-    let o = dry(&["fairness-same-rtt", "--algo", "highspeed,fast", "--port-defaults"]);
+    let o = dry(&[
+        "fairness-same-rtt",
+        "--algo",
+        "highspeed,fast",
+        "--port-defaults",
+    ]);
     assert_eq!(algos(&o), "highspeed, fast");
     // An unknown variant; a variant of an algorithm that has none.
     for (algo, says) in [
@@ -626,7 +631,10 @@ fn a_papers_scenario_runs_its_variants_and_bad_variants_exit_2_naming_what_exist
     assert_eq!(ok, (Some(0), "htcp@linux".to_string()));
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     let e = stderr(&o);
-    assert!(e.contains("variant = \"linux\"") && e.contains("profiles: p0, p1"), "{e}");
+    assert!(
+        e.contains("variant = \"linux\"") && e.contains("profiles: p0, p1"),
+        "{e}"
+    );
 }
 
 #[test]

@@ -591,11 +591,20 @@ mod tests {
             assert_eq!(r[2], module, "{}: native module", a.key);
             for prof in a.profiles {
                 let named = format!("`{}`", prof.name);
-                assert!(r[3].contains(&named), "{}: profile {named} not in {}", a.key, r[3]);
+                assert!(
+                    r[3].contains(&named),
+                    "{}: profile {named} not in {}",
+                    a.key,
+                    r[3]
+                );
                 for paper in prof.papers {
                     let tagged = format!("`{}` ([{paper}])", prof.name);
                     let own = format!("`{}`", paper.to_lowercase());
-                    assert!(r[3].contains(&tagged) || named == own, "{}: {named} for [{paper}]", a.key);
+                    assert!(
+                        r[3].contains(&tagged) || named == own,
+                        "{}: {named} for [{paper}]",
+                        a.key
+                    );
                 }
             }
             if a.profiles.is_empty() {

@@ -177,6 +177,19 @@ pub struct RunRecord {
     pub probes: Vec<cctl_netem::probes::ProbeResult>,
 }
 
+impl RunRecord {
+    /// The congestion control flow `f` of this run runs, by the name it was requested
+    /// under: the algorithm under test (`highspeed@p0`) for its flows, a fixed flow's own
+    /// name (`reno` in T0.3), the kernel's name for a flow without a plan.
+    pub fn flow_algo<'a>(&'a self, f: &'a FlowSeries) -> &'a str {
+        match self.spec.flows.get(f.id.wrapping_sub(1)).map(|p| &p.cc) {
+            Some(cctl_scenario::CcRef::UnderTest) => &self.algo,
+            Some(cctl_scenario::CcRef::Named(n)) => n,
+            None => &f.cc,
+        }
+    }
+}
+
 fn yes() -> bool {
     true
 }

@@ -14,7 +14,6 @@ use plotters::prelude::*;
 
 use crate::record::RunRecord;
 use cctl_metrics::{self as metrics, MetricParams};
-use cctl_scenario::CcRef;
 
 /// One flow of one run: its algorithm, mean queueing delay (ms) and throughput (Mbit/s).
 #[derive(Debug, Clone, PartialEq)]
@@ -33,10 +32,7 @@ pub fn flow_dots(records: &[RunRecord], p: &MetricParams) -> Vec<FlowDot> {
     for r in records {
         let end = r.spec.duration_s;
         for f in &r.series {
-            let algo = match r.spec.flows.get(f.id.wrapping_sub(1)).map(|p| &p.cc) {
-                Some(CcRef::Named(n)) => n.clone(),
-                _ => r.algo.clone(),
-            };
+            let algo = r.flow_algo(f).to_string();
             let tp = metrics::flow_throughput(f, end, &p.steady_state).whole_run_bps;
             let q = metrics::queueing_delay(f, 0.0, end);
             if let (Some(tp), Some(q)) = (tp, q) {

@@ -15,15 +15,6 @@ fn what(r: &RunRecord) -> String {
     format!("{} p{} {}", r.algo, r.point, point_vars(&r.vars))
 }
 
-/// What a flow's legend calls its congestion control: the algorithm under test as
-/// requested (`highspeed@p0`, naming the variant) for its flows, else the kernel name.
-fn cc_label<'a>(r: &'a RunRecord, f: &'a cctl_metrics::FlowSeries) -> &'a str {
-    match r.spec.flows.get(f.id.wrapping_sub(1)).map(|p| &p.cc) {
-        Some(cctl_scenario::CcRef::UnderTest) => &r.algo,
-        _ => &f.cc,
-    }
-}
-
 /// `cwnd`: each flow's cwnd (segments) over time ([P0] Figs. 5-9).
 pub(super) fn cwnd(cx: &Ctx) -> Result<Vec<PathBuf>> {
     let mut out = Vec::new();
@@ -33,7 +24,12 @@ pub(super) fn cwnd(cx: &Ctx) -> Result<Vec<PathBuf>> {
             .iter()
             .map(|f| {
                 (
-                    format!("flow{} {} {:.0} ms", f.id, cc_label(r, f), f.base_rtt_s * 1e3),
+                    format!(
+                        "flow{} {} {:.0} ms",
+                        f.id,
+                        r.flow_algo(f),
+                        f.base_rtt_s * 1e3
+                    ),
                     f.points
                         .iter()
                         .map(|p| (p.t_s, f64::from(p.cwnd)))
@@ -88,7 +84,7 @@ pub(super) fn timeline(cx: &Ctx) -> Result<Vec<PathBuf>> {
             .map(|f| {
                 let tp = metrics::period_throughputs_bps(f, 0.0, r.spec.duration_s, 5.0);
                 Series {
-                    label: format!("flow{} {}", f.id, cc_label(r, f)),
+                    label: format!("flow{} {}", f.id, r.flow_algo(f)),
                     points: tp
                         .iter()
                         .enumerate()
