@@ -249,12 +249,12 @@ slurm-bench: deps vm-deps-if-needed
 k8s-validate:
 	bash deploy/k8s/validate.sh
 
-# The command reference, docs/commands.md, generated from the clap definitions (every
+# The command reference, docs/reference/commands.md, generated from the clap definitions (every
 # subcommand, flag and the exit codes; `cctl --markdown-help`). cli/tests/docs.rs fails
 # when the file is stale. No root, no deps: only the cctl binary is built.
 docs:
-	$(CARGO) run --quiet -p cctl -- --markdown-help > docs/commands.md.tmp
-	mv docs/commands.md.tmp docs/commands.md
+	$(CARGO) run --quiet -p cctl -- --markdown-help > docs/reference/commands.md.tmp
+	mv docs/reference/commands.md.tmp docs/reference/commands.md
 
 lint:
 	$(CARGO) fmt --all -- --check

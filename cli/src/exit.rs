@@ -46,7 +46,7 @@ exit_codes! {
 }
 
 /// The exit codes as a markdown table (`cctl --help` shows it; `make docs` puts it in
-/// docs/commands.md), built from [`ALL`].
+/// docs/reference/commands.md), built from [`ALL`].
 pub fn table() -> String {
     let mut t = String::from(
         "Exit codes (cli/src/exit.rs):\n\n| code | name | meaning |\n|---:|---|---|\n",

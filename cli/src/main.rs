@@ -22,7 +22,7 @@ use clap::{Parser, Subcommand};
 )]
 struct Cli {
     /// Print the command reference (every subcommand and flag) as markdown and exit;
-    /// `make docs` writes it to docs/commands.md.
+    /// `make docs` writes it to docs/reference/commands.md.
     #[arg(long, hide = true)]
     markdown_help: bool,
     /// Write a man page per command (cctl.1, cctl-list.1, cctl-bench-run.1, ...) into DIR

@@ -1,4 +1,4 @@
-//! The documentation against today's CLI: docs/commands.md is what `make docs` generates,
+//! The documentation against today's CLI: docs/reference/commands.md is what `make docs` generates,
 //! every subcommand has an example, every `cctl ...` line of README.md and docs/*.md parses,
 //! and every link between them resolves. No root, no kernel: lines are checked with
 //! `CCTL_PARSE_ONLY=1`, which makes `cctl` parse its arguments and exit.
@@ -20,15 +20,28 @@ fn generated_reference() -> String {
     String::from_utf8(o.stdout).expect("the reference is UTF-8")
 }
 
-/// README.md and every docs/*.md, as (path relative to the root, text).
+/// README.md, CONTRIBUTING.md, CHANGELOG.md and every .md file under docs/ (at any
+/// depth), as (path relative to the root, text).
 fn documents() -> Vec<(String, String)> {
-    let mut files = vec!["README.md".to_string()];
-    let mut docs: Vec<String> = std::fs::read_dir(root().join("docs"))
-        .expect("docs/ exists")
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n.ends_with(".md"))
-        .map(|n| format!("docs/{n}"))
+    fn walk(dir: &Path, rel: &str, out: &mut Vec<String>) {
+        for e in std::fs::read_dir(dir).expect("docs/ exists") {
+            let e = e.unwrap();
+            let name = e.file_name().to_string_lossy().into_owned();
+            let rel = format!("{rel}/{name}");
+            if e.file_type().unwrap().is_dir() {
+                walk(&e.path(), &rel, out);
+            } else if name.ends_with(".md") {
+                out.push(rel);
+            }
+        }
+    }
+    let mut files: Vec<String> = ["README.md", "CONTRIBUTING.md", "CHANGELOG.md"]
+        .iter()
+        .filter(|f| root().join(f).exists())
+        .map(|f| f.to_string())
         .collect();
+    let mut docs = Vec::new();
+    walk(&root().join("docs"), "docs", &mut docs);
     docs.sort();
     files.extend(docs);
     files
@@ -126,13 +139,13 @@ struct Example {
 }
 
 /// Every `cctl ...` command line in the code blocks of README.md and docs/*.md (not the
-/// generated docs/commands.md). A line counts when, after an optional `$ ` prompt, `sudo`
+/// generated docs/reference/commands.md). A line counts when, after an optional `$ ` prompt, `sudo`
 /// and `VAR=value` assignments, its first word is `cctl` and the next word does not end
 /// in `:` (that is output: `cctl: error ...`, `cctl trace: 812 samples ...`).
 fn examples() -> Vec<Example> {
     let mut out = Vec::new();
     for (file, text) in documents() {
-        if file == "docs/commands.md" {
+        if file == "docs/reference/commands.md" {
             continue;
         }
         for (n, line) in code_lines(&text) {
@@ -174,7 +187,7 @@ fn subcommand_paths(reference: &str) -> Vec<Vec<String>> {
 
 #[test]
 fn the_command_reference_is_what_make_docs_generates() {
-    let path = root().join("docs/commands.md");
+    let path = root().join("docs/reference/commands.md");
     let on_disk = std::fs::read_to_string(&path).unwrap_or_default();
     let generated = generated_reference();
     if on_disk != generated {
@@ -184,7 +197,7 @@ fn the_command_reference_is_what_make_docs_generates() {
             .position(|(a, b)| a != b)
             .unwrap_or_else(|| on_disk.lines().count().min(generated.lines().count()));
         panic!(
-            "docs/commands.md is stale (first difference at line {}: {:?} on disk, {:?} generated): run `make docs`",
+            "docs/reference/commands.md is stale (first difference at line {}: {:?} on disk, {:?} generated): run `make docs`",
             first + 1,
             on_disk.lines().nth(first).unwrap_or("<end of file>"),
             generated.lines().nth(first).unwrap_or("<end of file>"),
