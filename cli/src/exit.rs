@@ -236,7 +236,7 @@ pub fn code_for(err: &anyhow::Error) -> i32 {
     FAILURE
 }
 
-/// clap's refusal of a command line in the form of every other refusal (docs/cli.md, "The
+/// clap's refusal of a command line in the form of every other refusal (docs/reference/cli-contract.md, "The
 /// command-line contract"): `<what>: <why>` on the first line (without the `cctl: ` that
 /// main prints before it), naming the option and the value that was wrong and what is
 /// allowed (`--rate-mbit 0: allowed 1 to 10000 Mbit/s`); then clap's tips, usage line and

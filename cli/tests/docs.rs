@@ -433,3 +433,203 @@ fn anchors_follow_githubs_rules() {
         ["a", "a-1"]
     );
 }
+
+/// The top-level entries of the repository a documented path may start with.
+const REPO_ROOTS: &[&str] = &[
+    "bpf/", "cli/", "crates/", "deploy/", "docs/", "loader/", "scripts/", "tests/", ".ci/",
+];
+
+/// Every repository path named in inline code (`` `loader/src/kernel.rs` ``) of a text
+/// outside code blocks, as (1-based line, path): a word that starts with one of
+/// [`REPO_ROOTS`] and holds no placeholder (`<`, `{`, `$`, `…`, `...`). A trailing
+/// `:line`, `#anchor`, `(...)` or punctuation is cut off; `*` is kept (a glob).
+fn repository_paths(text: &str) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    let mut in_code = false;
+    for (i, line) in text.lines().enumerate() {
+        if line.trim_start().starts_with("```") {
+            in_code = !in_code;
+            continue;
+        }
+        if in_code {
+            continue;
+        }
+        for (k, span) in line.split('`').enumerate() {
+            if k % 2 == 0 {
+                continue; // outside inline code
+            }
+            for word in span.split_whitespace() {
+                let word = word.trim_matches(|c: char| ",;.)(\"'".contains(c));
+                if !REPO_ROOTS.iter().any(|r| word.starts_with(r)) {
+                    continue;
+                }
+                if ["<", "{", "$", "…", "...", "N"].iter().any(|p| word.contains(p)) {
+                    continue;
+                }
+                let path = word.split([':', '#', '(']).next().unwrap_or(word);
+                out.push((i + 1, path.trim_end_matches('.').to_string()));
+            }
+        }
+    }
+    out
+}
+
+/// Whether a repository path exists; one with `*` exists when some file of its directory
+/// matches the pattern (`*` any run of characters, within the last component only).
+fn path_exists(path: &str) -> bool {
+    let p = root().join(path);
+    if !path.contains('*') {
+        return p.exists();
+    }
+    let (dir, pattern) = path.rsplit_once('/').unwrap_or(("", path));
+    if dir.contains('*') {
+        return root().join(dir.split('*').next().unwrap()).exists();
+    }
+    let parts: Vec<&str> = pattern.split('*').collect();
+    std::fs::read_dir(root().join(dir))
+        .map(|entries| {
+            entries.filter_map(|e| e.ok()).any(|e| {
+                let name = e.file_name().to_string_lossy().into_owned();
+                let mut rest = name.as_str();
+                for (i, part) in parts.iter().enumerate() {
+                    match rest.find(part) {
+                        Some(at) if i > 0 || at == 0 => rest = &rest[at + part.len()..],
+                        _ => return false,
+                    }
+                }
+                parts.last().is_some_and(|l| l.is_empty()) || rest.is_empty()
+            })
+        })
+        .unwrap_or(false)
+}
+
+#[test]
+fn every_repository_path_the_docs_name_exists() {
+    let mut missing = Vec::new();
+    let mut checked = 0;
+    for (file, text) in documents() {
+        if file == "docs/reference/commands.md" {
+            continue;
+        }
+        for (n, path) in repository_paths(&text) {
+            checked += 1;
+            if !path_exists(&path) {
+                missing.push(format!("{file}:{n}: `{path}` does not exist"));
+            }
+        }
+    }
+    assert!(checked > 100, "found only {checked} repository paths in the docs");
+    assert!(
+        missing.is_empty(),
+        "{} path(s) named in the docs do not exist:\n{}",
+        missing.len(),
+        missing.join("\n")
+    );
+}
+
+/// The sections of a markdown text: (1-based line of the heading, heading, body), the
+/// text before the first heading under an empty heading.
+fn sections(text: &str) -> Vec<(usize, String, String)> {
+    let mut out = vec![(1, String::new(), String::new())];
+    let mut in_code = false;
+    for (i, line) in text.lines().enumerate() {
+        if line.trim_start().starts_with("```") {
+            in_code = !in_code;
+        }
+        if !in_code && line.starts_with('#') && line.trim_start_matches('#').starts_with(' ') {
+            out.push((i + 1, line.to_string(), String::new()));
+            continue;
+        }
+        let last = out.last_mut().unwrap();
+        last.2.push_str(line);
+        last.2.push('\n');
+    }
+    out
+}
+
+/// Whether a text names a date (`2026-11-27`).
+fn names_a_date(text: &str) -> bool {
+    let b = text.as_bytes();
+    b.windows(10).any(|w| {
+        w.iter().enumerate().all(|(i, c)| match i {
+            4 | 7 => *c == b'-',
+            _ => c.is_ascii_digit(),
+        })
+    })
+}
+
+/// Whether a text names where its figures come from: a make target, a results directory,
+/// a test or example file, a script, or a cctl command that makes them.
+fn names_a_source(text: &str) -> bool {
+    ["make ", "results/", "tests/", "scripts/", "examples/", "cctl bench", "cctl conform", "test-times.tsv"]
+        .iter()
+        .any(|s| text.contains(s))
+}
+
+/// Whether a text reports a measurement: "measured" or "took" with a number within the
+/// next 60 characters (`Measured here: 4 boots in 390 s`, `took 13-22 ms`), not the word in
+/// passing ("the measured reason").
+fn reports_a_measurement(text: &str) -> bool {
+    let lower = text.to_lowercase();
+    ["measured", "took "].iter().any(|w| {
+        lower.match_indices(w).any(|(at, _)| {
+            lower[at + w.len()..]
+                .chars()
+                .take(60)
+                .any(|c| c.is_ascii_digit())
+        })
+    })
+}
+
+#[test]
+fn every_measured_figure_names_its_source_and_date() {
+    let mut bad = Vec::new();
+    let mut measured = 0;
+    for (file, text) in documents() {
+        if file == "docs/reference/commands.md" || file == "CHANGELOG.md" {
+            continue;
+        }
+        for (line, heading, body) in sections(&text) {
+            if !reports_a_measurement(&body) {
+                continue;
+            }
+            measured += 1;
+            let whole = format!("{heading}\n{body}");
+            if !names_a_date(&whole) || !names_a_source(&whole) {
+                bad.push(format!(
+                    "{file}:{line} {heading:?}: measured figures without {}",
+                    match (names_a_date(&whole), names_a_source(&whole)) {
+                        (false, false) => "a date and a source (make target, results directory, test)",
+                        (false, true) => "a date",
+                        _ => "a source (make target, results directory, test)",
+                    }
+                ));
+            }
+        }
+    }
+    assert!(measured > 10, "found only {measured} sections with measured figures");
+    assert!(
+        bad.is_empty(),
+        "{} section(s) give measured figures without their source and date:\n{}",
+        bad.len(),
+        bad.join("\n")
+    );
+}
+
+#[test]
+fn the_docs_checks_find_paths_dates_and_sources() {
+    let text = "See `loader/src/kernel.rs:12` and `crates/<x>/a.rs`.\n```\n`bpf/none`\n```\n";
+    assert_eq!(repository_paths(text), [(1, "loader/src/kernel.rs".to_string())]);
+    assert!(path_exists("bpf/algo/*.bpf.c"));
+    assert!(!path_exists("bpf/algo/*.nothing"));
+    assert!(!path_exists("tests/tests/modern/parking.rs"));
+    assert!(names_a_date("on 2026-11-27 here"));
+    assert!(!names_a_date("on 2026-11 here"));
+    assert!(names_a_source("(`make bench-speed`)"));
+    assert!(reports_a_measurement("Measured here: 4 boots in 390 s"));
+    assert!(!reports_a_measurement("its measured reason (`conform tolerance`)"));
+    let s = sections("intro\n# A\nmeasured\n```\n# code\n```\n## B\nx\n");
+    assert_eq!(s.len(), 3);
+    assert_eq!(s[1].1, "# A");
+    assert!(s[1].2.contains("# code"));
+}

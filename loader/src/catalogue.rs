@@ -566,13 +566,13 @@ mod tests {
     }
 
     #[test]
-    fn the_readme_table_lists_the_catalogue() {
-        let readme = include_str!("../../README.md");
-        let section = readme
-            .split("## Algorithms")
+    fn the_algorithms_reference_lists_the_catalogue() {
+        let doc = include_str!("../../docs/reference/algorithms.md");
+        let section = doc
+            .split("\n| key |")
             .nth(1)
-            .and_then(|s| s.split("\n## ").next())
-            .expect("README has an Algorithms section");
+            .and_then(|s| s.split("\n\n").next())
+            .expect("docs/reference/algorithms.md has the algorithms table");
         let rows: Vec<Vec<&str>> = section
             .lines()
             .filter(|l| l.starts_with("| `"))
@@ -580,9 +580,9 @@ mod tests {
             .collect();
         let keys: Vec<String> = rows.iter().map(|r| r[0].trim_matches('`').into()).collect();
         let cat: Vec<&str> = ALGORITHMS.iter().map(|a| a.key).collect();
-        assert_eq!(keys, cat, "README's Algorithms table against the catalogue");
+        assert_eq!(keys, cat, "docs/reference/algorithms.md's table against the catalogue");
         for (r, a) in rows.iter().zip(ALGORITHMS) {
-            assert_eq!(r[1], a.spec, "{}: spec section", a.key);
+            assert_eq!(r[1], a.paper, "{}: source", a.key);
             let module = match a.native {
                 None => "none".to_string(),
                 Some("reno") => "`reno`".to_string(),

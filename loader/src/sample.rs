@@ -94,7 +94,7 @@ pub struct Sample {
     pub cwnd: u32,
     /// Slow-start threshold, segments; `None` while "infinite" (`TCP_INFINITE_SSTHRESH`).
     /// A value above that is kept as the kernel holds it: no congestion control returns
-    /// one, so it shows a kernel fault (README, Known problems); see
+    /// one, so it shows a kernel fault (docs/explanation/known-problems.md); see
     /// [`Sample::ssthresh_is_valid`].
     pub ssthresh: Option<u32>,
     /// Smoothed RTT (kernel), usec.
@@ -169,7 +169,7 @@ impl Sample {
 
     /// Whether ssthresh is infinite or a value a congestion control can have set;
     /// false for a value above `TCP_INFINITE_SSTHRESH`, which the host kernel of
-    /// README's Known problems stores now and then.
+    /// docs/explanation/known-problems.md stores now and then.
     pub fn ssthresh_is_valid(&self) -> bool {
         self.ssthresh.is_none_or(|v| v < INFINITE_SSTHRESH)
     }

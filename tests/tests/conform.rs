@@ -234,7 +234,7 @@ fn large_windows_match_their_modules_in_the_guest() {
 /// one ACK apart (reno periodic-loss: cwnd 13 vs 14 at step 1021, ssthresh equal). So reno
 /// must be identical on at least 99 % of the steps, and cubic@linux must match unless a
 /// jiffies tick came between the senders of a step of its first run (`tick_straddles`).
-/// A run that shows the host kernel's garbage ssthresh (README, Known problems) is
+/// A run that shows the host kernel's garbage ssthresh (docs/explanation/known-problems.md) is
 /// reported and not judged.
 #[test]
 fn reno_and_cubic_run_on_the_host() {

@@ -488,7 +488,7 @@ fn an_ssthresh_above_infinite_is_shown_marked_not_as_infinite() {
     let mut buf = Vec::new();
     src.drain(&mut buf);
     let mut s = buf.pop().expect("a sample");
-    // What the host kernel of README's Known problems stores (a stale stack word).
+    // What the host kernel of docs/explanation/known-problems.md stores (a stale stack word).
     s.ssthresh = Some(0x8110_4110);
     s.cwnd = 721_775_367;
     app.ingest(s.clone(), None);

@@ -220,7 +220,7 @@ pub struct Outcome {
     pub why: Option<String>,
     /// The runs (trajectories, validity).
     pub runs: Vec<RunResult>,
-    /// The kernel's ssthresh fault (README, Known problems) was seen in the port's run.
+    /// The kernel's ssthresh fault (docs/explanation/known-problems.md) was seen in the port's run.
     pub kernel_ssthresh_fault: bool,
     /// For model checks: what was checked per ACK, with which bounds and from which test.
     pub model_bounds: Option<String>,

@@ -184,7 +184,7 @@ pub fn markdown(outcomes: &[Outcome], kernel: &str) -> String {
             let _ = write!(v, ": {w}");
         }
         if o.kernel_ssthresh_fault {
-            v.push_str(" (kernel ssthresh fault seen: README, Known problems)");
+            v.push_str(" (kernel ssthresh fault seen: docs/explanation/known-problems.md)");
         }
         let _ = writeln!(
             md,

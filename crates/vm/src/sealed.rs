@@ -26,7 +26,7 @@
 //! [`RTC_BASE`] on QEMU's virtual clock (`-rtc clock=vm`), so that nothing from the host's
 //! clock reaches the guest.
 //!
-//! What remains (measured, docs/bench.md): a QEMU behaviour. QEMU 7.2 delivers some timer
+//! What remains (measured: docs/explanation/virtual-clock.md): a QEMU behaviour. QEMU 7.2 delivers some timer
 //! interrupts a few instructions later in one run than in another (its I/O thread and the
 //! vCPU thread race for them), more often when the host is loaded.
 
@@ -87,7 +87,7 @@ const KERNEL_CMDLINE: &str =
 /// clears memory with `rep movsb`/`rep stosb`, which TCG executes one byte per iteration
 /// (each counted as an instruction on the virtual clock); without them it uses
 /// `rep movsq`/`rep stosq`, eight bytes per iteration. One 250 Mbit/s flow took 22 % less
-/// wall time for the same traffic (docs/bench.md, "How fast the virtual clock runs").
+/// wall time for the same traffic (docs/explanation/virtual-clock.md).
 const CPU_MODEL: &str = "max,-erms,-fsrm";
 
 /// Files under a run directory: the initramfs, the results disk, what the ports write.

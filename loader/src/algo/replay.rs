@@ -275,7 +275,7 @@ pub(crate) struct Obs {
     pub(crate) cwnd: u32,
     /// Segments; [`INFINITE_SSTHRESH`] while infinite.
     pub(crate) ssthresh: u32,
-    /// Not above `TCP_INFINITE_SSTHRESH` (README, Known problems).
+    /// Not above `TCP_INFINITE_SSTHRESH` (docs/explanation/known-problems.md).
     pub(crate) ssthresh_ok: bool,
     pub(crate) bytes_acked: u64,
     pub(crate) delivered: u32,
@@ -319,7 +319,7 @@ impl Obs {
 /// Why a pair is not checked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Skip {
-    /// The kernel's ssthresh fault (README, Known problems) in either sample.
+    /// The kernel's ssthresh fault (docs/explanation/known-problems.md) in either sample.
     KernelFault,
     /// delivered, bytes_acked or the time went backwards.
     NotConsecutive,
