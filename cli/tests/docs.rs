@@ -397,6 +397,12 @@ fn every_link_of_the_readme_and_docs_resolves() {
                 text.clone()
             } else {
                 let p = root().join(dir).join(path);
+                if !path.ends_with(".md") {
+                    if !p.exists() {
+                        broken.push(format!("{file}:{n}: ({target}): no file {path}"));
+                    }
+                    continue;
+                }
                 match std::fs::read_to_string(&p) {
                     Ok(t) => t,
                     Err(_) if p.is_dir() => String::new(),
