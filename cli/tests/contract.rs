@@ -1,4 +1,4 @@
-//! The command-line contract (docs/cli.md, "The command-line contract"), table-driven:
+//! The command-line contract (docs/reference/cli-contract.md, "The command-line contract"), table-driven:
 //! every class of bad input gets exit 2 and a message `cctl: <what>: <why>` naming what was
 //! wrong and what is allowed, on every command it applies to, and changes nothing; every
 //! command that prints data has `--json`. The commands, and the numeric options with their
