@@ -49,7 +49,7 @@ pub struct Expectation {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct RawExpect {
+pub(crate) struct RawExpect {
     metric: String,
     #[serde(rename = "where")]
     selector: Option<RawWhere>,
@@ -60,7 +60,7 @@ struct RawExpect {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct RawWhere {
+pub(crate) struct RawWhere {
     algo: Option<String>,
     point: Option<toml::Value>,
 }

@@ -143,6 +143,15 @@ pub(super) fn describe(v: &toml::Value) -> String {
     }
 }
 
+/// The random draws' keys: `{ uniform = [a, b] }`, `{ choice = [a, ...] }`,
+/// `{ exponential = mean }`.
+const UNIFORM: &str = "uniform";
+const CHOICE: &str = "choice";
+const EXPONENTIAL: &str = "exponential";
+/// Every key of a random draw, as [`numspec_from`] matches them.
+#[cfg(test)]
+pub(crate) const DRAW_FORMS: &[&str] = &[UNIFORM, CHOICE, EXPONENTIAL];
+
 /// Which random forms a flow field allows.
 #[derive(Clone, Copy, PartialEq)]
 pub(super) enum Draws {
@@ -187,7 +196,7 @@ pub(super) fn numspec_from(
             .collect()
     };
     match (key.as_str(), draws) {
-        ("uniform", Draws::UniformChoice | Draws::All) => {
+        (UNIFORM, Draws::UniformChoice | Draws::All) => {
             let l = list(inner)?;
             if l.len() != 2 {
                 return Err(FieldError::new(
@@ -198,15 +207,15 @@ pub(super) fn numspec_from(
             let mut l = l.into_iter();
             Ok(NumSpec::Uniform(l.next().expect("2"), l.next().expect("2")))
         }
-        ("choice", Draws::UniformChoice | Draws::All) => {
+        (CHOICE, Draws::UniformChoice | Draws::All) => {
             let l = list(inner)?;
             if l.is_empty() {
                 return Err(FieldError::new(at_k, "expected at least one value"));
             }
             Ok(NumSpec::Choice(l))
         }
-        ("exponential", Draws::All) => Ok(NumSpec::Exponential(expr_from(inner, &at_k)?)),
-        ("exponential", _) => Err(FieldError::new(
+        (EXPONENTIAL, Draws::All) => Ok(NumSpec::Exponential(expr_from(inner, &at_k)?)),
+        (EXPONENTIAL, _) => Err(FieldError::new(
             at_k,
             format!("{{ exponential = mean }} is allowed only in on_s/off_s; here: {allowed}"),
         )),

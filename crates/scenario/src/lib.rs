@@ -129,6 +129,8 @@ pub mod expect;
 mod expr;
 #[cfg(test)]
 mod fuzz;
+#[cfg(test)]
+mod keys;
 mod model;
 pub(crate) mod rng;
 pub mod schedule;

@@ -72,6 +72,12 @@ pub struct Entry {
     pub ramp_s: f64,
 }
 
+/// The keys an entry of a schedule of `q` may have: `at_s`, the value's key
+/// ([`Quantity::key`]) and `ramp_s`.
+pub fn entry_keys(q: Quantity) -> [&'static str; 3] {
+    ["at_s", q.key(), "ramp_s"]
+}
+
 /// Parses a schedule array (`value`, at field `at`) of `{ at_s, <key>, ramp_s }` tables.
 ///
 /// Errors name the entry's field: a wrong type or unknown key, a negative time or ramp, a
@@ -105,14 +111,12 @@ pub fn parse_schedule(
                 format!("expected a table {{ at_s = .., {} = .. }}", q.key()),
             )
         })?;
+        let keys = entry_keys(q);
         for k in table.keys() {
-            if k != "at_s" && k != "ramp_s" && k != q.key() {
+            if !keys.contains(&k.as_str()) {
                 return Err(FieldError::new(
                     format!("{field}.{k}"),
-                    format!(
-                        "unknown field; allowed keys: `at_s`, `{}`, `ramp_s`",
-                        q.key()
-                    ),
+                    format!("unknown field; allowed keys: `{}`", keys.join("`, `")),
                 ));
             }
         }

@@ -63,7 +63,7 @@ pub struct Scenario {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct RawTop {
+pub(crate) struct RawTop {
     id: String,
     name: String,
     title: String,
@@ -88,7 +88,7 @@ struct RawTop {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct RawProfiles {
+pub(crate) struct RawProfiles {
     paper: toml::Value,
     ci: toml::Value,
 }
@@ -140,7 +140,7 @@ pub(crate) struct RawLayer {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct RawFlow {
+pub(crate) struct RawFlow {
     cc: Option<String>,
     rtt_ms: Option<toml::Value>,
     start_s: Option<toml::Value>,

@@ -53,14 +53,14 @@ const NOT_WITH_TOPOLOGY: &[(&str, &str)] = &[
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct RawTopology {
+pub(crate) struct RawTopology {
     bottlenecks: Vec<toml::Value>,
 }
 
 /// One `topology.bottlenecks[k]` table as written: every key optional.
 #[derive(Deserialize, Debug, Clone, Default)]
 #[serde(deny_unknown_fields)]
-pub(super) struct RawHop {
+pub(crate) struct RawHop {
     rate_mbit: Option<f64>,
     rtt_ms: Option<f64>,
     buffer_bdp: Option<f64>,

@@ -108,7 +108,7 @@ pub(crate) struct ProbeTable {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct RawProbe {
+pub(crate) struct RawProbe {
     interval_ms: Option<f64>,
     size_bytes: Option<i64>,
     dscp: Option<i64>,
