@@ -254,6 +254,7 @@ fn trace_json_has_one_sample_object_per_line_and_a_summary() {
     assert!(samples.len() >= 10, "only {} samples", samples.len());
     for s in &samples {
         assert!(s["sport"] == 5391 || s["dport"] == 5391, "{s}");
+        assert_eq!(s["format"], 1, "{s}");
         for key in [
             "ts_ns",
             "cookie",

@@ -675,7 +675,7 @@ fn a_real_prometheus_scrapes_flow_counts_retransmissions_and_ca_states_that_matc
     assert_eq!(active[0]["lastError"], "", "{targets}");
     let established = eventually(Duration::from_secs(10), || {
         let got: BTreeMap<String, f64> = prom
-            .query("cctl_flows_established")
+            .query("cctl_established_sockets")
             .into_iter()
             .map(|(l, v)| (l["cc"].clone(), v))
             .collect();
@@ -689,13 +689,13 @@ fn a_real_prometheus_scrapes_flow_counts_retransmissions_and_ca_states_that_matc
             want.insert(cc.to_string(), want_n);
             if got.get(cc) != Some(&want_n) {
                 return Err(format!(
-                    "cctl_flows_established: got {got:?}, want {want:?}"
+                    "cctl_established_sockets: got {got:?}, want {want:?}"
                 ));
             }
         }
         Ok(got)
     });
-    println!("PromQL cctl_flows_established: {established:?}");
+    println!("PromQL cctl_established_sockets: {established:?}");
 
     // The counters: what Prometheus scraped since `before` equals the trace's truth.
     let after = eventually(Duration::from_secs(10), || {
@@ -733,13 +733,13 @@ fn a_real_prometheus_scrapes_flow_counts_retransmissions_and_ca_states_that_matc
         println!("PromQL {promql}: {:?}", prom.query(promql));
     }
     assert_eq!(
-        prom.value(&format!("cctl_algorithm_active_version{{name=\"{HTCP}\"}}")),
+        prom.value(&format!("cctl_algorithm_active_version{{cc=\"{HTCP}\"}}")),
         1.0
     );
     assert!(
         !prom
             .query(&format!(
-                "cctl_algorithm_parameter{{name=\"{HTCP}\",version=\"1\"}}"
+                "cctl_algorithm_parameter{{cc=\"{HTCP}\",cc_version=\"1\"}}"
             ))
             .is_empty(),
         "no parameters of {HTCP}"

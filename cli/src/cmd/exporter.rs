@@ -25,12 +25,13 @@ pub const PER_FLOW_CAP: usize = 10_000;
 #[command(
     after_help = "Serves OpenMetrics text at http://ADDR:PORT/metrics (GET only; `/` links to \
 it; every other path is 404, every other method 405). Metrics are aggregates labelled by \
-congestion control (`cc`): established flows (socket census of every network namespace), \
+congestion control (`cc`): established sockets (socket census of every network namespace), \
 histograms of cwnd (segments), srtt and min RTT (seconds), acked bytes, retransmitted \
 segments, entries into CWR/Recovery/Loss, backoffs and β of cctl's algorithms, the loaded \
-versions and live parameters of cctl's algorithms, the collector's samples and drops. \
-No per-namespace label: the collector's samples do not carry the network namespace. \
-Per-flow series only with --per-flow-max. The README lists every metric.\n\
+versions (`cc_version`) and live parameters of cctl's algorithms, the collector's samples and \
+drops. Aggregates have no namespace label (one series per congestion control, whatever the \
+namespace); per-flow series, only with --per-flow-max, carry the flow's `netns_cookie` (as in \
+the collector's samples). docs/operations/exporter.md lists every metric and label.\n\
 Stops on SIGTERM or SIGINT (exit 0), detaching the collector.\n\
 Example: sudo cctl exporter --listen 0.0.0.0:9977 --bpf-stats"
 )]

@@ -142,7 +142,7 @@ fn print_json(l: &Listing) -> Result<()> {
     } = l;
     for a in catalogue::ALGORITHMS {
         let line = serde_json::json!({
-            "kind": "algorithm", "key": a.key, "cc_name": a.cc_name, "summary": a.summary,
+            "format": cctl_loader::JSON_FORMAT, "kind": "algorithm", "key": a.key, "cc_name": a.cc_name, "summary": a.summary,
             "paper": a.paper, "spec": a.spec, "native": a.native, "params": a.params,
             "profiles": a.profiles, "vars": a.var_docs.iter().map(|(n, d)| serde_json::json!({"name": n, "doc": d})).collect::<Vec<_>>(),
         });
@@ -151,7 +151,7 @@ fn print_json(l: &Listing) -> Result<()> {
     for name in available {
         let ours = loaded.iter().find(|l| &l.name == name);
         let line = serde_json::json!({
-            "kind": "registered", "name": name, "default": name == default,
+            "format": cctl_loader::JSON_FORMAT, "kind": "registered", "name": name, "default": name == default,
             "cctl": ours.is_some(), "algo": ours.map(|o| o.algo.clone()),
             "params": ours.map(|o| o.params.clone()),
             "version": ours.map(|o| o.version),
@@ -162,13 +162,13 @@ fn print_json(l: &Listing) -> Result<()> {
     for path in leftovers {
         outln!(
             "{}",
-            serde_json::json!({"kind": "leftover", "path": path.display().to_string()})
+            serde_json::json!({"format": cctl_loader::JSON_FORMAT, "kind": "leftover", "path": path.display().to_string()})
         )?;
     }
     for name in unreachable {
         outln!(
             "{}",
-            serde_json::json!({"kind": "unreachable", "name": name,
+            serde_json::json!({"format": cctl_loader::JSON_FORMAT, "kind": "unreachable", "name": name,
                                "reason": registry::unreachable_detail()})
         )?;
     }
@@ -304,6 +304,7 @@ fn print_bpf_stats(ms: u64, json: bool) -> Result<()> {
     if json {
         for p in &window {
             let mut v = serde_json::to_value(p)?;
+            v["format"] = cctl_loader::JSON_FORMAT.into();
             v["kind"] = "bpf_prog".into();
             v["window_ms"] = ms.into();
             v["ns_per_call"] = serde_json::json!(p.ns_per_call());

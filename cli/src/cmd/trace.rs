@@ -56,6 +56,8 @@ pub struct Args {
 /// A sample with the version of its congestion control, for `--json`.
 #[derive(serde::Serialize)]
 struct Versioned<'a> {
+    /// The layout's version, [`cctl_loader::JSON_FORMAT`].
+    format: u32,
     #[serde(flatten)]
     sample: &'a Sample,
     /// Version of a cctl-loaded congestion control (`cctl list`), else null.
@@ -78,7 +80,11 @@ impl Output {
             Output::Json(w) => writeln!(
                 w,
                 "{}",
-                serde_json::to_string(&Versioned { sample: s, version })?
+                serde_json::to_string(&Versioned {
+                    format: cctl_loader::JSON_FORMAT,
+                    sample: s,
+                    version
+                })?
             )?,
             Output::Csv(w) => w.serialize(s)?,
             Output::Text(w) => {

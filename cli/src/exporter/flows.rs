@@ -28,6 +28,7 @@ pub const FORGET_WITHOUT_CENSUS: Duration = Duration::from_secs(600);
 #[derive(Debug, Clone)]
 struct FlowState {
     cc: &'static str,
+    netns_cookie: u64,
     bytes_acked: u64,
     total_retrans: u32,
     /// The kernel's counts of entries into CWR, Recovery and Loss, as of the last sample.
@@ -142,6 +143,7 @@ impl FlowTable {
             s.cookie,
             FlowState {
                 cc: s.cc,
+                netns_cookie: s.netns_cookie,
                 bytes_acked: s.bytes_acked.max(prev.map_or(0, |p| p.bytes_acked)),
                 total_retrans: s.total_retrans.max(prev.map_or(0, |p| p.total_retrans)),
                 entries: std::array::from_fn(|i| entries[i].max(prev_entries[i])),
@@ -271,10 +273,13 @@ pub const PER_FLOW_FAMILIES: &[(&str, &str, &str)] = &[
     ),
 ];
 
-fn flow_labels(cookie: u64, f: &FlowState) -> [(&'static str, String); 4] {
+/// The labels of a flow's series: congestion control, socket cookie, the cookie of its
+/// network namespace (`netns_cookie`, as in the collector's samples), and its endpoints.
+fn flow_labels(cookie: u64, f: &FlowState) -> [(&'static str, String); 5] {
     [
         ("cc", f.cc.to_string()),
         ("cookie", cookie.to_string()),
+        ("netns_cookie", f.netns_cookie.to_string()),
         ("local", endpoint(f.local)),
         ("remote", endpoint(f.remote)),
     ]

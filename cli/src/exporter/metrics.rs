@@ -38,6 +38,60 @@ fn beta_histogram() -> Histogram {
     Histogram::new(beta_buckets())
 }
 
+/// Every label name the exporter's families use, with what it means: one name per concept
+/// across all families. Tests check that the exposition uses no other and that
+/// docs/operations/exporter.md has a row for each.
+#[cfg(test)]
+pub const LABELS: &[(&str, &str)] = &[
+    (
+        "cc",
+        "congestion-control name as the kernel knows it (bpf_htcp, cubic)",
+    ),
+    (
+        "algo",
+        "cctl algorithm key of a cctl-registered congestion control (htcp)",
+    ),
+    (
+        "cc_version",
+        "loaded version of a cctl-registered congestion control (1, 2, ...; cctl list)",
+    ),
+    (
+        "profile",
+        "parameter profile of a loaded version (empty: none)",
+    ),
+    (
+        "map_id",
+        "struct_ops map id of a loaded version (the samples' ca_map_id)",
+    ),
+    (
+        "active",
+        "whether new connections get this loaded version (true, false)",
+    ),
+    ("param", "parameter name, unit in the name (delta_l_ms)"),
+    ("state", "CA state entered: cwr, recovery, loss"),
+    (
+        "callback",
+        "struct_ops callback (cong_avoid, ssthresh, ...)",
+    ),
+    ("prog_id", "BPF program id of a collector program"),
+    (
+        "source",
+        "scrape-time source that failed: census, registry, bpf_stats",
+    ),
+    (
+        "cctl_version",
+        "version of the cctl binary serving the metrics",
+    ),
+    ("cookie", "socket cookie of a flow (per-flow series only)"),
+    (
+        "netns_cookie",
+        "cookie of a flow's network namespace, as in the samples (per-flow series only)",
+    ),
+    ("local", "a flow's local ADDR:PORT (per-flow series only)"),
+    ("remote", "a flow's remote ADDR:PORT (per-flow series only)"),
+    ("le", "histogram bucket bound (Prometheus's own)"),
+];
+
 /// Label of the aggregates: the congestion control a socket runs (its kernel name,
 /// `bpf_htcp`, `cubic`).
 #[derive(Clone, Debug, Hash, PartialEq, Eq, PartialOrd, Ord, EncodeLabelSet)]
@@ -89,7 +143,7 @@ pub struct Metrics {
     pub source_errors: Family<SourceLabels, Counter>,
 }
 
-/// One registered family as documented in the README: name (without the `_total` a counter
+/// One registered family as documented in docs/operations/exporter.md: name (without the `_total` a counter
 /// gets), type, unit and help.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Described {
@@ -306,9 +360,43 @@ pub(crate) mod lint {
         out
     }
 
+    /// The label names of one sample line (`name{a="x",b="y"} 1`), in order.
+    pub fn label_names(line: &str) -> Vec<String> {
+        let Some((_, rest)) = line.split_once('{') else {
+            return Vec::new();
+        };
+        let mut names = Vec::new();
+        let mut rest = rest;
+        while let Some((name, after)) = rest.split_once("=\"") {
+            names.push(name.trim_start_matches(',').to_string());
+            // Skip the value: up to the next quote not escaped by a backslash.
+            let mut escaped = false;
+            let end = after
+                .char_indices()
+                .find(|&(_, c)| {
+                    let stop = c == '"' && !escaped;
+                    escaped = c == '\\' && !escaped;
+                    stop
+                })
+                .map_or(after.len(), |(i, _)| i + 1);
+            rest = &after[end..];
+            if rest.starts_with('}') {
+                break;
+            }
+        }
+        names
+    }
+
     /// Every rule violated by the families of `text`, one message each.
     pub fn problems(text: &str) -> Vec<String> {
         let mut bad = Vec::new();
+        for line in text.lines().filter(|l| !l.starts_with('#')) {
+            for l in label_names(line) {
+                if !super::LABELS.iter().any(|(n, _)| *n == l) {
+                    bad.push(format!("label {l:?} is not one of LABELS: {line}"));
+                }
+            }
+        }
         assert!(
             text.ends_with("# EOF\n"),
             "OpenMetrics text ends with # EOF"
@@ -409,6 +497,18 @@ mod tests {
         );
         let beta = beta_buckets();
         assert!((beta[0] - 0.5).abs() < 1e-9 && (beta.last().unwrap() - 1.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn the_lint_reads_label_names_and_refuses_one_not_in_labels() {
+        assert_eq!(
+            lint::label_names(r#"cctl_x{cc="a,b",local="[::1]:5",note="say \"hi\"",le="0.1"} 1"#),
+            ["cc", "local", "note", "le"]
+        );
+        let text = "# HELP cctl_x_info Always one, labelled with what it is.\n# TYPE cctl_x_info gauge\ncctl_x_info{name=\"bpf_htcp\"} 1\n# EOF\n";
+        let problems = lint::problems(text);
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(problems[0].contains("label \"name\""), "{problems:?}");
     }
 
     #[test]

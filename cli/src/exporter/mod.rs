@@ -276,6 +276,7 @@ mod tests {
         for cookie in 1..=3u64 {
             let mut s =
                 flows::tests::sample(cookie, if cookie == 1 { "cubic" } else { "bpf_htcp" });
+            s.netns_cookie = 4096;
             s.bytes_acked = 1 << 20;
             s.total_retrans = 3;
             s.backoffs = Some(1);
@@ -317,7 +318,7 @@ mod tests {
         let problems = metrics::lint::problems(&text);
         assert!(problems.is_empty(), "{problems:#?}\n{text}");
         let families = metrics::lint::parse(&text);
-        // Every family the README lists is there, with samples.
+        // Every family docs/operations/exporter.md lists is there, with samples.
         let mut documented: Vec<(&str, &str)> = metrics::SAMPLE_FAMILIES
             .iter()
             .map(|d| (d.name, d.kind))
@@ -335,26 +336,65 @@ mod tests {
     }
 
     #[test]
+    fn the_operations_doc_lists_every_family_and_every_label() {
+        let doc = include_str!("../../../docs/operations/exporter.md");
+        let families = metrics::lint::parse(&populated());
+        for (name, f) in &families {
+            let served = if f.kind == "counter" {
+                format!("`{name}_total`")
+            } else {
+                format!("`{name}`")
+            };
+            assert!(
+                doc.contains(&served),
+                "{served} is not in docs/operations/exporter.md"
+            );
+        }
+        for (label, _) in metrics::LABELS.iter().filter(|(l, _)| *l != "le") {
+            assert!(
+                doc.contains(&format!("| `{label}` |")) || doc.contains(&format!("`{label}`, `")),
+                "label {label} has no row in docs/operations/exporter.md"
+            );
+        }
+    }
+
+    #[test]
     fn the_exposition_carries_the_values_fed_in() {
         let text = populated();
         for line in [
-            "cctl_flows_established{cc=\"bpf_htcp\"} 2",
+            "cctl_established_sockets{cc=\"bpf_htcp\"} 2",
             "cctl_acked_bytes_total{cc=\"bpf_htcp\"} 2097152",
             "cctl_retransmitted_segments_total{cc=\"cubic\"} 3",
             "cctl_ca_state_entries_total{cc=\"bpf_htcp\",state=\"recovery\"} 2",
             "cctl_backoffs_total{cc=\"bpf_htcp\"} 4",
-            "cctl_algorithm_active_version{name=\"bpf_htcp\",algo=\"htcp\"} 2",
-            "cctl_algorithm_parameter{name=\"bpf_htcp\",version=\"1\",param=\"delta_l_ms\"} 1000",
+            "cctl_algorithm_active_version{cc=\"bpf_htcp\",algo=\"htcp\"} 2",
+            "cctl_algorithm_parameter{cc=\"bpf_htcp\",cc_version=\"1\",param=\"delta_l_ms\"} 1000",
             "cctl_collector_dropped_samples_total 1",
-            "cctl_bpf_runs_total{cc=\"bpf_htcp\",version=\"2\",callback=\"cong_avoid\"} 3",
-            "cctl_bpf_run_seconds_total{cc=\"bpf_htcp\",version=\"2\",callback=\"cong_avoid\"} 0.0000015",
+            "cctl_bpf_runs_total{cc=\"bpf_htcp\",cc_version=\"2\",callback=\"cong_avoid\"} 3",
+            "cctl_bpf_run_seconds_total{cc=\"bpf_htcp\",cc_version=\"2\",callback=\"cong_avoid\"} 0.0000015",
             "cctl_exporter_per_flow_omitted_flows 1",
             "cctl_exporter_source_errors_total{source=\"census\"} 1",
             "cctl_srtt_seconds_bucket{le=\"0.0256\",cc=\"cubic\"} 2",
+            "cctl_flow_cwnd_segments{cc=\"bpf_htcp\",cookie=\"2\",netns_cookie=\"4096\",local=\"10.0.0.1:40002\",remote=\"10.0.0.2:5201\"} 10",
         ] {
             assert!(text.contains(line), "missing {line:?} in\n{text}");
         }
-        assert!(text.contains("cctl_algorithm_version_info{name=\"bpf_htcp\",version=\"1\",algo=\"htcp\",profile=\"\",map_id=\"41\",active=\"false\"} 1"), "{text}");
+        // One label name per concept: the algorithm is `cc` everywhere, its loaded version
+        // `cc_version`, the binary's `cctl_version`.
+        for stale in [
+            "{name=",
+            ",name=",
+            "{version=",
+            ",version=",
+            "cctl_flows_established",
+        ] {
+            assert!(!text.contains(stale), "{stale} in\n{text}");
+        }
+        assert!(
+            text.contains("cctl_exporter_build_info{cctl_version=\""),
+            "{text}"
+        );
+        assert!(text.contains("cctl_algorithm_version_info{cc=\"bpf_htcp\",cc_version=\"1\",algo=\"htcp\",profile=\"\",map_id=\"41\",active=\"false\"} 1"), "{text}");
     }
 
     #[test]

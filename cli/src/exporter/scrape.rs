@@ -44,16 +44,16 @@ pub fn count_established(list: &[SocketInfo]) -> (BTreeMap<String, u64>, HashSet
 /// Name, type, unit and help of every family [`ScrapeCollector`] writes, in order.
 pub const SCRAPE_FAMILIES: &[(&str, &str, Option<&str>, &str)] = &[
     (
-        "cctl_flows_established",
+        "cctl_established_sockets",
         "gauge",
         None,
-        "TCP sockets in the ESTABLISHED state at scrape time, in every network namespace of the host, by congestion control (a connection with both ends on this host counts twice).",
+        "TCP sockets in the ESTABLISHED state at scrape time, in every network namespace of the host, by congestion control (a connection with both ends on this host is two sockets).",
     ),
     (
         "cctl_algorithm_active_version",
         "gauge",
         None,
-        "Version of each cctl-registered congestion control that new connections get (cctl list).",
+        "Version (cc_version) of each cctl-registered congestion control that new connections get (cctl list).",
     ),
     (
         "cctl_algorithm_version_info",
@@ -119,7 +119,7 @@ pub const SCRAPE_FAMILIES: &[(&str, &str, Option<&str>, &str)] = &[
         "cctl_exporter_build_info",
         "gauge",
         None,
-        "Always 1, labelled with the version of the cctl binary serving these metrics.",
+        "Always 1, labelled with the version of the cctl binary serving these metrics (cctl_version).",
     ),
 ];
 
@@ -157,7 +157,7 @@ impl Snapshot {
         let gauges = |v: Vec<(Labels, f64)>| Some(Series::Gauge(v));
         let one = |v: u64| Some(Series::Total(v));
         match name {
-            "cctl_flows_established" => gauges(
+            "cctl_established_sockets" => gauges(
                 self.established
                     .as_ref()?
                     .iter()
@@ -169,7 +169,7 @@ impl Snapshot {
                     .iter()
                     .map(|l| {
                         (
-                            vec![("name", l.name.clone()), ("algo", l.algo.clone())],
+                            vec![("cc", l.name.clone()), ("algo", l.algo.clone())],
                             f64::from(l.version),
                         )
                     })
@@ -182,8 +182,8 @@ impl Snapshot {
                         versions(l).into_iter().map(move |v| {
                             (
                                 vec![
-                                    ("name", l.name.clone()),
-                                    ("version", v.version.to_string()),
+                                    ("cc", l.name.clone()),
+                                    ("cc_version", v.version.to_string()),
                                     ("algo", v.algo.clone()),
                                     ("profile", v.profile.clone().unwrap_or_default()),
                                     ("map_id", v.map_id.to_string()),
@@ -203,8 +203,8 @@ impl Snapshot {
                             v.params.into_iter().map(move |(k, val)| {
                                 (
                                     vec![
-                                        ("name", l.name.clone()),
-                                        ("version", v.version.to_string()),
+                                        ("cc", l.name.clone()),
+                                        ("cc_version", v.version.to_string()),
                                         ("param", k),
                                     ],
                                     f64::from(val),
@@ -237,7 +237,7 @@ impl Snapshot {
                     by.into_iter()
                         .map(|((cc, v, cb), (ns, n))| {
                             (
-                                vec![("cc", cc), ("version", v.to_string()), ("callback", cb)],
+                                vec![("cc", cc), ("cc_version", v.to_string()), ("callback", cb)],
                                 if secs { ns as f64 / 1e9 } else { n as f64 },
                             )
                         })
@@ -265,7 +265,7 @@ impl Snapshot {
                 ))
             }
             "cctl_exporter_build_info" => gauges(vec![(
-                vec![("version", cctl_loader::version().to_string())],
+                vec![("cctl_version", cctl_loader::version().to_string())],
                 1.0,
             )]),
             _ => None,

@@ -112,6 +112,7 @@ pub fn run_once(
         completed,
         bottleneck: Some(net.setup),
         t0_ns: Some(t0.ns),
+        t0_utc: Some(t0.utc),
         seed: Some(start.seed()),
         ..unmeasured(point, algo, rep)
     };
@@ -157,6 +158,7 @@ fn unmeasured(point: &RunPoint, algo: &ResolvedCc, rep: u32) -> RunRecord {
         sample_drops: 0,
         wall_s: 0.0,
         t0_ns: None,
+        t0_utc: None,
         web: None,
         cpu_busy: f64::NAN,
         cpus: 0,
@@ -216,14 +218,69 @@ fn tcp_flows(point: &RunPoint, algo: &ResolvedCc, all: &[ResolvedCc]) -> Vec<Flo
         .collect()
 }
 
-/// Writes `dir/samples.csv`: the collector's samples of the run.
+/// Prefix of the columns of `samples.csv` that hold the algorithms' variables, one column
+/// each (`var.k`, `var.w_max`).
+pub const VAR_COLUMN_PREFIX: &str = "var.";
+
+/// Writes `dir/samples.csv`: the collector's samples of the run, with the columns of
+/// `cctl trace --csv` but for `vars`, which is split into one column `var.<name>` per
+/// variable any sample of the run has (first-seen order; empty where a sample has none).
 fn write_samples(dir: &Path, samples: &[Sample]) -> Result<()> {
-    let mut w = csv::Writer::from_path(dir.join("samples.csv"))?;
-    for s in samples {
-        w.serialize(s)?;
+    let path = dir.join("samples.csv");
+    let mut names: Vec<&'static str> = Vec::new();
+    for v in samples.iter().flat_map(|s| s.vars.iter()) {
+        if !names.contains(&v.name) {
+            names.push(v.name);
+        }
     }
-    w.flush()?;
+    let mut w = csv::Writer::from_path(&path)?;
+    let mut vars_at = None;
+    for (i, s) in samples.iter().enumerate() {
+        // The sample as `cctl trace --csv` writes it; the first with the header row.
+        let mut one = csv::WriterBuilder::new()
+            .has_headers(i == 0)
+            .from_writer(Vec::new());
+        one.serialize(s)?;
+        let bytes = one.into_inner().map_err(|e| anyhow!("{e}"))?;
+        let mut rd = csv::ReaderBuilder::new()
+            .has_headers(false)
+            .from_reader(bytes.as_slice());
+        for (k, rec) in rd.records().enumerate() {
+            let rec = rec?;
+            let header = i == 0 && k == 0;
+            if header {
+                vars_at = rec.iter().position(|f| f == "vars");
+            }
+            let mut row: Vec<String> = rec
+                .iter()
+                .enumerate()
+                .filter(|(j, _)| Some(*j) != vars_at)
+                .map(|(_, f)| f.to_string())
+                .collect();
+            if header {
+                row.extend(names.iter().map(|n| format!("{VAR_COLUMN_PREFIX}{n}")));
+            } else {
+                row.extend(
+                    names
+                        .iter()
+                        .map(|n| s.vars.get(n).map(var_text).unwrap_or_default()),
+                );
+            }
+            w.write_record(&row)?;
+        }
+    }
+    w.flush()
+        .with_context(|| format!("writing {}", path.display()))?;
     Ok(())
+}
+
+/// A variable's value in `samples.csv`: whole numbers without a fraction.
+fn var_text(v: f64) -> String {
+    if v.fract() == 0.0 && v.abs() < 1e15 {
+        format!("{}", v as i64)
+    } else {
+        format!("{v}")
+    }
 }
 
 /// Turns the collector's samples into per-flow series for the metrics (matched by the
@@ -303,4 +360,90 @@ pub fn flow_series(
             }
         })
         .collect()
+}
+
+#[cfg(test)]
+mod samples_csv_tests {
+    use super::*;
+    use cctl_loader::algo::Var;
+    use cctl_loader::sample::CaState;
+    use std::net::{IpAddr, Ipv4Addr};
+
+    fn sample(ts_ns: u64, vars: &[(&'static str, f64)]) -> Sample {
+        Sample {
+            ts_ns,
+            cookie: 7,
+            netns_cookie: 4096,
+            saddr: IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1)),
+            sport: 40000,
+            daddr: IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2)),
+            dport: PORT,
+            cc: "bpf_cubic",
+            ca_state: CaState::Open,
+            state_change: false,
+            first: false,
+            cwnd: 10,
+            ssthresh: None,
+            srtt_us: 20_000,
+            rttvar_us: 1000,
+            min_rtt_us: 19_000,
+            bytes_acked: 0,
+            lost_out: 0,
+            retrans_out: 0,
+            total_retrans: 0,
+            cwr_entries: 0,
+            recovery_entries: 0,
+            loss_entries: 0,
+            packets_out: 0,
+            in_flight: 0,
+            mss: 1448,
+            delivered: 0,
+            prior_cwnd: 0,
+            ca_map_id: Some(42),
+            algo: Some("cubic"),
+            tmin_us: None,
+            tmax_us: None,
+            delta_us: None,
+            epoch_tput_bytes_per_s: None,
+            backoffs: Some(0),
+            last_beta: None,
+            vars: vars
+                .iter()
+                .map(|&(name, value)| Var { name, value })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn samples_csv_has_one_column_per_algorithm_variable() {
+        let dir = std::env::temp_dir().join(format!("cctl-samples-csv-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let samples = [
+            sample(1_000, &[("k", 2.331), ("w_max", 180.0)]),
+            sample(2_000, &[("w_max", 170.0), ("origin", 175.0)]),
+            sample(3_000, &[]),
+        ];
+        write_samples(&dir, &samples).unwrap();
+        let mut rd = csv::Reader::from_path(dir.join("samples.csv")).unwrap();
+        let header: Vec<String> = rd.headers().unwrap().iter().map(String::from).collect();
+        let rows: Vec<csv::StringRecord> = rd.records().map(Result::unwrap).collect();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(!header.iter().any(|h| h == "vars"), "{header:?}");
+        assert_eq!(header[0], "ts_ns");
+        assert!(header.iter().any(|h| h == "ca_map_id"), "{header:?}");
+        assert_eq!(
+            &header[header.len() - 3..],
+            ["var.k", "var.w_max", "var.origin"]
+        );
+        let col = |name: &str| header.iter().position(|h| h == name).unwrap();
+        assert_eq!(rows.len(), 3);
+        assert_eq!(&rows[0][col("var.k")], "2.331");
+        assert_eq!(&rows[0][col("var.w_max")], "180");
+        assert_eq!(&rows[0][col("var.origin")], "");
+        assert_eq!(&rows[1][col("var.origin")], "175");
+        assert_eq!(&rows[2][col("var.w_max")], "");
+        assert_eq!(&rows[1][col("ts_ns")], "2000");
+        assert_eq!(&rows[0][col("ca_map_id")], "42");
+        assert!(rows.iter().all(|r| r.len() == header.len()));
+    }
 }

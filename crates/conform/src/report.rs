@@ -14,6 +14,8 @@ use cctl_plot as plot;
 /// One line of `cctl conform --json`: an (algorithm, script, RTT) outcome.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct JsonLine<'a> {
+    /// The layout's version, [`cctl_loader::JSON_FORMAT`].
+    pub format: u32,
     /// `key` or `key@profile`.
     pub algo: &'a str,
     /// `module` or `model`.
@@ -50,6 +52,7 @@ impl Outcome {
     /// This outcome as a `--json` line.
     pub fn json_line(&self) -> JsonLine<'_> {
         JsonLine {
+            format: cctl_loader::JSON_FORMAT,
             algo: &self.algo,
             reference: self.reference,
             script: &self.script,
@@ -428,6 +431,55 @@ pub fn render_plots(dir: &Path) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The fields docs/reference/json.md lists in the table under `heading`.
+    fn documented(heading: &str) -> Vec<String> {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/reference/json.md");
+        let text = std::fs::read_to_string(path).unwrap();
+        let mut lines = text.lines().skip_while(|l| *l != heading).skip(1);
+        lines
+            .by_ref()
+            .skip_while(|l| !l.starts_with('|'))
+            .skip(2)
+            .take_while(|l| l.starts_with('|'))
+            .map(|l| l.split('`').nth(1).expect("| `field` | ...").to_string())
+            .collect()
+    }
+
+    #[test]
+    fn a_json_line_has_the_format_version_and_exactly_the_documented_fields() {
+        let drift = crate::verdict::Drift {
+            mean_abs_cwnd_diff: 0.5,
+            max_abs_ssthresh_diff: 1,
+            mean_abs_ssthresh_diff: 0.25,
+            mean_cwnd_ratio: 1.0,
+            ref_mean_cwnd: 20.0,
+            same_ca_state_pct: 100.0,
+        };
+        let line = JsonLine {
+            format: cctl_loader::JSON_FORMAT,
+            algo: "htcp",
+            reference: Reference::Module,
+            script: "loss-once",
+            rtt_ms: 10.0,
+            steps: 100,
+            identical_pct: 99.0,
+            max_abs_cwnd_diff: 2,
+            max_cwnd: 40,
+            drift: Some(&drift),
+            first_divergence: None,
+            module_spread: None,
+            verdict: "match",
+            why: None,
+        };
+        let v = serde_json::to_value(&line).unwrap();
+        assert_eq!(v["format"], 1);
+        let mut got: Vec<String> = v.as_object().unwrap().keys().cloned().collect();
+        let mut want = documented("## `cctl conform --json`");
+        got.sort();
+        want.sort();
+        assert_eq!(got, want);
+    }
 
     /// A part as [`write_all`] lays it out, with one outcome per algorithm in `algos`.
     fn part(dir: &Path, algos: &[&str]) {

@@ -149,9 +149,14 @@ pub struct FlowResult {
     pub local_ip: std::net::Ipv4Addr,
     /// Bytes the receiver read from this flow, in bytes.
     pub bytes: u64,
-    /// When the connection was established (or the flow gave up), after t0.
+    /// When the connection was established (or the flow gave up), after t0. Written as
+    /// `started_s`, seconds after the run's t0 (the time base of the run's series); read
+    /// also from `started`, the `{secs, nanos}` of files written before ([`secs_after_t0`]).
+    #[serde(rename = "started_s", alias = "started", with = "secs_after_t0")]
     pub started: Duration,
-    /// When the receiver read the flow's end of stream (or the flow gave up), after t0.
+    /// When the receiver read the flow's end of stream (or the flow gave up), after t0;
+    /// written as `ended_s`, read also from `ended` (see [`FlowResult::started`]).
+    #[serde(rename = "ended_s", alias = "ended", with = "secs_after_t0")]
     pub ended: Duration,
     /// Why the flow failed or was cut short, if it did.
     pub error: Option<String>,
@@ -176,6 +181,40 @@ impl SegmentCounts {
     pub fn segs_per_ack(&self) -> Option<f64> {
         let acks = self.segs_in.saturating_sub(1);
         (acks > 0).then(|| f64::from(self.data_segs_out) / f64::from(acks))
+    }
+}
+
+/// A time after a run's t0 on disk: written as seconds (a JSON number, ns resolution);
+/// read from seconds or from serde's `{"secs": s, "nanos": ns}` form of a [`Duration`],
+/// which results files held before.
+pub mod secs_after_t0 {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    /// The two forms a time after t0 has on disk.
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum OnDisk {
+        Seconds(f64),
+        SecsNanos { secs: u64, nanos: u32 },
+    }
+
+    /// Writes `d` as seconds.
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(d.as_secs_f64())
+    }
+
+    /// Reads seconds (finite, not negative) or `{secs, nanos}`.
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        match OnDisk::deserialize(d)? {
+            OnDisk::Seconds(s) => Duration::try_from_secs_f64(s).map_err(|_| {
+                serde::de::Error::custom(format!(
+                    "{s} is not a time after t0: expected seconds, 0 or more"
+                ))
+            }),
+            OnDisk::SecsNanos { secs, nanos } => Ok(Duration::new(secs, nanos)),
+        }
     }
 }
 

@@ -1,4 +1,5 @@
-//! cctl's results directory: what `cctl bench run` writes and every later command reads.
+//! cctl's results directory: what `cctl bench run` writes and every later command reads
+//! (every file and column: docs/reference/results.md).
 //!
 //! ```text
 //! <out>/<scenario>/<timestamp>/
@@ -6,6 +7,7 @@
 //!   request.json                      the run's options (cctl_bench::request::RunRequest)
 //!   runs/<algo>/p<point>-r<rep>/      samples.csv (collector), queue.csv (bottleneck), run.json (flows, metrics)
 //!   summary.json, summary.md          mean ± standard error over repetitions
+//!   summary.csv                       every run's metric values in long format
 //!   plots/*.png, plots/*.svg
 //! ```
 //!
@@ -14,7 +16,8 @@
 //! - [`runs`]: run ids and shards; [`resume`]: which runs of a directory completed, and
 //!   whether two directories hold the same sweep;
 //! - [`summary`]: per-run metrics and their mean ± standard error; [`plots`] with [`axes`] and
-//!   [`scatter`]: the plots; [`write`]: the summary files of a directory;
+//!   [`scatter`]: the plots; [`write`]: the summary files of a directory; [`long`]: its
+//!   `summary.csv`;
 //! - [`compare`]: BPF port against its Linux module; [`check`]: regression gating;
 //!   [`expect`]: a scenario's `[[expect]]` judged PASS or FAIL;
 //! - [`merge`]: directories of one sweep run in parts, merged; [`diff`]: two directories
@@ -25,6 +28,7 @@ pub mod check;
 pub mod compare;
 pub mod diff;
 pub mod expect;
+pub mod long;
 pub mod merge;
 pub mod plots;
 pub mod record;

@@ -120,10 +120,16 @@ pub struct RunRecord {
     /// Wall-clock length of the run, s.
     pub wall_s: f64,
     /// The run's t0 on the monotonic clock of the kernel that ran it (`samples.csv`'s
-    /// `ts_ns` clock), ns; every `t_s` of the run counts from it. `None` in files written
-    /// before it was recorded.
+    /// `ts_ns` clock), ns; every `t_s` of the run and the flows' `started_s`/`ended_s`
+    /// count from it: a sample is at `(ts_ns - t0_ns) / 1e9` s of the series. `None` in
+    /// files written before it was recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub t0_ns: Option<u64>,
+    /// The same instant on the wall clock of the machine that ran it (UTC, RFC 3339 with
+    /// ns, e.g. `2026-12-02T00:41:07.123456789Z`; a guest's clock on the virtual clock).
+    /// `None` in files written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub t0_utc: Option<chrono::DateTime<chrono::Utc>>,
     /// What the web cross traffic did (none without web sessions).
     #[serde(default)]
     pub web: Option<cctl_netem::web::WebStats>,

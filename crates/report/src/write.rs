@@ -1,4 +1,4 @@
-//! Writing the summary of a results directory: `summary.json`, `summary.md`, the port-vs-module
+//! Writing the summary of a results directory: `summary.json`, `summary.csv`, `summary.md`, the port-vs-module
 //! comparison (`compare.md`, `compare.json`) and the plots, from its runs or rebuilt from disk.
 
 use std::path::Path;
@@ -11,7 +11,7 @@ use crate::plots::plots;
 use crate::record::{read_records, Metadata, RunRecord};
 use crate::summary::{markdown, summarize, Summary};
 
-/// Rebuilds `summary.json`, `summary.md` and the plots of a results directory from its
+/// Rebuilds `summary.json`, `summary.csv`, `summary.md` and the plots of a results directory from its
 /// raw runs; returns the summary. `native_of` pairs ports with their modules
 /// ([`crate::compare::NativeOf`]).
 pub fn rebuild(dir: &Path, native_of: NativeOf) -> Result<Summary> {
@@ -35,6 +35,7 @@ pub fn write_all(
     let mut s = summarize(meta, records, &p);
     s.expectations = crate::expect::evaluate(&sc.expectations, &s.row_means());
     std::fs::write(dir.join("summary.json"), serde_json::to_vec_pretty(&s)?)?;
+    crate::long::write(dir, &s)?;
     let mut md = markdown(&s, &sc.title, &sc.metrics) + &crate::expect::markdown(&s.expectations);
     let figs = crate::compare::case_figures(records);
     let tol = crate::compare::Tolerances::default();

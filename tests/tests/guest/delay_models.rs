@@ -75,14 +75,10 @@ fn one_flow(algo: &str, secs: u32) -> (RunRecord, Vec<HashMap<String, f64>>) {
             continue;
         }
         let mut m = HashMap::new();
+        // The algorithm's variables have a column each, `var.<name>`: keyed by their name.
         for (h, v) in headers.iter().zip(row.iter()) {
             if let Ok(x) = v.parse::<f64>() {
-                m.insert(h.to_string(), x);
-            }
-        }
-        for kv in get("vars").unwrap_or("").split_whitespace() {
-            if let Some((k, v)) = kv.split_once('=') {
-                m.insert(k.to_string(), v.parse().unwrap());
+                m.insert(h.strip_prefix("var.").unwrap_or(h).to_string(), x);
             }
         }
         samples.push(m);

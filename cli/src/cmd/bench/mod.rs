@@ -172,7 +172,7 @@ fn list(a: ListArgs) -> Result<i32> {
         let paper = sc.total_duration_s(Profile::Paper).unwrap_or(f64::NAN);
         if a.json {
             let line = serde_json::json!({
-                "id": sc.id, "name": sc.name, "title": sc.title, "source": sc.source,
+                "format": cctl_loader::JSON_FORMAT, "id": sc.id, "name": sc.name, "title": sc.title, "source": sc.source,
                 "metrics": sc.metrics, "plots": sc.plots,
                 "ci_seconds_per_algo": ci, "paper_seconds_per_algo": paper,
             });

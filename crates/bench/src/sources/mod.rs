@@ -53,6 +53,8 @@ pub struct T0 {
     pub at: Instant,
     /// t0 on CLOCK_MONOTONIC, ns (the collector's and the taps' timestamps).
     pub ns: u64,
+    /// t0 on the wall clock (`run.json`'s `t0_utc`).
+    pub utc: chrono::DateTime<chrono::Utc>,
 }
 
 impl T0 {
@@ -63,6 +65,7 @@ impl T0 {
         T0 {
             ns: ts.tv_sec() as u64 * 1_000_000_000 + ts.tv_nsec() as u64,
             at: Instant::now(),
+            utc: chrono::Utc::now(),
         }
     }
 }
