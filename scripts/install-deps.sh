@@ -3,7 +3,7 @@
 # Debian/Ubuntu host (idempotent), and mounts bpffs if it is not mounted.
 set -euo pipefail
 
-PKGS=(clang llvm libelf-dev zlib1g-dev pkg-config make iproute2 iperf3 bpftool ethtool util-linux iputils-ping libfontconfig1-dev fonts-dejavu-core tmux systemd prometheus curl linux-perf)
+PKGS=(clang llvm libelf-dev zlib1g-dev pkg-config make iproute2 iperf3 bpftool ethtool util-linux iputils-ping libfontconfig1-dev fonts-dejavu-core tmux systemd prometheus curl linux-perf lintian)
 
 missing=()
 for p in "${PKGS[@]}"; do
@@ -23,6 +23,14 @@ fi
 if ! command -v cargo >/dev/null 2>&1 && [ ! -x "$HOME/.cargo/bin/cargo" ]; then
 	echo "install-deps: cargo not found; install Rust >= 1.88 (https://rustup.rs)" >&2
 	exit 1
+fi
+
+# cargo-deb (crates.io) builds the Debian package (`make deb`, tests/tests/package.rs); the
+# version whose systemd-units handling cli/Cargo.toml's metadata was written for.
+CARGO_DEB_VERSION=3.8.0
+if ! PATH="$HOME/.cargo/bin:$PATH" cargo deb --version 2>/dev/null | grep -q "$CARGO_DEB_VERSION"; then
+	echo "install-deps: installing cargo-deb $CARGO_DEB_VERSION (crates.io)"
+	PATH="$HOME/.cargo/bin:$PATH" cargo install cargo-deb --version "$CARGO_DEB_VERSION" --locked
 fi
 
 if [ "$(stat -f -c %T /sys/fs/bpf 2>/dev/null || true)" != "bpf_fs" ]; then
