@@ -11,12 +11,16 @@ CCTL := target/release/cctl
 .PHONY: bench
 .PHONY: conform
 .PHONY: bench-jobs slurm-bench k8s-validate bench-papers bench-paper-length bench-fast-lock-in bench-gating calibrate
-.PHONY: docs deb deb-check uninstall test-targets flaky
+.PHONY: docs deb deb-deps deb-check uninstall test-targets flaky
 
 all: build
 
 deps:
 	bash scripts/install-deps.sh
+
+# deps and cargo-deb, for the Debian package (`make deb`, tests/tests/package.rs in `make test`).
+deb-deps:
+	bash scripts/install-deps.sh --packaging
 
 # What netem scenarios need on hosts whose kernel lacks sch_netem: Debian's 6.12 kernel
 # (bookworm-backports), QEMU, busybox-static, zstd and virtme-ng (`vng`), for crates/vm.
@@ -77,7 +81,7 @@ FUZZ_SECONDS ?= 60
 test:
 	@python3 scripts/test-times.py -- $(MAKE) --no-print-directory test-steps
 
-test-steps: deps vm-deps-if-needed
+test-steps: deb-deps vm-deps-if-needed
 	CCTL_FUZZ_SECONDS=$(FUZZ_SECONDS) $(UNIT_TESTS)
 	$(ROOT_TESTS)
 
@@ -274,7 +278,8 @@ MANDIR := $(DESTDIR)$(PREFIX)/share/man
 BASHDIR := $(DESTDIR)$(PREFIX)/share/bash-completion/completions
 ZSHDIR := $(DESTDIR)$(PREFIX)/share/zsh/site-functions
 FISHDIR := $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
-install: build
+install: deps
+	$(CARGO) build --release -p cctl
 	install -D -m 0755 $(CCTL) $(DESTDIR)$(PREFIX)/bin/cctl
 	rm -rf target/install-man && $(CCTL) --man-pages target/install-man
 	install -d $(MANDIR)/man1 $(MANDIR)/man5 $(BASHDIR) $(ZSHDIR) $(FISHDIR)
@@ -308,7 +313,7 @@ systemd-boot: deb vm-deps-if-needed
 # and bash/zsh/fish completions generated from the CLI definition, the Debian changelog and
 # copyright. Installs cargo-deb (crates.io) when missing. `dpkg -i target/debian/cctl_*.deb`;
 # docs/operations/package.md.
-deb: deps
+deb: deb-deps
 	$(CARGO) build --release -p cctl
 	bash scripts/deb.sh
 
@@ -316,7 +321,7 @@ deb: deps
 # --pedantic, failing on any error or warning (tags that do not apply are overridden, with
 # the reason, in deploy/debian/lintian-overrides); prints every tag, info and pedantic
 # included. tests/tests/package.rs runs the same check in `make test`.
-deb-check: deps
+deb-check: deb-deps
 	$(CARGO) build --release -p cctl
 	LINT=1 bash scripts/deb.sh
 
