@@ -11,12 +11,16 @@ CCTL := target/release/cctl
 .PHONY: bench
 .PHONY: conform
 .PHONY: bench-jobs slurm-bench k8s-validate bench-papers bench-paper-length bench-fast-lock-in bench-gating calibrate
-.PHONY: docs deb test-targets flaky
+.PHONY: docs deb deb-deps deb-check uninstall test-targets flaky
 
 all: build
 
 deps:
 	bash scripts/install-deps.sh
+
+# deps and cargo-deb, for the Debian package (`make deb`, tests/tests/package.rs in `make test`).
+deb-deps:
+	bash scripts/install-deps.sh --packaging
 
 # What netem scenarios need on hosts whose kernel lacks sch_netem: Debian's 6.12 kernel
 # (bookworm-backports), QEMU, busybox-static, zstd and virtme-ng (`vng`), for crates/vm.
@@ -77,7 +81,7 @@ FUZZ_SECONDS ?= 60
 test:
 	@python3 scripts/test-times.py -- $(MAKE) --no-print-directory test-steps
 
-test-steps: deps vm-deps-if-needed
+test-steps: deb-deps vm-deps-if-needed
 	CCTL_FUZZ_SECONDS=$(FUZZ_SECONDS) $(UNIT_TESTS)
 	$(ROOT_TESTS)
 
@@ -263,8 +267,36 @@ lint:
 fmt:
 	$(CARGO) fmt --all
 
-install: build
-	install -m 0755 $(CCTL) /usr/local/bin/cctl
+# `make install` (PREFIX=/usr/local, DESTDIR honoured): the release binary, the man pages
+# (gzip'd: cctl(1) and a page per subcommand in man1, cctl.toml(5) in man5) and the bash,
+# zsh and fish completions, all generated from the CLI definition; `make uninstall` removes
+# exactly those files (the pages by the list the binary writes). Not the systemd units:
+# docs/operations/package.md says how to install them by hand.
+PREFIX ?= /usr/local
+DESTDIR ?=
+MANDIR := $(DESTDIR)$(PREFIX)/share/man
+BASHDIR := $(DESTDIR)$(PREFIX)/share/bash-completion/completions
+ZSHDIR := $(DESTDIR)$(PREFIX)/share/zsh/site-functions
+FISHDIR := $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
+install: deps
+	$(CARGO) build --release -p cctl
+	install -D -m 0755 $(CCTL) $(DESTDIR)$(PREFIX)/bin/cctl
+	rm -rf target/install-man && $(CCTL) --man-pages target/install-man
+	install -d $(MANDIR)/man1 $(MANDIR)/man5 $(BASHDIR) $(ZSHDIR) $(FISHDIR)
+	for f in target/install-man/*.[0-9]; do \
+	  gzip -9n -c $$f > $(MANDIR)/man$${f##*.}/$$(basename $$f).gz && chmod 0644 $(MANDIR)/man$${f##*.}/$$(basename $$f).gz; done
+	$(CCTL) --completions bash > $(BASHDIR)/cctl
+	$(CCTL) --completions zsh > $(ZSHDIR)/_cctl
+	$(CCTL) --completions fish > $(FISHDIR)/cctl.fish
+	chmod 0644 $(BASHDIR)/cctl $(ZSHDIR)/_cctl $(FISHDIR)/cctl.fish
+
+uninstall:
+	@if [ -x $(DESTDIR)$(PREFIX)/bin/cctl ]; then \
+	  rm -rf target/install-man && $(DESTDIR)$(PREFIX)/bin/cctl --man-pages target/install-man && \
+	  for f in target/install-man/*.[0-9]; do rm -fv $(MANDIR)/man$${f##*.}/$$(basename $$f).gz; done; \
+	else echo "no $(DESTDIR)$(PREFIX)/bin/cctl: removing every cctl*.gz page"; \
+	  rm -fv $(MANDIR)/man1/cctl.1.gz $(MANDIR)/man1/cctl-*.1.gz $(MANDIR)/man5/cctl.toml.5.gz; fi
+	rm -fv $(DESTDIR)$(PREFIX)/bin/cctl $(BASHDIR)/cctl $(ZSHDIR)/_cctl $(FISHDIR)/cctl.fish
 
 # cctl's Debian package under a real systemd (tests/boot/run.sh): a Debian guest with systemd
 # as PID 1 (root file system by mmdebstrap, cached in /var/cache/cctl/boot) boots four times
@@ -276,22 +308,22 @@ systemd-boot: deb vm-deps-if-needed
 	bash tests/boot/run.sh
 
 # The Debian package (target/debian/cctl_<version>-1_<arch>.deb): the release binary, the
-# systemd units (ExecStart /usr/bin/cctl), /etc/cctl/cctl.toml as a conffile, a man page
-# per command and bash/zsh/fish completions generated from the CLI definition. Installs
-# cargo-deb (crates.io) when missing. `sudo dpkg -i target/debian/cctl_*.deb`.
-deb: deps
-	command -v cargo-deb >/dev/null || $(CARGO) install cargo-deb --locked
+# systemd units (ExecStart /usr/bin/cctl; installed disabled, with maintainer scripts that
+# reload systemd and stop them on removal), /etc/cctl/cctl.toml as a conffile, the man pages
+# and bash/zsh/fish completions generated from the CLI definition, the Debian changelog and
+# copyright. Installs cargo-deb (crates.io) when missing. `dpkg -i target/debian/cctl_*.deb`;
+# docs/operations/package.md.
+deb: deb-deps
 	$(CARGO) build --release -p cctl
-	rm -rf target/deb && mkdir -p target/deb/systemd target/deb/completions
-	target/release/cctl --man-pages target/deb/man
-	target/release/cctl --completions bash > target/deb/completions/cctl
-	target/release/cctl --completions zsh > target/deb/completions/_cctl
-	target/release/cctl --completions fish > target/deb/completions/cctl.fish
-	for u in deploy/systemd/*.service; do \
-	  sed 's|/usr/local/bin/cctl|/usr/bin/cctl|g; s|/usr/local/share/doc|/usr/share/doc|g' $$u \
-	    > target/deb/systemd/$$(basename $$u); done
-	$(CARGO) deb -p cctl --no-build --strip
-	@ls -l target/debian/*.deb
+	bash scripts/deb.sh
+
+# The package built as `make deb` does and checked against Debian's conventions: lintian
+# --pedantic, failing on any error or warning (tags that do not apply are overridden, with
+# the reason, in deploy/debian/lintian-overrides); prints every tag, info and pedantic
+# included. tests/tests/package.rs runs the same check in `make test`.
+deb-check: deb-deps
+	$(CARGO) build --release -p cctl
+	LINT=1 bash scripts/deb.sh
 
 clean:
 	$(CARGO) clean

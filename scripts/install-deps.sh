@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # install-deps.sh - installs what building, testing and running cctl needs on a
-# Debian/Ubuntu host (idempotent), and mounts bpffs if it is not mounted.
+# Debian/Ubuntu host (idempotent), and mounts bpffs if it is not mounted. With --packaging
+# also cargo-deb, which builds the Debian package (`make deb`, `make test`).
 set -euo pipefail
 
-PKGS=(clang llvm libelf-dev zlib1g-dev pkg-config make iproute2 iperf3 bpftool ethtool util-linux iputils-ping libfontconfig1-dev fonts-dejavu-core tmux systemd prometheus curl linux-perf)
+PKGS=(clang llvm libelf-dev zlib1g-dev pkg-config make iproute2 iperf3 bpftool ethtool util-linux iputils-ping libfontconfig1-dev fonts-dejavu-core tmux systemd prometheus curl linux-perf lintian)
 
 missing=()
 for p in "${PKGS[@]}"; do
@@ -23,6 +24,15 @@ fi
 if ! command -v cargo >/dev/null 2>&1 && [ ! -x "$HOME/.cargo/bin/cargo" ]; then
 	echo "install-deps: cargo not found; install Rust >= 1.88 (https://rustup.rs)" >&2
 	exit 1
+fi
+
+# cargo-deb (crates.io) builds the Debian package (`make deb`, tests/tests/package.rs): the
+# version whose systemd-units handling cli/Cargo.toml's metadata was written for. Only with
+# --packaging: it compiles for minutes the first time, which `make demo` need not wait for.
+CARGO_DEB_VERSION=3.8.0
+if [ "${1:-}" = --packaging ] && ! PATH="$HOME/.cargo/bin:$PATH" cargo deb --version 2>/dev/null | grep -q "$CARGO_DEB_VERSION"; then
+	echo "install-deps: installing cargo-deb $CARGO_DEB_VERSION (crates.io)"
+	PATH="$HOME/.cargo/bin:$PATH" cargo install cargo-deb --version "$CARGO_DEB_VERSION" --locked
 fi
 
 if [ "$(stat -f -c %T /sys/fs/bpf 2>/dev/null || true)" != "bpf_fs" ]; then

@@ -3,6 +3,7 @@
 mod cmd;
 mod exit;
 mod exporter;
+mod man;
 mod out;
 mod top;
 
@@ -25,9 +26,10 @@ struct Cli {
     /// `make docs` writes it to docs/reference/commands.md.
     #[arg(long, hide = true)]
     markdown_help: bool,
-    /// Write a man page per command (cctl.1, cctl-list.1, cctl-bench-run.1, ...) into DIR
-    /// and exit; `make deb` packages them.
-    #[arg(long, hide = true, value_name = "DIR")]
+    /// Write the man pages into DIR and exit: cctl.1, one per subcommand (cctl-list.1,
+    /// cctl-bench-run.1, ...) and cctl.toml.5 (the `cctl apply` file); `make install` and
+    /// `make deb` install them.
+    #[arg(long, value_name = "DIR")]
     man_pages: Option<std::path::PathBuf>,
     /// Print the shell completion script for SHELL (bash, zsh, fish, elvish, powershell)
     /// and exit, e.g. `cctl --completions bash > /etc/bash_completion.d/cctl`.
@@ -66,21 +68,6 @@ fn markdown_help() -> String {
         "<!-- Generated from the clap definitions by `make docs` (cctl --markdown-help); do not edit. -->\n\n{}\n",
         lines.join("\n")
     )
-}
-
-/// Writes a man page per command into `dir` (clap_mangen over the clap definitions):
-/// `cctl.1` and one per subcommand at every depth (`cctl-bench-run.1`).
-fn man_pages(dir: &std::path::Path) -> std::io::Result<()> {
-    std::fs::create_dir_all(dir)?;
-    fn without_help_subcommands(cmd: clap::Command) -> clap::Command {
-        cmd.disable_help_subcommand(true)
-            .mut_subcommands(without_help_subcommands)
-    }
-    let mut cmd = without_help_subcommands(
-        <Cli as clap::CommandFactory>::command().version(cctl_loader::version()),
-    );
-    cmd.build();
-    clap_mangen::generate_to(cmd, dir)
 }
 
 #[derive(Debug, Subcommand)]
@@ -164,7 +151,7 @@ fn main() {
         std::process::exit(exit::OK);
     }
     if let Some(dir) = &cli.man_pages {
-        if let Err(e) = man_pages(dir) {
+        if let Err(e) = man::write_all(<Cli as clap::CommandFactory>::command(), dir) {
             eprintln!("cctl: writing man pages into {}: {e}", dir.display());
             std::process::exit(exit::FAILURE);
         }

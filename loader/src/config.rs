@@ -251,8 +251,9 @@ fn kind(v: &toml::Value) -> &'static str {
     }
 }
 
-/// What each key of the schema takes, in words.
-fn expected_words(key: &str) -> &'static str {
+/// What each key of the schema takes, in words (`"an integer (a TCP port, 1-65535)"`);
+/// cctl.toml(5) shows them too.
+pub fn expected_words(key: &str) -> &'static str {
     match key {
         "algorithm" => "an array of tables ([[algorithm]] entries)",
         "policy" => "an array of tables ([[policy]] entries)",

@@ -6,6 +6,8 @@
 //! the installed `/usr/local/bin/cctl`, which a test must not install on the host; so
 //! each unit is verified as a copy in a scratch directory that differs only in that path,
 //! pointing at the `cctl` built next to this test. Everything else is the file as shipped.
+//! `verify` also checks that the man pages of `Documentation=` exist: it runs with MANPATH
+//! at the pages that built `cctl` writes (`--man-pages`), the ones the package installs.
 //! No root is needed; `make test` runs it with the kernel tests.
 
 use std::path::{Path, PathBuf};
@@ -50,10 +52,30 @@ fn testable_copy(unit: &Path, dir: &Path) -> PathBuf {
     copy
 }
 
-fn systemd_analyze(args: &[&str], unit: &Path) -> std::process::Output {
+/// A man directory (`man1/`, `man5/`) in `dir` with the pages of the built binary.
+fn man_dir(dir: &Path) -> PathBuf {
+    let flat = dir.join("pages");
+    let st = Command::new(cctl_bin())
+        .arg("--man-pages")
+        .arg(&flat)
+        .status()
+        .unwrap();
+    assert!(st.success(), "cctl --man-pages: {st}");
+    let man = dir.join("man");
+    for page in std::fs::read_dir(&flat).unwrap().flatten() {
+        let name = page.file_name().to_string_lossy().into_owned();
+        let section = man.join(format!("man{}", name.rsplit('.').next().unwrap()));
+        std::fs::create_dir_all(&section).unwrap();
+        std::fs::rename(page.path(), section.join(&name)).unwrap();
+    }
+    man
+}
+
+fn systemd_analyze(args: &[&str], unit: &Path, man: &Path) -> std::process::Output {
     Command::new("systemd-analyze")
         .args(args)
         .arg(unit)
+        .env("MANPATH", man)
         .output()
         .expect("systemd-analyze runs (Debian package systemd; `make deps` installs it)")
 }
@@ -68,11 +90,12 @@ fn every_unit_passes_verify_and_its_exposure_is_below_the_threshold() {
     assert!(names.iter().any(|n| n == "cctl-apply.service"), "{names:?}");
     let dir = std::env::temp_dir().join(format!("cctl-units-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
+    let man = man_dir(&dir);
     for unit in &units {
         let name = unit.file_name().unwrap().to_string_lossy().into_owned();
         let copy = testable_copy(unit, &dir);
 
-        let v = systemd_analyze(&["verify"], &copy);
+        let v = systemd_analyze(&["verify"], &copy, &man);
         let stderr = String::from_utf8_lossy(&v.stderr);
         assert!(
             v.status.success() && stderr.trim().is_empty(),
@@ -80,7 +103,7 @@ fn every_unit_passes_verify_and_its_exposure_is_below_the_threshold() {
             v.status
         );
 
-        let s = systemd_analyze(&["security", "--offline=true", "--no-pager"], &copy);
+        let s = systemd_analyze(&["security", "--offline=true", "--no-pager"], &copy, &man);
         let stdout = String::from_utf8_lossy(&s.stdout);
         assert!(
             s.status.success(),
