@@ -7,6 +7,7 @@
 //!   runs/<algo>/p<point>-r<rep>/      samples.csv (collector), queue.csv (bottleneck), run.json (flows, metrics)
 //!   summary.json, summary.md          mean ± standard error over repetitions
 //!   plots/*.png, plots/*.svg
+//!   index.html                        the report as one page (summary tables, plots)
 //! ```
 //!
 //! - [`record`]: the on-disk format of a run and of a directory ([`record::RunRecord`],
@@ -14,7 +15,8 @@
 //! - [`runs`]: run ids and shards; [`resume`]: which runs of a directory completed, and
 //!   whether two directories hold the same sweep;
 //! - [`summary`]: per-run metrics and their mean ± standard error; [`plots`] with [`axes`] and
-//!   [`scatter`]: the plots; [`write`]: the summary files of a directory;
+//!   [`scatter`]: the plots; [`write`]: the summary files of a directory; [`html`]: its
+//!   `index.html`;
 //! - [`compare`]: BPF port against its Linux module; [`check`]: regression gating;
 //!   [`expect`]: a scenario's `[[expect]]` judged PASS or FAIL;
 //! - [`merge`]: directories of one sweep run in parts, merged; [`diff`]: two directories
@@ -25,6 +27,7 @@ pub mod check;
 pub mod compare;
 pub mod diff;
 pub mod expect;
+pub mod html;
 pub mod merge;
 pub mod plots;
 pub mod record;
