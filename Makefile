@@ -254,11 +254,15 @@ k8s-validate:
 	bash deploy/k8s/validate.sh
 
 # The command reference, docs/reference/commands.md, generated from the clap definitions (every
-# subcommand, flag and the exit codes; `cctl --markdown-help`). cli/tests/docs.rs fails
-# when the file is stale. No root, no deps: only the cctl binary is built.
+# subcommand, flag and the exit codes; `cctl --markdown-help`), and the metric reference,
+# docs/reference/metrics.md, from crates/metrics/src/names.rs (`cctl bench metrics
+# --markdown`). cli/tests/docs.rs and cli/tests/metrics.rs fail when a file is stale. No
+# root, no deps: only the cctl binary is built.
 docs:
 	$(CARGO) run --quiet -p cctl -- --markdown-help > docs/reference/commands.md.tmp
 	mv docs/reference/commands.md.tmp docs/reference/commands.md
+	$(CARGO) run --quiet -p cctl -- bench metrics --markdown > docs/reference/metrics.md.tmp
+	mv docs/reference/metrics.md.tmp docs/reference/metrics.md
 
 lint:
 	$(CARGO) fmt --all -- --check

@@ -9,6 +9,7 @@
 //!   summary.json, summary.md          mean ± standard error over repetitions
 //!   summary.csv                       every run's metric values in long format
 //!   plots/*.png, plots/*.svg
+//!   index.html                        the report as one page (summary tables, plots)
 //! ```
 //!
 //! - [`record`]: the on-disk format of a run and of a directory ([`record::RunRecord`],
@@ -17,7 +18,7 @@
 //!   whether two directories hold the same sweep;
 //! - [`summary`]: per-run metrics and their mean ± standard error; [`plots`] with [`axes`] and
 //!   [`scatter`]: the plots; [`write`]: the summary files of a directory; [`long`]: its
-//!   `summary.csv`;
+//!   `summary.csv`; [`html`]: its `index.html`;
 //! - [`compare`]: BPF port against its Linux module; [`check`]: regression gating;
 //!   [`expect`]: a scenario's `[[expect]]` judged PASS or FAIL;
 //! - [`merge`]: directories of one sweep run in parts, merged; [`diff`]: two directories
@@ -28,6 +29,7 @@ pub mod check;
 pub mod compare;
 pub mod diff;
 pub mod expect;
+pub mod html;
 pub mod long;
 pub mod merge;
 pub mod plots;

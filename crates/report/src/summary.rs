@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::record::{Metadata, RunRecord};
 use cctl_metrics::{self as metrics, FlowSeries, MetricParams};
@@ -13,7 +13,7 @@ use cctl_metrics::{self as metrics, FlowSeries, MetricParams};
 pub type MetricMap = BTreeMap<String, f64>;
 
 /// Metric values of one run, plus what could not be computed (`"M5 A (s)"` not converged).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RunMetrics {
     /// Scenario point.
     pub point: usize,
@@ -338,9 +338,10 @@ fn host_and_hops(v: &mut MetricMap, r: &RunRecord, end: f64) {
 }
 
 /// One metric over the repetitions of one (point, algorithm).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Aggregate {
-    /// Arithmetic mean.
+    /// Arithmetic mean (NaN, `null` in JSON, when no repetition had a value).
+    #[serde(deserialize_with = "nan_if_null")]
     pub mean: f64,
     /// Standard error of the mean (0 for one repetition).
     pub stderr: f64,
@@ -351,7 +352,7 @@ pub struct Aggregate {
 }
 
 /// One row of the summary: a point with one algorithm.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SummaryRow {
     /// Scenario point.
     pub point: usize,
@@ -364,7 +365,7 @@ pub struct SummaryRow {
     /// Random loss probability.
     pub loss: f64,
     /// Swept string settings of the point (e.g. `qdisc`).
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    #[serde(skip_serializing_if = "BTreeMap::is_empty", default)]
     pub settings: BTreeMap<String, String>,
     /// Algorithm.
     pub algo: String,
@@ -374,8 +375,9 @@ pub struct SummaryRow {
     pub metrics: BTreeMap<String, Aggregate>,
 }
 
-/// The whole summary (`summary.json`).
-#[derive(Debug, Clone, Serialize)]
+/// The whole summary (`summary.json`); read back, its `expectations` are left empty (judge
+/// them again with [`crate::expect::evaluate`]).
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Summary {
     /// Run metadata.
     pub metadata: Metadata,
@@ -390,7 +392,7 @@ pub struct Summary {
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
     pub invalid_runs: Vec<InvalidRun>,
     /// The scenario's expectations judged ([`crate::expect`]); absent without any.
-    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    #[serde(skip_serializing_if = "Vec::is_empty", skip_deserializing)]
     pub expectations: Vec<crate::expect::ExpectOutcome>,
 }
 
@@ -413,7 +415,7 @@ impl Summary {
 }
 
 /// A run marked invalid: where it dropped packets the scenario did not ask for.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct InvalidRun {
     /// Algorithm.
     pub algo: String,
@@ -570,7 +572,12 @@ pub fn summarize(meta: &Metadata, records: &[RunRecord], p: &MetricParams) -> Su
     }
 }
 
-fn fmt_agg(a: &Aggregate) -> String {
+/// A mean that JSON holds as `null` (serde_json writes NaN so) reads back as NaN.
+fn nan_if_null<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
+}
+
+pub(crate) fn fmt_agg(a: &Aggregate) -> String {
     if a.values.is_empty() {
         return if a.nc > 0 { "NC".into() } else { "–".into() };
     }
@@ -592,7 +599,7 @@ fn fmt_agg(a: &Aggregate) -> String {
     s
 }
 
-fn point_label(row: &SummaryRow) -> String {
+pub(crate) fn point_label(row: &SummaryRow) -> String {
     let mut parts: Vec<String> = row.vars.iter().map(|(k, v)| format!("{k}={v}")).collect();
     parts.extend(row.settings.iter().map(|(k, v)| format!("{k}={v}")));
     parts.push(format!("buf={}", row.buffer_pkts));
@@ -601,7 +608,7 @@ fn point_label(row: &SummaryRow) -> String {
 
 /// Which metric names a scenario's `metrics` list (M-ids) selects for the tables, in the
 /// order the scenario lists them, then the always-shown throughput, utilisation and loss.
-fn selected(names: &[String], wanted: &[String]) -> Vec<String> {
+pub(crate) fn selected(names: &[String], wanted: &[String]) -> Vec<String> {
     let always = [
         "M1 flow",
         "M8 utilisation (goodput)",
@@ -631,7 +638,7 @@ fn selected(names: &[String], wanted: &[String]) -> Vec<String> {
 }
 
 /// Every metric name that occurs in the summary, sorted.
-fn metric_names(s: &Summary) -> Vec<String> {
+pub(crate) fn metric_names(s: &Summary) -> Vec<String> {
     let names: std::collections::BTreeSet<&String> =
         s.rows.iter().flat_map(|r| r.metrics.keys()).collect();
     names.into_iter().cloned().collect()

@@ -27,11 +27,9 @@ pub const MAX_RATE_MBIT: f64 = 10_000.0;
 /// Default \[CHOICE\] floor of the buffer, in packets (`benchmarks.md` T0.0).
 pub const DEFAULT_BUFFER_FLOOR_PKTS: u32 = 2;
 
-/// Metric names a scenario may report: `benchmarks.md` §1, M1 to M17.
-pub const METRICS: &[&str] = &[
-    "M1", "M2", "M3", "M4", "M5", "M6", "M7", "M8", "M9", "M10", "M11", "M12", "M13", "M14", "M15",
-    "M16", "M17",
-];
+/// Metric names a scenario may report: the families M1 to M17
+/// ([`cctl_metrics::names::FAMILIES`]).
+pub const METRICS: &[&str] = &cctl_metrics::names::FAMILY_IDS;
 
 /// Plot names a scenario may ask for.
 ///

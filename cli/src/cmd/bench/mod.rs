@@ -6,6 +6,7 @@ mod diff;
 mod dry_run;
 mod gate;
 mod guest;
+mod metrics;
 mod perf;
 mod run;
 
@@ -33,7 +34,8 @@ enum Cmd {
     List(ListArgs),
     /// Run a scenario for one or more algorithms.
     Run(Box<run::RunArgs>),
-    /// Rebuild summary.json, summary.md and the plots of a results directory.
+    /// Rebuild summary.json, summary.md and the plots of a results directory (with --html,
+    /// also index.html).
     Report(ReportArgs),
     /// Combine results directories of one sweep (shards, resumed parts) into one report.
     Merge(MergeArgs),
@@ -49,6 +51,9 @@ enum Cmd {
     /// The testbed's acceptance test on one clock: ceiling, path exactness, Reno against
     /// theory, repeatability, load independence, agreement with the other clock.
     Calibrate(calibrate::CalibrateArgs),
+    /// What each metric of summary.json means: the families M1-M17 and every metric name
+    /// with its unit and definition, and the scenarios that list each family.
+    Metrics(metrics::MetricsArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -114,6 +119,11 @@ struct ReportArgs {
     /// Print the summary (summary.json's content) as one JSON object instead of the table.
     #[arg(long)]
     json: bool,
+    /// Also write DIR/index.html: the summary tables with every metric's definition, the
+    /// expectations and the plots, one page. A directory with only a summary.json (no
+    /// metadata.json or runs, like the examples in docs/results/) gets index.html alone.
+    #[arg(long)]
+    html: bool,
 }
 
 /// Refuses (exit 2) a directory that holds no results of `cctl bench run`.
@@ -138,24 +148,48 @@ pub fn run(args: Args) -> Result<i32> {
         Cmd::Calibrate(a) => calibrate::run(a),
         Cmd::Merge(a) => merge(a),
         Cmd::Diff(a) => diff::run(a),
+        Cmd::Metrics(a) => metrics::run(a),
         Cmd::Check(a) => {
             let baseline = SummaryFile::load(&a.baseline)?;
             let tol = gate::load_tolerances(a.tolerance.as_deref())?;
             gate::gate(&a.results, &baseline, &tol, a.json)
         }
         Cmd::Report(a) => {
-            results_dir(&a.dir)?;
-            let s = cctl_report::write::rebuild(&a.dir, cctl_bench::resolve::native_of)?;
+            let (s, sc) = if a.html && !a.dir.join("metadata.json").is_file() {
+                if !a.dir.join("summary.json").is_file() {
+                    results_dir(&a.dir)?;
+                }
+                let (s, page) = cctl_report::html::write_from_summary(&a.dir)?;
+                eprintln!(
+                    "cctl bench report: {} has no metadata.json: {} from its summary.json \
+                     alone; the summary and plots stay as they are",
+                    a.dir.display(),
+                    page.display()
+                );
+                let sc = scenario::find(&s.metadata.scenario_path)
+                    .or_else(|_| scenario::find(&s.metadata.scenario))?;
+                (s, sc)
+            } else {
+                results_dir(&a.dir)?;
+                let s = cctl_report::write::rebuild(&a.dir, cctl_bench::resolve::native_of)?;
+                let sc = scenario::find(&s.metadata.scenario_path)
+                    .or_else(|_| scenario::find(&s.metadata.scenario))?;
+                if a.html {
+                    cctl_report::html::write(&a.dir, &s, &sc)?;
+                }
+                (s, sc)
+            };
             if a.json {
                 outln!("{}", serde_json::to_string(&s)?)?;
             } else {
-                let sc = scenario::find(&s.metadata.scenario_path)
-                    .or_else(|_| scenario::find(&s.metadata.scenario))?;
                 out!("{}", summary::terminal_table(&s, &sc.metrics))?;
                 for l in expect::lines(&s.expectations) {
                     outln!("{l}")?;
                 }
                 outln!("report: {}", a.dir.join("summary.md").display())?;
+                if a.html {
+                    outln!("html: {}", a.dir.join(cctl_report::html::FILE).display())?;
+                }
             }
             if a.strict && expect::any_failed(&s.expectations) {
                 return Ok(exit::REGRESSION);

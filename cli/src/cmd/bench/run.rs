@@ -144,6 +144,10 @@ pub(super) struct RunArgs {
     /// they are printed PASS or FAIL and the run exits 0.
     #[arg(long)]
     pub(super) strict: bool,
+    /// Do not write index.html, the report as one HTML page (summary tables with the
+    /// metrics' definitions, expectations, plots) beside summary.md.
+    #[arg(long)]
+    pub(super) no_html: bool,
     /// Developer: profile each sealed guest (virtual clock only) with the guest's `perf` on
     /// the cpu-clock event every 100,000 ns of guest time, which on the virtual clock is
     /// every 100,000 instructions; writes `perf.data` and the guest's `kallsyms` into
@@ -306,8 +310,14 @@ pub(super) fn run(a: RunArgs) -> Result<i32> {
     if a.profile_guest && !(in_vm && clock == vm::Clock::Virtual) {
         usage!("--profile-guest profiles sealed guests, which run only on --clock virtual");
     }
+    // The host writes index.html once the summary is final (a guest's own run does not).
+    let html = !a.no_html && a.request.is_none();
     if in_vm {
         let (code, dir) = guest::run_in_vm(&req, &sc, clock, a.json, needs_netem, a.profile_guest)?;
+        if html && dir.join("summary.json").is_file() {
+            let (_, page) = cctl_report::html::write_from_summary(&dir)?;
+            eprintln!("cctl bench: html report {}", page.display());
+        }
         return match baseline {
             Some(b) if code == exit::OK => b.gate(&dir, a.json),
             _ => Ok(code),
@@ -321,17 +331,18 @@ pub(super) fn run(a: RunArgs) -> Result<i32> {
             cctl_loader::kernel::release()
         );
     }
-    run_here(&req, &sc, &points, a.json, a.strict, baseline)
+    run_here(&req, &sc, &points, a.json, a.strict, html, baseline)
 }
 
-/// Runs the sweep on this kernel, prints its report, and gates it on `baseline` and, with
-/// `strict`, on the scenario's expectations.
+/// Runs the sweep on this kernel, prints its report (with `html`, also index.html), and
+/// gates it on `baseline` and, with `strict`, on the scenario's expectations.
 fn run_here(
     req: &RunRequest,
     sc: &Scenario,
     points: &[RunPoint],
     json: bool,
     strict: bool,
+    html: bool,
     baseline: Option<Baseline>,
 ) -> Result<i32> {
     let stop = Arc::new(AtomicBool::new(false));
@@ -352,6 +363,9 @@ fn run_here(
     let (meta, _) = read_records(&dir)?;
     let s =
         cctl_report::write::write_all(&dir, &meta, &records, sc, cctl_bench::resolve::native_of)?;
+    if html {
+        cctl_report::html::write(&dir, &s, sc)?;
+    }
     if json {
         for r in &s.rows {
             outln!("{}", serde_json::to_string(r)?)?;
