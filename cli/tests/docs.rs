@@ -572,17 +572,37 @@ fn names_a_source(text: &str) -> bool {
         .any(|s| text.contains(s))
 }
 
-/// Whether a text reports a measurement: "measured" or "took" with a number within the
-/// next 60 characters (`Measured here: 4 boots in 390 s`, `took 13-22 ms`), not the word in
-/// passing ("the measured reason").
+/// Units a measured figure is given in.
+const UNITS: &[&str] = &[
+    "%", "s ", "s,", "s.", "s)", "s;", "ms", "min", "µs", "us", "ns", "h ", "mbit", "gbit",
+    "kbit", "kib", "mib", "gib", "kb", "mb", "gb", "segments", "packets", "samples", "steps",
+    "runs", "flows", "sets", "cpu", "x ", "×",
+];
+
+/// Whether a text reports a measurement: "measured" or "took" followed within 60
+/// characters by a number with a unit (`Measured here: 4 boots in 390 s`, `took 13-22 ms`),
+/// not the word in passing ("the measured reason", "beside the measured M3 R_rtt").
 fn reports_a_measurement(text: &str) -> bool {
     let lower = text.to_lowercase();
     ["measured", "took "].iter().any(|w| {
         lower.match_indices(w).any(|(at, _)| {
-            lower[at + w.len()..]
-                .chars()
-                .take(60)
-                .any(|c| c.is_ascii_digit())
+            let next: Vec<char> = lower[at + w.len()..].chars().take(60).collect();
+            (0..next.len()).any(|i| {
+                let starts = next[i].is_ascii_digit()
+                    && (i == 0 || !(next[i - 1].is_alphanumeric() || next[i - 1] == '.'));
+                if !starts {
+                    return false;
+                }
+                let mut j = i;
+                while j < next.len() && (next[j].is_ascii_digit() || ".,".contains(next[j])) {
+                    j += 1;
+                }
+                while j < next.len() && next[j] == ' ' {
+                    j += 1;
+                }
+                let rest: String = next[j..].iter().collect::<String>() + " ";
+                UNITS.iter().any(|u| rest.starts_with(u))
+            })
         })
     })
 }
@@ -634,6 +654,9 @@ fn the_docs_checks_find_paths_dates_and_sources() {
     assert!(names_a_source("(`make bench-speed`)"));
     assert!(reports_a_measurement("Measured here: 4 boots in 390 s"));
     assert!(!reports_a_measurement("its measured reason (`conform tolerance`)"));
+    assert!(!reports_a_measurement("drawn beside the measured M3 R_rtt.\n\nUnit: ratio. T0.2"));
+    assert!(!reports_a_measurement("flow N measured over its base RTT; near 1 when"));
+    assert!(reports_a_measurement("it took 5 min 39 s"));
     let s = sections("intro\n# A\nmeasured\n```\n# code\n```\n## B\nx\n");
     assert_eq!(s.len(), 3);
     assert_eq!(s[1].1, "# A");

@@ -91,7 +91,7 @@ fn markdown(scenarios: &[Scenario]) -> String {
         "<!-- Generated from crates/metrics/src/names.rs by `make docs` (cctl bench metrics \
          --markdown); do not edit. -->\n\n# Metrics\n\n\
          What the metrics of a results directory mean: the values of `summary.json` and the \
-         tables of `summary.md` and `index.html` ([bench.md](../bench.md) says how a run \
+         tables of `summary.md` and `index.html` ([benchmarks](../guide/benchmarks.md#results-and-the-report) says how a run \
          writes them). Names are templates with their units in them: `{{N}}` is a flow, \
          numbered from 1 in the scenario's `[[flows]]` order, or a bottleneck of a \
          `[topology]` chain. The shared window is the time both flows 1 and 2 were active; \
