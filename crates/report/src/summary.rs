@@ -685,7 +685,8 @@ pub fn markdown(s: &Summary, title: &str, wanted: &[String]) -> String {
     let _ = writeln!(out, "algorithms: {}\n", algos.join("; "));
     let _ = writeln!(
         out,
-        "Values are mean ± standard error over repetitions; NC = not converged.\n"
+        "Values are mean ± standard error over repetitions; NC = not converged. Each metric's \
+         formula: docs/reference/metrics.md, or `cctl bench metrics`.\n"
     );
 
     let mut algo_cols: Vec<String> = s.rows.iter().map(|r| r.algo.clone()).collect();
@@ -697,6 +698,9 @@ pub fn markdown(s: &Summary, title: &str, wanted: &[String]) -> String {
     let names = metric_names(s);
     for name in selected(&names, wanted) {
         let _ = writeln!(out, "## {name}\n");
+        if let Some(def) = metrics::names::definition(&name) {
+            let _ = writeln!(out, "{} ({})\n", def.definition, def.unit);
+        }
         let _ = writeln!(out, "| point | {} |", algo_cols.join(" | "));
         let _ = writeln!(
             out,
