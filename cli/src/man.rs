@@ -75,25 +75,18 @@ fn command_page(cmd: &clap::Command, parent: Option<&str>) -> (String, String) {
     let man = Man::new(cmd.clone()).source(source());
     let file = man.get_filename();
     let mut buf = Vec::new();
-    let sections: [fn(&Man, &mut dyn Write) -> std::io::Result<()>; 3] = [
-        Man::render_title,
-        Man::render_name_section,
-        Man::render_synopsis_section,
-    ];
-    for render in sections {
-        render(&man, &mut buf).expect("writing into memory");
-    }
+    let memory = "writing into memory";
+    man.render_title(&mut buf).expect(memory);
+    man.render_name_section(&mut buf).expect(memory);
+    man.render_synopsis_section(&mut buf).expect(memory);
     if cmd.get_long_about().or(cmd.get_about()).is_some() {
-        man.render_description_section(&mut buf)
-            .expect("writing into memory");
+        man.render_description_section(&mut buf).expect(memory);
     }
     if cmd.get_arguments().any(|a| !a.is_hide_set()) {
-        man.render_options_section(&mut buf)
-            .expect("writing into memory");
+        man.render_options_section(&mut buf).expect(memory);
     }
     if cmd.get_subcommands().any(|s| !s.is_hide_set()) {
-        man.render_subcommands_section(&mut buf)
-            .expect("writing into memory");
+        man.render_subcommands_section(&mut buf).expect(memory);
     }
     let mut roff = Roff::new();
     let name = page_name(cmd);
@@ -130,7 +123,7 @@ fn source() -> String {
 
 /// A line of help text: `code` spans (between backticks) in bold, the rest roman.
 fn inline(text: &str) -> Vec<Inline> {
-    if text.matches('`').count() % 2 != 0 {
+    if !text.matches('`').count().is_multiple_of(2) {
         return vec![roman(text)];
     }
     text.split('`')
