@@ -3,7 +3,8 @@
 # Debian/Ubuntu host (idempotent), and mounts bpffs if it is not mounted.
 set -euo pipefail
 
-PKGS=(clang llvm libelf-dev zlib1g-dev pkg-config make iproute2 iperf3 bpftool ethtool util-linux iputils-ping libfontconfig1-dev fonts-dejavu-core tmux systemd prometheus curl linux-perf)
+# chromium: tests/tests/html_report.rs renders a results directory's index.html in it (headless).
+PKGS=(clang llvm libelf-dev zlib1g-dev pkg-config make iproute2 iperf3 bpftool ethtool util-linux iputils-ping libfontconfig1-dev fonts-dejavu-core tmux systemd prometheus curl linux-perf chromium)
 
 missing=()
 for p in "${PKGS[@]}"; do
