@@ -208,6 +208,6 @@ fn the_fast_lock_in_report_renders_with_every_plot_and_its_tables_in_chromium() 
     let gone = &plots[0].image;
     std::fs::remove_file(dir.join(gone)).unwrap();
     let seen = open(&b, &page, None);
-    assert_eq!(seen.broken, [gone.clone()], "{seen:?}");
+    assert_eq!(seen.broken, std::slice::from_ref(gone), "{seen:?}");
     assert_eq!(seen.images, plots.len());
 }
