@@ -4,7 +4,9 @@
 # also cargo-deb, which builds the Debian package (`make deb`, `make test`).
 set -euo pipefail
 
-PKGS=(clang llvm libelf-dev zlib1g-dev pkg-config make iproute2 iperf3 bpftool ethtool util-linux iputils-ping libfontconfig1-dev fonts-dejavu-core tmux systemd prometheus curl linux-perf lintian)
+# lintian: tests/tests/package.rs checks the .deb; chromium: tests/tests/html_report.rs
+# renders a results directory's index.html in it (headless).
+PKGS=(clang llvm libelf-dev zlib1g-dev pkg-config make iproute2 iperf3 bpftool ethtool util-linux iputils-ping libfontconfig1-dev fonts-dejavu-core tmux systemd prometheus curl linux-perf lintian chromium)
 
 missing=()
 for p in "${PKGS[@]}"; do

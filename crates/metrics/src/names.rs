@@ -18,7 +18,7 @@ pub struct Family {
     pub formula: &'static str,
     /// Unit of its values (`Mbit/s`, `s`, `ratio`, ...).
     pub unit: &'static str,
-    /// Where it shows when it is not a scalar of summary.json (a plot), else empty.
+    /// What it is when it is not a value of summary.json (a series, a plot), else empty.
     pub shown_as: &'static str,
 }
 
@@ -72,7 +72,7 @@ pub const FAMILIES: &[Family] = &[
         formula: "Every 0.1 s, the estimate moves a fraction λ = min(1, 0.1 s / (100 × RTT)) \
                   of the way from its previous value to the rate of the last 0.1 s.",
         unit: "Mbit/s",
-        shown_as: "a time series: the input of M5 and of the throughput plots; no scalar",
+        shown_as: "a time series, from which M5 reads the convergence times",
     },
     Family {
         id: "M3",
@@ -152,7 +152,7 @@ pub const FAMILIES: &[Family] = &[
                   (1.2/√p for Reno, 0.12/p^0.835 for HighSpeed, 0.08/p for Scalable, in \
                   segments) times segment size over RTT.",
         unit: "Mbit/s",
-        shown_as: "the response plot; its values are M1",
+        shown_as: "the response plot, whose points are M1 values",
     },
     Family {
         id: "M11",
@@ -220,7 +220,7 @@ pub const FAMILIES: &[Family] = &[
                   RTT_short / RTT_long for an increase scaled by RTT, drawn beside the \
                   measured M3 R_rtt.",
         unit: "ratio",
-        shown_as: "the ratio_vs_rtt plot; no scalar",
+        shown_as: "model curves on the ratio_vs_rtt plot",
     },
 ];
 
@@ -369,7 +369,7 @@ mod tests {
         for f in FAMILIES {
             let scalars = METRICS.iter().filter(|m| m.family() == Some(f)).count();
             assert!(
-                (scalars > 0) != !f.shown_as.is_empty(),
+                (scalars > 0) == f.shown_as.is_empty(),
                 "{}: {scalars} summary metrics, shown as {:?}",
                 f.id,
                 f.shown_as
