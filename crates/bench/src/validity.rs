@@ -34,7 +34,7 @@ pub fn deviations(points: &[RunPoint]) -> Vec<String> {
         ));
     }
     out.push(
-        "bottleneck queue sampled every queue_interval_ms (benchmarks.md's [CHOICE] is 10 ms); \
+        "bottleneck queue sampled every queue_interval_ms (the papers' tests ask for 10 ms); \
          tbf rather than htb; delay on the ACK path; loss at each sender's egress \
          (netem random, or gact every N-th packet where the scenario asks for periodic loss)"
             .into(),

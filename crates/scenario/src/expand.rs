@@ -84,7 +84,7 @@ impl Scenario {
                 };
                 return Err(FieldError::new(
                     &s.field,
-                    format!("{} Mbit/s{inherited} is above the ci profile's cap of {CI_MAX_RATE_MBIT} Mbit/s (C_ci = min(C, 50), benchmarks.md §7.4)", s.value),
+                    format!("{} Mbit/s{inherited} is above the ci profile's cap of {CI_MAX_RATE_MBIT} Mbit/s (so that an emulated guest keeps up; higher rates belong in the paper profile)", s.value),
                 ));
             }
             Ok(())
@@ -284,7 +284,7 @@ impl Scenario {
                     format!("flows[{}].rate_mbit", f.entry),
                     format!(
                         "{} Mbit/s is above the ci profile's cap of {CI_MAX_RATE_MBIT} Mbit/s \
-                         (benchmarks.md §7.4) {ctx}",
+                         (so that an emulated guest keeps up) {ctx}",
                         f.rate_mbit.unwrap_or_default()
                     ),
                 ));

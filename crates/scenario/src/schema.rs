@@ -760,7 +760,7 @@ fn check_header(top: &RawTop) -> Result<(), FieldError> {
         return Err(FieldError::new(
             "id",
             format!(
-                "`{}`: expected a test id of benchmarks.md such as \"T0.1\", or a user id: \
+                "`{}`: expected a paper test id such as \"T0.1\" (`cctl bench list`), or a user id: \
                  a letter, then letters, digits, '.', '_' or '-' (at most 32 characters)",
                 top.id
             ),
