@@ -356,18 +356,25 @@ fn anchors(text: &str) -> Vec<String> {
     out
 }
 
+/// The lines of a markdown text outside fenced code blocks, as (0-based index, line).
+fn prose_lines(text: &str) -> Vec<(usize, &str)> {
+    let mut in_code = false;
+    text.lines()
+        .enumerate()
+        .filter(|(_, line)| {
+            let fence = line.trim_start().starts_with("```");
+            if fence {
+                in_code = !in_code;
+            }
+            !fence && !in_code
+        })
+        .collect()
+}
+
 /// Every `](target)` of a markdown text outside code blocks.
 fn link_targets(text: &str) -> Vec<(usize, String)> {
     let mut out = Vec::new();
-    let mut in_code = false;
-    for (i, line) in text.lines().enumerate() {
-        if line.trim_start().starts_with("```") {
-            in_code = !in_code;
-            continue;
-        }
-        if in_code {
-            continue;
-        }
+    for (i, line) in prose_lines(text) {
         let mut rest = line;
         while let Some(at) = rest.find("](") {
             rest = &rest[at + 2..];
@@ -451,15 +458,7 @@ const REPO_ROOTS: &[&str] = &[
 /// `:line`, `#anchor`, `(...)` or punctuation is cut off; `*` is kept (a glob).
 fn repository_paths(text: &str) -> Vec<(usize, String)> {
     let mut out = Vec::new();
-    let mut in_code = false;
-    for (i, line) in text.lines().enumerate() {
-        if line.trim_start().starts_with("```") {
-            in_code = !in_code;
-            continue;
-        }
-        if in_code {
-            continue;
-        }
+    for (i, line) in prose_lines(text) {
         for (k, span) in line.split('`').enumerate() {
             if k % 2 == 0 {
                 continue; // outside inline code
