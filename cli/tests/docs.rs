@@ -468,7 +468,10 @@ fn repository_paths(text: &str) -> Vec<(usize, String)> {
                 if !REPO_ROOTS.iter().any(|r| word.starts_with(r)) {
                     continue;
                 }
-                if ["<", "{", "$", "…", "...", "N"].iter().any(|p| word.contains(p)) {
+                if ["<", "{", "$", "…", "...", "N"]
+                    .iter()
+                    .any(|p| word.contains(p))
+                {
                     continue;
                 }
                 let path = word.split([':', '#', '(']).next().unwrap_or(word);
@@ -523,7 +526,10 @@ fn every_repository_path_the_docs_name_exists() {
             }
         }
     }
-    assert!(checked > 100, "found only {checked} repository paths in the docs");
+    assert!(
+        checked > 100,
+        "found only {checked} repository paths in the docs"
+    );
     assert!(
         missing.is_empty(),
         "{} path(s) named in the docs do not exist:\n{}",
@@ -566,16 +572,25 @@ fn names_a_date(text: &str) -> bool {
 /// Whether a text names where its figures come from: a make target, a results directory,
 /// a test or example file, a script, or a cctl command that makes them.
 fn names_a_source(text: &str) -> bool {
-    ["make ", "results/", "tests/", "scripts/", "examples/", "cctl bench", "cctl conform", "test-times.tsv"]
-        .iter()
-        .any(|s| text.contains(s))
+    [
+        "make ",
+        "results/",
+        "tests/",
+        "scripts/",
+        "examples/",
+        "cctl bench",
+        "cctl conform",
+        "test-times.tsv",
+    ]
+    .iter()
+    .any(|s| text.contains(s))
 }
 
 /// Units a measured figure is given in.
 const UNITS: &[&str] = &[
-    "%", "s ", "s,", "s.", "s)", "s;", "ms", "min", "µs", "us", "ns", "h ", "mbit", "gbit",
-    "kbit", "kib", "mib", "gib", "kb", "mb", "gb", "segments", "packets", "samples", "steps",
-    "runs", "flows", "sets", "cpu", "x ", "×",
+    "%", "s ", "s,", "s.", "s)", "s;", "ms", "min", "µs", "us", "ns", "h ", "mbit", "gbit", "kbit",
+    "kib", "mib", "gib", "kb", "mb", "gb", "segments", "packets", "samples", "steps", "runs",
+    "flows", "sets", "cpu", "x ", "×",
 ];
 
 /// Whether a text reports a measurement: "measured" or "took" followed within 60
@@ -624,7 +639,8 @@ fn every_measured_figure_names_its_source_and_date() {
                 bad.push(format!(
                     "{file}:{line} {heading:?}: measured figures without {}",
                     match (names_a_date(&whole), names_a_source(&whole)) {
-                        (false, false) => "a date and a source (make target, results directory, test)",
+                        (false, false) =>
+                            "a date and a source (make target, results directory, test)",
                         (false, true) => "a date",
                         _ => "a source (make target, results directory, test)",
                     }
@@ -632,7 +648,10 @@ fn every_measured_figure_names_its_source_and_date() {
             }
         }
     }
-    assert!(measured > 10, "found only {measured} sections with measured figures");
+    assert!(
+        measured > 10,
+        "found only {measured} sections with measured figures"
+    );
     assert!(
         bad.is_empty(),
         "{} section(s) give measured figures without their source and date:\n{}",
@@ -644,7 +663,10 @@ fn every_measured_figure_names_its_source_and_date() {
 #[test]
 fn the_docs_checks_find_paths_dates_and_sources() {
     let text = "See `loader/src/kernel.rs:12` and `crates/<x>/a.rs`.\n```\n`bpf/none`\n```\n";
-    assert_eq!(repository_paths(text), [(1, "loader/src/kernel.rs".to_string())]);
+    assert_eq!(
+        repository_paths(text),
+        [(1, "loader/src/kernel.rs".to_string())]
+    );
     assert!(path_exists("bpf/algo/*.bpf.c"));
     assert!(!path_exists("bpf/algo/*.nothing"));
     assert!(!path_exists("tests/tests/modern/parking.rs"));
@@ -652,9 +674,15 @@ fn the_docs_checks_find_paths_dates_and_sources() {
     assert!(!names_a_date("on 2026-11 here"));
     assert!(names_a_source("(`make bench-speed`)"));
     assert!(reports_a_measurement("Measured here: 4 boots in 390 s"));
-    assert!(!reports_a_measurement("its measured reason (`conform tolerance`)"));
-    assert!(!reports_a_measurement("drawn beside the measured M3 R_rtt.\n\nUnit: ratio. T0.2"));
-    assert!(!reports_a_measurement("flow N measured over its base RTT; near 1 when"));
+    assert!(!reports_a_measurement(
+        "its measured reason (`conform tolerance`)"
+    ));
+    assert!(!reports_a_measurement(
+        "drawn beside the measured M3 R_rtt.\n\nUnit: ratio. T0.2"
+    ));
+    assert!(!reports_a_measurement(
+        "flow N measured over its base RTT; near 1 when"
+    ));
     assert!(reports_a_measurement("it took 5 min 39 s"));
     let s = sections("intro\n# A\nmeasured\n```\n# code\n```\n## B\nx\n");
     assert_eq!(s.len(), 3);

@@ -580,7 +580,10 @@ mod tests {
             .collect();
         let keys: Vec<String> = rows.iter().map(|r| r[0].trim_matches('`').into()).collect();
         let cat: Vec<&str> = ALGORITHMS.iter().map(|a| a.key).collect();
-        assert_eq!(keys, cat, "docs/reference/algorithms.md's table against the catalogue");
+        assert_eq!(
+            keys, cat,
+            "docs/reference/algorithms.md's table against the catalogue"
+        );
         for (r, a) in rows.iter().zip(ALGORITHMS) {
             assert_eq!(r[1], a.paper, "{}: source", a.key);
             let module = match a.native {
