@@ -187,22 +187,8 @@ fn subcommand_paths(reference: &str) -> Vec<Vec<String>> {
 
 #[test]
 fn the_command_reference_is_what_make_docs_generates() {
-    let path = root().join("docs/reference/commands.md");
-    let on_disk = std::fs::read_to_string(&path).unwrap_or_default();
     let generated = generated_reference();
-    if on_disk != generated {
-        let first = on_disk
-            .lines()
-            .zip(generated.lines())
-            .position(|(a, b)| a != b)
-            .unwrap_or_else(|| on_disk.lines().count().min(generated.lines().count()));
-        panic!(
-            "docs/reference/commands.md is stale (first difference at line {}: {:?} on disk, {:?} generated): run `make docs`",
-            first + 1,
-            on_disk.lines().nth(first).unwrap_or("<end of file>"),
-            generated.lines().nth(first).unwrap_or("<end of file>"),
-        );
-    }
+    common::assert_generated("docs/reference/commands.md", &generated);
 }
 
 #[test]

@@ -3,29 +3,13 @@
 //! `cctl bench metrics --json` lists every family and metric name once.
 
 mod common;
-use common::root;
 
 #[test]
 fn the_metric_reference_is_what_make_docs_generates() {
     let o = common::cctl(&["bench", "metrics", "--markdown"]);
     assert_eq!(o.status.code(), Some(0), "{}", common::text(&o));
     let generated = String::from_utf8(o.stdout).expect("the page is UTF-8");
-    let path = root().join("docs/reference/metrics.md");
-    let on_disk = std::fs::read_to_string(&path).unwrap_or_default();
-    if on_disk != generated {
-        let first = on_disk
-            .lines()
-            .zip(generated.lines())
-            .position(|(a, b)| a != b)
-            .unwrap_or_else(|| on_disk.lines().count().min(generated.lines().count()));
-        panic!(
-            "docs/reference/metrics.md is stale (first difference at line {}: {:?} on disk, \
-             {:?} generated): run `make docs`",
-            first + 1,
-            on_disk.lines().nth(first).unwrap_or("<end of file>"),
-            generated.lines().nth(first).unwrap_or("<end of file>"),
-        );
-    }
+    common::assert_generated("docs/reference/metrics.md", &generated);
     for k in 1..=17 {
         assert!(
             generated.contains(&format!("\n## M{k} ")),

@@ -41,3 +41,24 @@ pub fn text(o: &Output) -> String {
         String::from_utf8_lossy(&o.stderr)
     )
 }
+
+/// Fails, naming the first differing line, when the file at `rel` (relative to the
+/// repository root) is not `generated`: a generated doc that `make docs` must rewrite.
+#[allow(dead_code)] // not every test binary that includes this module checks a file
+pub fn assert_generated(rel: &str, generated: &str) {
+    let on_disk = std::fs::read_to_string(root().join(rel)).unwrap_or_default();
+    if on_disk == generated {
+        return;
+    }
+    let first = on_disk
+        .lines()
+        .zip(generated.lines())
+        .position(|(a, b)| a != b)
+        .unwrap_or_else(|| on_disk.lines().count().min(generated.lines().count()));
+    panic!(
+        "{rel} is stale (first difference at line {}: {:?} on disk, {:?} generated): run `make docs`",
+        first + 1,
+        on_disk.lines().nth(first).unwrap_or("<end of file>"),
+        generated.lines().nth(first).unwrap_or("<end of file>"),
+    );
+}
