@@ -4,13 +4,22 @@ export PATH := $(HOME)/.cargo/bin:$(PATH)
 CARGO ?= cargo
 CCTL := target/release/cctl
 
+# What a build embeds of where it was made (panic locations, debug information, the BPF
+# objects' BTF) names the clone /cctl and cargo's home /cargo, so that two clones of one
+# commit at different paths build the same bytes: a guest executes them, and a virtual-clock
+# run is a function of the build (docs/explanation/virtual-clock.md). loader/build.rs maps
+# the BPF sources' paths alike. Plain `cargo` without these flags builds other bytes (and
+# rebuilds everything when alternated with make).
+CARGO_HOME_DIR := $(or $(CARGO_HOME),$(HOME)/.cargo)
+export RUSTFLAGS += --remap-path-prefix=$(CURDIR)=/cctl --remap-path-prefix=$(CARGO_HOME_DIR)=/cargo
+
 .PHONY: compare all deps vm-deps vm-deps-if-needed build check test test-steps demo demo-tbf bench-collector bench-profile bench-speed lint fmt install clean
 .PHONY: bench-migrate bench-delays
 .PHONY: bench-top bench-set
 .PHONY: bench-exporter soak systemd-boot
 .PHONY: bench
 .PHONY: conform
-.PHONY: bench-jobs slurm-bench k8s-validate bench-papers bench-paper-length bench-fast-lock-in bench-gating calibrate
+.PHONY: bench-exact bench-jobs slurm-bench k8s-validate bench-papers bench-paper-length bench-fast-lock-in bench-gating calibrate
 .PHONY: docs deb deb-deps deb-check uninstall test-targets flaky
 
 all: build
@@ -223,6 +232,14 @@ bench-paper-length: deps vm-deps-if-needed
 bench-fast-lock-in: deps vm-deps-if-needed
 	$(CARGO) build --release -p cctl
 	env $(FAST_ARGS) bash scripts/bench-fast-lock-in.sh
+
+# Whether virtual-clock runs are exact where users run them: 5 runs with one seed of
+# calibrate's run-to-run point and of [P0]'s 250 Mbit/s x 42 ms point (30 s), each set on a
+# quiet host, beside two CPU-bound processes and a second guest, and from a second clone at
+# another path (built there); prints the result digests per point (scripts/bench-exact.sh).
+# About an hour on a 2-core host. EXACT_ARGS="N=3 SETS='quiet loaded' POINTS=repeat".
+bench-exact: build vm-deps-if-needed
+	env $(EXACT_ARGS) bash scripts/bench-exact.sh
 
 # How many metrics `cctl bench check` sees move when the host is busy (issue 25): the check
 # fixture's scenario twice on an idle and once on a loaded host, checked at 1, 5 and 10 %.

@@ -80,8 +80,15 @@ fn build_prog(prog: &str, dir: &Path, dirs: &Dirs, vmlinux: &Path, out: &Path) -
         "bpf/{}/{prog}.bpf.c",
         dir.file_name().unwrap().to_string_lossy()
     );
+    // The objects' BTF names their source files: as /cctl/..., wherever the clone is (the
+    // Makefile remaps Rust's paths alike), so that two clones build the same objects.
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the loader is a member of the workspace");
+    let prefix_map = format!("-ffile-prefix-map={}=/cctl", workspace.display());
     let clang_args = |extra: &[&str]| -> Vec<std::ffi::OsString> {
         let mut v: Vec<std::ffi::OsString> = vec![
+            prefix_map.clone().into(),
             "-I".into(),
             vmlinux.into(),
             "-I".into(),

@@ -2,8 +2,11 @@
 //! `cctl` binary: a short point in the 6.12 guest under QEMU TCG on its virtual clock, run
 //! twice (two repetitions) by two guests side by side (`--jobs 2`: one guest per slot).
 //! Each slot and the combined directory record the clock (metadata.json, run.json, the
-//! summary's header), the two runs agree, and no guest is left. The refusals (no guest, KVM
-//! forced, a baseline of the other clock, another guest layout on resume) are in
+//! summary's header), the two runs agree, and no guest is left. Then one request with one
+//! seed, run by two cctl processes at once (two guests on the two host CPUs: a loaded
+//! host) into results directories whose paths differ in length: the runs are identical
+//! (`bench diff`, their digests) and `bench check` passes at tolerance 0. The refusals (no
+//! guest, KVM forced, a baseline of the other clock, another guest layout on resume) are in
 //! cli/tests/check.rs and cli/tests/virtual_time.rs: they need no root.
 
 use std::path::{Path, PathBuf};
@@ -124,5 +127,87 @@ fn two_guests_run_a_virtual_clock_point_twice_record_the_clock_and_agree() {
         (a - b).abs() <= M1_AGREEMENT * a.max(b),
         "two virtual-clock runs of one point: M1 {a} and {b} Mbit/s, more than {} % apart",
         M1_AGREEMENT * 100.0
+    );
+}
+
+/// `cctl bench run` of point 0 (reno, seed 7) into `out`, resumed there.
+fn run_seed_7(out: &Path) -> std::process::Child {
+    Command::new(cctl_bin())
+        .args(["bench", "run", SCENARIO, "--algo", "reno", "--points", "0"])
+        .args([
+            "--seed", "7", "--jobs", "1", "--clock", "virtual", "--vm", "always",
+        ])
+        .arg("--resume")
+        .arg(out)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("running cctl")
+}
+
+#[test]
+fn one_request_run_twice_at_once_into_paths_of_other_lengths_gives_identical_runs() {
+    require_root();
+    let _k = KERNEL.lock().unwrap_or_else(|e| e.into_inner());
+    let a = run_dir("a");
+    let b = run_dir("b-a-longer-results-directory/20261208T000000Z");
+    // Both guests at once: each has one host CPU of two, and each slows the other.
+    let (pa, pb) = (run_seed_7(&a), run_seed_7(&b));
+    for (dir, p) in [(&a, pa), (&b, pb)] {
+        let o = p.wait_with_output().expect("waiting for cctl");
+        assert!(
+            o.status.success(),
+            "cctl bench run into {}: {:?}\n{}",
+            dir.display(),
+            o.status,
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    let (meta, records) = read_records(&a).expect("the first run's results");
+    assert!(
+        meta.build
+            .as_deref()
+            .is_some_and(|b| b.starts_with("sha256:")),
+        "{meta:?}"
+    );
+    assert!(
+        meta.clock.as_ref().and_then(|c| c.qemu.as_ref()).is_some(),
+        "{meta:?}"
+    );
+    let digest = records[0]
+        .digest
+        .clone()
+        .expect("run.json records the digest");
+    let o = Command::new(cctl_bin())
+        .args(["bench", "diff"])
+        .args([&a, &b])
+        .output()
+        .expect("running cctl bench diff");
+    let text = String::from_utf8_lossy(&o.stdout);
+    println!("{text}");
+    assert!(
+        o.status.success() && text.contains("identical") && text.contains(&digest),
+        "two runs of one request and seed, loaded host, output paths of other lengths: \
+         {:?}\n{text}{}",
+        o.status,
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // The gate between them: digests first, then every metric at tolerance 0.
+    let o = Command::new(cctl_bin())
+        .args(["bench", "check"])
+        .arg(&a)
+        .arg("--baseline")
+        .arg(&b)
+        .output()
+        .expect("running cctl bench check");
+    let text = String::from_utf8_lossy(&o.stdout);
+    println!("{text}");
+    assert!(
+        o.status.success()
+            && text.contains("digests: 1 of 1 runs identical")
+            && text.contains("tolerance 0"),
+        "bench check at tolerance 0: {:?}\n{text}{}",
+        o.status,
+        String::from_utf8_lossy(&o.stderr)
     );
 }

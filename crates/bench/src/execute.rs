@@ -154,6 +154,7 @@ fn metadata(
         seed: plan.seed,
         kernel: kernel::release(),
         cctl_version: cctl_loader::version().into(),
+        build: crate::run::current_build(),
         algorithms: resolved.to_vec(),
         interval_ms: req.interval_ms,
         queue_interval_ms: req.queue_interval_ms,

@@ -37,9 +37,11 @@ pub fn current_clock() -> ClockRecord {
         machine: "guest".into(),
         vcpus: None,
         memory_mb: None,
+        qemu: None,
     };
     for (k, v) in line.split_whitespace().filter_map(|kv| kv.split_once('=')) {
         match k {
+            "qemu" => c.qemu = Some(v.replace('_', " ")),
             "clock" => c.clock = v.to_string(),
             "accel" => c.machine = v.to_string(),
             "icount_shift" => c.icount_shift = v.parse().ok(),
@@ -49,6 +51,25 @@ pub fn current_clock() -> ClockRecord {
         }
     }
     c
+}
+
+/// Environment variable that gives a guest the digest of the cctl build it runs
+/// ([`current_build`]), which the host computed: hashing its own binary would cost the
+/// guest seconds of its clock.
+pub const BUILD_ENV: &str = "CCTL_BUILD";
+
+/// This cctl build's digest (`sha256:<hex>` of the running binary, `metadata.json`'s
+/// `build`): [`BUILD_ENV`] where the host set it, else the binary's own; `None` if the
+/// binary cannot be read.
+pub fn current_build() -> Option<String> {
+    static B: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    B.get_or_init(|| {
+        if let Ok(b) = std::env::var(BUILD_ENV) {
+            return Some(b);
+        }
+        cctl_report::digest::of_file(&std::env::current_exe().ok()?).ok()
+    })
+    .clone()
 }
 
 /// The congestion-control name flow `f` uses when `algo` is under test.
@@ -134,10 +155,20 @@ pub fn run_once(
     };
     finish_all(running_late, end, &mut record)?;
     record.flows = results;
-    let tmp = dir.join("run.json.part");
-    std::fs::write(&tmp, serde_json::to_vec_pretty(&record)?)?;
-    std::fs::rename(&tmp, dir.join("run.json"))?;
+    // The digest covers run.json itself (without the host's fields): written once to be
+    // hashed, then again with the digest, each time whole by rename.
+    write_record(dir, &record)?;
+    record.digest = Some(cctl_report::digest::of_run(dir, record.t0_ns)?);
+    write_record(dir, &record)?;
     Ok(record)
+}
+
+/// Writes `dir/run.json` whole: into a temporary file, then renamed over it.
+fn write_record(dir: &Path, record: &RunRecord) -> Result<()> {
+    let tmp = dir.join("run.json.part");
+    std::fs::write(&tmp, serde_json::to_vec_pretty(record)?)?;
+    std::fs::rename(&tmp, dir.join("run.json"))?;
+    Ok(())
 }
 
 /// The record of a run of `point` with `algo`, repetition `rep`, before anything is
@@ -156,6 +187,7 @@ fn unmeasured(point: &RunPoint, algo: &ResolvedCc, rep: u32) -> RunRecord {
         random_drops: 0,
         samples: 0,
         sample_drops: 0,
+        digest: None,
         wall_s: 0.0,
         t0_ns: None,
         t0_utc: None,

@@ -170,6 +170,20 @@ impl Default for Tolerances {
 }
 
 impl Tolerances {
+    /// Every metric equal (rel 0, abs 0): the default of a check between exact runs
+    /// ([`SummaryFile::exact_with`]).
+    pub fn exact() -> Tolerances {
+        Tolerances {
+            default: Bound { rel: 0.0, abs: 0.0 },
+            metrics: BTreeMap::new(),
+        }
+    }
+
+    /// Whether these are [`Tolerances::exact`].
+    pub fn is_exact(&self) -> bool {
+        self.metrics.is_empty() && self.default.rel == 0.0 && self.default.abs == 0.0
+    }
+
     /// Reads a tolerance file.
     pub fn load(path: &Path) -> Result<Self, CheckError> {
         let text = std::fs::read_to_string(path).map_err(|error| CheckError::Read {
@@ -342,8 +356,60 @@ pub struct SummaryFile {
     pub profile: Option<String>,
     /// `metadata.clock.clock` (`virtual` or `real`); `real` in a summary that predates it.
     pub clock: String,
+    /// `metadata.clock.qemu`, if there.
+    pub qemu: Option<String>,
+    /// `metadata.build` (the cctl binary's digest), if there.
+    pub build: Option<String>,
+    /// `metadata.kernel`, if there.
+    pub kernel: Option<String>,
+    /// Each run's result digest (`runs[].digest`) by (algorithm, point, repetition).
+    pub digests: BTreeMap<(String, u64, u64), String>,
     /// The rows.
     pub rows: Vec<Row>,
+}
+
+impl SummaryFile {
+    /// Whether `self` and `baseline` are virtual-clock runs of the same cctl build, QEMU and
+    /// guest kernel, whose runs carry digests: then the same request and seed give the same
+    /// runs, and `cctl bench check` compares digests first and defaults to tolerance 0.
+    pub fn exact_with(&self, baseline: &SummaryFile) -> bool {
+        let same = |a: &Option<String>, b: &Option<String>| a.is_some() && a == b;
+        self.clock == "virtual"
+            && baseline.clock == "virtual"
+            && same(&self.build, &baseline.build)
+            && same(&self.qemu, &baseline.qemu)
+            && same(&self.kernel, &baseline.kernel)
+            && !baseline.digests.is_empty()
+    }
+}
+
+/// The digest part of a check of exact runs ([`SummaryFile::exact_with`]).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DigestCheck {
+    /// Baseline runs whose digest the results' run of the same algorithm, point and
+    /// repetition has too.
+    pub identical: usize,
+    /// Baseline runs whose digest differs (or that the results lack), as
+    /// `algo point rep: baseline digest vs result digest`.
+    pub different: Vec<String>,
+}
+
+/// Compares the run digests of `results` with `baseline`'s.
+pub fn digests(results: &SummaryFile, baseline: &SummaryFile) -> DigestCheck {
+    let mut c = DigestCheck {
+        identical: 0,
+        different: Vec::new(),
+    };
+    for ((algo, point, rep), d) in &baseline.digests {
+        match results.digests.get(&(algo.clone(), *point, *rep)) {
+            Some(r) if r == d => c.identical += 1,
+            r => c.different.push(format!(
+                "{algo} point {point} rep {rep}: {d} vs {}",
+                r.map_or("(no such run)", String::as_str)
+            )),
+        }
+    }
+    c
 }
 
 /// The summary.json a path names: the file itself, or the one in a results directory.
@@ -482,10 +548,35 @@ impl SummaryFile {
                 means,
             });
         }
+        let mut digests = BTreeMap::new();
+        for r in top
+            .get("runs")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let (Some(algo), Some(point), Some(rep), Some(d)) = (
+                r.get("algo").and_then(Value::as_str),
+                r.get("point").and_then(Value::as_u64),
+                r.get("rep").and_then(Value::as_u64),
+                r.get("digest").and_then(Value::as_str),
+            ) else {
+                continue;
+            };
+            digests.insert((algo.to_string(), point, rep), d.to_string());
+        }
         Ok(SummaryFile {
             path: path.to_path_buf(),
             scenario: meta_str("scenario"),
             profile: meta_str("profile"),
+            qemu: meta
+                .and_then(|m| m.get("clock"))
+                .and_then(|c| c.get("qemu"))
+                .and_then(Value::as_str)
+                .map(str::to_string),
+            build: meta_str("build"),
+            kernel: meta_str("kernel"),
+            digests,
             clock: meta
                 .and_then(|m| m.get("clock"))
                 .and_then(|c| c.get("clock"))

@@ -45,14 +45,14 @@ const CLOCK_FIELD: &str = "ts_ns";
 
 /// The sample files of a run, compared row by row, in this order, each with its time
 /// column: (file, time column, the time column's unit in seconds).
-const SAMPLE_FILES: &[(&str, &str, f64)] = &[
+pub(crate) const SAMPLE_FILES: &[(&str, &str, f64)] = &[
     ("samples.csv", "ts_ns", 1e-9),
     ("queue.csv", "t_s", 1.0),
     ("delays.csv", "t_s", 1.0),
 ];
 
 /// The JSON files of a run, compared as trees after the sample files.
-const JSON_FILES: &[&str] = &["close.json", "run.json"];
+pub(crate) const JSON_FILES: &[&str] = &["close.json", "run.json"];
 
 /// The first place two runs differ.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -78,6 +78,14 @@ pub struct Difference {
 pub struct RunDiff {
     /// The run: algorithm, point, repetition.
     pub run: RunId,
+    /// The run's result digest in the first directory, computed from its files
+    /// ([`crate::digest::of_run`]).
+    pub digest_a: String,
+    /// The same in the second directory.
+    pub digest_b: String,
+    /// The sides (`a`, `b`) whose files no longer give the digest their `run.json`
+    /// recorded: a file was changed or cut short after the run.
+    pub mismatched: Vec<char>,
     /// Sample rows compared (of the sample files, both sides alike).
     pub samples: u64,
     /// Of those, the rows before the first differing one (all of them when identical).
@@ -98,11 +106,15 @@ pub struct Diff {
 }
 
 impl Diff {
-    /// Whether nothing differs: the same runs, each identical.
+    /// Whether nothing differs: the same runs, each identical and each matching its
+    /// recorded digest.
     pub fn identical(&self) -> bool {
         self.only_in_a.is_empty()
             && self.only_in_b.is_empty()
-            && self.runs.iter().all(|r| r.first.is_none())
+            && self
+                .runs
+                .iter()
+                .all(|r| r.first.is_none() && r.mismatched.is_empty())
     }
 
     /// Sample rows compared over all runs.
@@ -119,9 +131,9 @@ impl Diff {
 }
 
 /// Why two directories cannot be compared: the metadata field that differs (`scenario`,
-/// `profile`, `clock`, `cctl_version`, `kernel`) with both values.
+/// `profile`, `clock`, `qemu`, `cctl_version`, `build`, `kernel`) with both values.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("{field} differs: {a} vs {b}; `bench diff` compares runs of the same scenario, profile, clock, cctl build and kernel")]
+#[error("{field} differs: {a} vs {b}; `bench diff` compares runs of the same scenario, profile, clock, QEMU, cctl build and kernel")]
 pub struct NotComparable {
     /// The field.
     pub field: &'static str,
@@ -132,8 +144,10 @@ pub struct NotComparable {
 }
 
 /// Whether runs of `a` and `b` can be compared sample by sample: the same scenario,
-/// profile, clock (with its icount shift and machine), cctl build and kernel. Seeds,
-/// algorithms and repetitions may differ (their runs then differ, which is the answer).
+/// profile, clock (with its icount shift and machine), QEMU, cctl version and build, and
+/// kernel. Seeds, algorithms and repetitions may differ (their runs then differ, which is
+/// the answer). A QEMU or build that one side did not record (older directories) is not
+/// held against it.
 ///
 /// Errors: the first field that differs.
 pub fn comparable(a: &Metadata, b: &Metadata) -> Result<(), NotComparable> {
@@ -142,15 +156,24 @@ pub fn comparable(a: &Metadata, b: &Metadata) -> Result<(), NotComparable> {
             .as_ref()
             .map_or_else(|| ClockRecord::host().describe(), ClockRecord::describe)
     };
-    let checks: [(&'static str, String, String); 5] = [
+    let qemu = |m: &Metadata| m.clock.as_ref().and_then(|c| c.qemu.clone());
+    let both = |x: Option<String>, y: Option<String>| match (x, y) {
+        (Some(x), Some(y)) => (x, y),
+        _ => (String::new(), String::new()),
+    };
+    let (qa, qb) = both(qemu(a), qemu(b));
+    let (ba, bb) = both(a.build.clone(), b.build.clone());
+    let checks: [(&'static str, String, String); 7] = [
         ("scenario", a.scenario.clone(), b.scenario.clone()),
         ("profile", a.profile.clone(), b.profile.clone()),
         ("clock", clock(a), clock(b)),
+        ("qemu", qa, qb),
         (
             "cctl_version",
             a.cctl_version.clone(),
             b.cctl_version.clone(),
         ),
+        ("build", ba, bb),
         ("kernel", a.kernel.clone(), b.kernel.clone()),
     ];
     for (field, a, b) in checks {
@@ -189,8 +212,36 @@ pub fn diff(a: &Path, b: &Path) -> anyhow::Result<Diff> {
                 .iter()
                 .map(|f| (std::net::IpAddr::V4(f.local_ip), f.local_port, f.id))
                 .collect();
-            out.runs
-                .push(diff_run(id, &id.dir(a), &id.dir(b), t0_ns, &flows)?);
+            let (dir_a, dir_b) = (id.dir(a), id.dir(b));
+            let digest_a = crate::digest::of_run(&dir_a, rec.t0_ns)?;
+            let digest_b = crate::digest::of_run(&dir_b, rec_b.t0_ns)?;
+            let mut mismatched = Vec::new();
+            for (side, r, d) in [('a', rec, &digest_a), ('b', rec_b, &digest_b)] {
+                if r.digest.as_ref().is_some_and(|recorded| recorded != d) {
+                    mismatched.push(side);
+                }
+            }
+            // The digests first: equal ones need no row by row comparison.
+            let mut run = if digest_a == digest_b {
+                RunDiff {
+                    run: id.clone(),
+                    digest_a: String::new(),
+                    digest_b: String::new(),
+                    mismatched: Vec::new(),
+                    samples: sample_rows(&dir_a)?,
+                    identical_samples: 0,
+                    first: None,
+                }
+            } else {
+                diff_run(id, &dir_a, &dir_b, t0_ns, &flows)?
+            };
+            if run.first.is_none() {
+                run.identical_samples = run.samples;
+            }
+            run.digest_a = digest_a;
+            run.digest_b = digest_b;
+            run.mismatched = mismatched;
+            out.runs.push(run);
         }
     }
     Ok(out)
@@ -251,6 +302,9 @@ fn diff_run(
     });
     Ok(RunDiff {
         run: id.clone(),
+        digest_a: String::new(),
+        digest_b: String::new(),
+        mismatched: Vec::new(),
         samples,
         identical_samples: identical,
         first,
@@ -260,12 +314,52 @@ fn diff_run(
 /// A CSV file's header and rows as text (`None`: no such file).
 type Rows = Option<(Vec<String>, Vec<Vec<String>>)>;
 
-/// Reads a sample file; with `t0`, its `ts_ns` column becomes ns since t0.
+/// The rows of a run's sample files (`samples.csv`, `queue.csv`, `delays.csv`).
+fn sample_rows(run_dir: &Path) -> anyhow::Result<u64> {
+    let mut n = 0;
+    for &(file, _, _) in SAMPLE_FILES {
+        if let Some((_, rows)) = read_rows(&run_dir.join(file), None)? {
+            n += rows.len() as u64;
+        }
+    }
+    Ok(n)
+}
+
+/// A sample file as [`crate::digest`] hashes it: what [`read_rows`] gives without the
+/// [`IDENTITY_FIELDS`] columns.
+pub(crate) fn canonical_rows(path: &Path, t0: Option<u64>) -> anyhow::Result<Rows> {
+    let Some((header, rows)) = read_rows(path, t0)? else {
+        return Ok(None);
+    };
+    let keep: Vec<bool> = header
+        .iter()
+        .map(|h| !IDENTITY_FIELDS.contains(&h.as_str()))
+        .collect();
+    let strip = |row: &Vec<String>| -> Vec<String> {
+        row.iter()
+            .enumerate()
+            .filter(|(i, _)| keep.get(*i).copied().unwrap_or(true))
+            .map(|(_, v)| v.clone())
+            .collect()
+    };
+    let rows = rows.iter().map(strip).collect();
+    Ok(Some((strip(&header), rows)))
+}
+
+/// A JSON file of a run as [`crate::digest`] hashes it: what [`read_json`] gives.
+pub(crate) fn canonical_json(path: &Path, t0: Option<u64>) -> anyhow::Result<Option<Value>> {
+    read_json(path, t0)
+}
+
+/// Reads a sample file; with `t0`, its `ts_ns` column becomes ns since t0. Rows of
+/// another length than the header's (a file cut short) read as they are.
 fn read_rows(path: &Path, t0: Option<u64>) -> anyhow::Result<Rows> {
     if !path.is_file() {
         return Ok(None);
     }
-    let mut r = csv::Reader::from_path(path)
+    let mut r = csv::ReaderBuilder::new()
+        .flexible(true)
+        .from_path(path)
         .map_err(|e| anyhow::anyhow!("reading {}: {e}", path.display()))?;
     let header: Vec<String> = r.headers()?.iter().map(str::to_string).collect();
     let clock = header.iter().position(|h| h == CLOCK_FIELD);
@@ -423,8 +517,8 @@ fn csv_difference(
     }
 }
 
-/// Reads a JSON file without what is not compared: [`HOST_FIELDS`] and `t0_ns` at the
-/// top, [`IDENTITY_FIELDS`] anywhere; with `t0`, every `ts_ns` becomes ns since t0.
+/// Reads a JSON file without what is not compared: [`HOST_FIELDS`], `t0_ns` and the
+/// digest at the top, [`IDENTITY_FIELDS`] anywhere; with `t0`, every `ts_ns` becomes ns since t0.
 fn read_json(path: &Path, t0: Option<u64>) -> anyhow::Result<Option<Value>> {
     if !path.is_file() {
         return Ok(None);
@@ -434,7 +528,7 @@ fn read_json(path: &Path, t0: Option<u64>) -> anyhow::Result<Option<Value>> {
     let mut v: Value = serde_json::from_slice(&bytes)
         .map_err(|e| anyhow::anyhow!("parsing {}: {e}", path.display()))?;
     if let Value::Object(m) = &mut v {
-        for f in HOST_FIELDS.iter().chain(&["t0_ns"]) {
+        for f in HOST_FIELDS.iter().chain(&["t0_ns", crate::digest::FIELD]) {
             m.remove(*f);
         }
     }
@@ -735,6 +829,7 @@ mod tests {
             machine: "tcg".into(),
             vcpus: Some(1),
             memory_mb: Some(2048),
+            qemu: None,
         });
         let e = comparable(&m, &other).unwrap_err();
         assert_eq!(e.field, "clock");
@@ -742,5 +837,116 @@ mod tests {
         let mut other = m.clone();
         other.cctl_version = "0.1.0 (0dafd1754a08)".into();
         assert_eq!(comparable(&m, &other).unwrap_err().field, "cctl_version");
+    }
+
+    #[test]
+    fn another_qemu_or_build_is_not_comparable_and_one_not_recorded_is_not_held_against_it() {
+        let dir = results("qemu");
+        let m: Metadata =
+            serde_json::from_slice(&std::fs::read(dir.join("metadata.json")).unwrap()).unwrap();
+        let virt = |qemu: &str, build: &str| {
+            let mut x = m.clone();
+            x.clock = Some(ClockRecord {
+                clock: "virtual".into(),
+                icount_shift: Some(0),
+                machine: "tcg".into(),
+                vcpus: Some(1),
+                memory_mb: Some(2048),
+                qemu: Some(qemu.into()),
+            });
+            x.build = Some(build.into());
+            x
+        };
+        let a = virt("7.2.22 (Debian 1:7.2+dfsg-7+deb12u18+b3)", "sha256:aa");
+        assert_eq!(comparable(&a, &a), Ok(()));
+        let e = comparable(&a, &virt("10.0.2 (Debian 1:10.0.2+ds-2)", "sha256:aa")).unwrap_err();
+        assert_eq!(e.field, "qemu");
+        assert!(
+            e.to_string().contains("7.2.22") && e.to_string().contains("10.0.2"),
+            "{e}"
+        );
+        let e = comparable(
+            &a,
+            &virt("7.2.22 (Debian 1:7.2+dfsg-7+deb12u18+b3)", "sha256:bb"),
+        )
+        .unwrap_err();
+        assert_eq!(
+            (e.field, e.a.as_str(), e.b.as_str()),
+            ("build", "sha256:aa", "sha256:bb")
+        );
+        let mut old = a.clone();
+        old.build = None;
+        old.clock.as_mut().unwrap().qemu = None;
+        assert_eq!(comparable(&a, &old), Ok(()));
+    }
+
+    /// Sets run.json's digest to what the run's files give, as `cctl bench run` does.
+    fn seal(dir: &Path) {
+        let run = dir.join("runs/reno/p0-r0");
+        let d = crate::digest::of_run(&run, None).unwrap();
+        edit(dir, "run.json", |t| {
+            let mut v: Value = serde_json::from_str(&t).unwrap();
+            v["digest"] = d.into();
+            v.to_string()
+        });
+    }
+
+    #[test]
+    fn identical_runs_have_one_digest_and_host_fields_do_not_change_it() {
+        let (a, b) = (results("dig-a"), results("dig-b"));
+        seal(&a);
+        seal(&b);
+        edit(&b, "run.json", |t| {
+            let mut v: Value = serde_json::from_str(&t).unwrap();
+            v["wall_s"] = 99.5.into();
+            v.to_string()
+        });
+        let d = diff(&a, &b).unwrap();
+        assert!(d.identical(), "{d:?}");
+        let r = &d.runs[0];
+        assert_eq!(r.digest_a, r.digest_b);
+        assert!(r.digest_a.starts_with("sha256:") && r.digest_a.len() == 7 + 64);
+        assert_eq!((r.samples, r.identical_samples), (3, 3));
+    }
+
+    #[test]
+    fn a_changed_or_truncated_samples_file_is_a_digest_mismatch_with_its_first_differing_row() {
+        let (a, b) = (results("tamper-a"), results("tamper-b"));
+        seal(&a);
+        seal(&b);
+        // Changed after the run: B's files no longer give B's recorded digest.
+        edit(&b, "samples.csv", |t| t.replace(",120,", ",121,"));
+        let d = diff(&a, &b).unwrap();
+        assert!(!d.identical());
+        let r = &d.runs[0];
+        assert_eq!(r.mismatched, vec!['b']);
+        assert_ne!(r.digest_a, r.digest_b);
+        let x = r.first.as_ref().unwrap();
+        assert_eq!(
+            (x.field.as_str(), x.a.as_str(), x.b.as_str()),
+            ("row 3 cwnd", "120", "121")
+        );
+        // Cut short in the middle of its last row: read as far as it goes, never an error.
+        edit(&b, "samples.csv", |t| {
+            t.replace(",121,", ",120,").trim_end()[..t.trim_end().len() - 4].to_string()
+        });
+        let d = diff(&a, &b).unwrap();
+        let r = &d.runs[0];
+        assert_eq!(r.mismatched, vec!['b']);
+        let x = r.first.as_ref().unwrap();
+        assert_eq!(x.field, "row 3 srtt_us", "{x:?}");
+        // Tampered so that it equals the other side again: still not its recorded digest.
+        edit(&b, "samples.csv", |_| {
+            std::fs::read_to_string(a.join("runs/reno/p0-r0/samples.csv")).unwrap()
+        });
+        edit(&b, "run.json", |t| {
+            let mut v: Value = serde_json::from_str(&t).unwrap();
+            v["digest"] = "sha256:0000".into();
+            v.to_string()
+        });
+        let d = diff(&a, &b).unwrap();
+        assert!(d.runs[0].first.is_none());
+        assert_eq!(d.runs[0].mismatched, vec!['b']);
+        assert!(!d.identical());
     }
 }

@@ -22,12 +22,14 @@
 //! - [`compare`]: BPF port against its Linux module; [`check`]: regression gating;
 //!   [`expect`]: a scenario's `[[expect]]` judged PASS or FAIL;
 //! - [`merge`]: directories of one sweep run in parts, merged; [`diff`]: two directories
-//!   compared sample by sample.
+//!   compared sample by sample; [`digest`]: a run's result digest, what `diff` compares in
+//!   one line.
 
 pub mod axes;
 pub mod check;
 pub mod compare;
 pub mod diff;
+pub mod digest;
 pub mod expect;
 pub mod html;
 pub mod long;

@@ -45,6 +45,11 @@ pub struct ClockRecord {
     /// The guest's memory, MiB (`None`: on the host).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_mb: Option<u32>,
+    /// The QEMU that ran the guest (`7.2.22 (Debian 1:7.2+dfsg-7+deb12u18+b3)`; `None`: on
+    /// the host, or recorded before this field existed). Not part of [`Self::describe`]:
+    /// `bench diff` and `bench check` compare it on its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub qemu: Option<String>,
 }
 
 impl ClockRecord {
@@ -56,6 +61,7 @@ impl ClockRecord {
             machine: "host".into(),
             vcpus: None,
             memory_mb: None,
+            qemu: None,
         }
     }
 
@@ -117,6 +123,12 @@ pub struct RunRecord {
     pub samples: u64,
     /// Ring-buffer drops of the collector.
     pub sample_drops: u64,
+    /// The run's result digest, `sha256:<hex>` over its sample files, close records and this
+    /// record without the host's measurements ([`crate::digest`]): two runs with the same
+    /// digest are identical to `cctl bench diff`. `None` in files written before it was
+    /// recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub digest: Option<String>,
     /// Wall-clock length of the run, s.
     pub wall_s: f64,
     /// The run's t0 on the monotonic clock of the kernel that ran it (`samples.csv`'s
@@ -219,6 +231,11 @@ pub struct Metadata {
     pub kernel: String,
     /// cctl version.
     pub cctl_version: String,
+    /// The cctl binary that ran the runs, `sha256:<hex>` of its file ([`crate::digest::of_file`]):
+    /// two builds of one commit are the same build when this agrees. `None` in directories
+    /// written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub build: Option<String>,
     /// Algorithms with their parameters.
     pub algorithms: Vec<ResolvedCc>,
     /// Collector interval, ms.

@@ -25,6 +25,12 @@ pub struct RunMetrics {
     pub values: MetricMap,
     /// Metrics that were computed but had no value (M5 "not converged").
     pub nc: Vec<String>,
+    /// The run's seed (`None`: not recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+    /// The run's result digest (`run.json`'s, [`crate::digest`]; `None`: not recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub digest: Option<String>,
 }
 
 /// Summary values of a run's bottleneck discipline, named with their units:
@@ -88,6 +94,8 @@ pub fn run_metrics(r: &RunRecord, p: &MetricParams) -> RunMetrics {
         rep: r.rep,
         values: v,
         nc,
+        seed: r.seed,
+        digest: r.digest.clone(),
     }
 }
 
@@ -733,7 +741,45 @@ pub fn markdown(s: &Summary, title: &str, wanted: &[String]) -> String {
         }
         let _ = writeln!(out);
     }
+    runs_section(&mut out, s);
     out
+}
+
+/// `summary.md`'s last section: each run with its seed and result digest, and the build
+/// that ran them, so that a reader re-checks a row with `cctl bench run` and `bench diff`.
+fn runs_section(out: &mut String, s: &Summary) {
+    if s.runs.iter().all(|r| r.digest.is_none()) {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "## Runs
+"
+    );
+    let qemu = s.metadata.clock.as_ref().and_then(|c| c.qemu.as_deref());
+    let _ = writeln!(
+        out,
+        "Each run's result digest (`run.json`'s `digest`): the same request and seed on the same \
+         cctl build ({}), guest kernel ({}) and QEMU ({}) give the same digest on the virtual \
+         clock.\n",
+        s.metadata.build.as_deref().unwrap_or("not recorded"),
+        s.metadata.kernel,
+        qemu.unwrap_or("none")
+    );
+    let _ = writeln!(out, "| point | algorithm | rep | seed | digest |");
+    let _ = writeln!(out, "|---|---|---|---|---|");
+    for r in &s.runs {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | `{}` |",
+            r.point,
+            r.algo,
+            r.rep,
+            r.seed.map_or_else(|| "–".into(), |x| x.to_string()),
+            r.digest.as_deref().unwrap_or("–")
+        );
+    }
+    let _ = writeln!(out);
 }
 
 /// A compact table for the terminal: each point × algorithm with the scenario's headline

@@ -149,6 +149,7 @@ fn directories_of_different_clocks_are_not_merged() {
         machine: "tcg".into(),
         vcpus: Some(1),
         memory_mb: Some(2048),
+        qemu: None,
     });
     let e = check_compatible(&old, &virt, "merging", "merged").unwrap_err();
     assert_eq!(

@@ -80,7 +80,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 mod sealed;
-pub use sealed::{Sealed, RTC_BASE};
+pub use sealed::{Carried, Sealed, GUEST_CCTL, GUEST_IN, GUEST_OUT, RTC_BASE};
 
 /// QEMU's program, which a sealed guest ([`Sealed`]) runs directly.
 const QEMU: &str = "qemu-system-x86_64";
@@ -97,7 +97,8 @@ pub const ICOUNT_SHIFT: u32 = 0;
 
 /// Environment variable [`run_in_vm`] sets for the guest's script: the clock the guest
 /// runs on, as `clock=<virtual|real> accel=<tcg|kvm> vcpus=<n> memory_mb=<MiB>`, with
-/// ` icount_shift=<k>` on the virtual clock ([`VmSpec::clock_env`]). What runs in the
+/// ` icount_shift=<k>` on the virtual clock ([`VmSpec::clock_env`]), and ` qemu=<version>`
+/// ([`qemu_version`], spaces as `_`). What runs in the
 /// guest records it with its results.
 pub const GUEST_CLOCK_ENV: &str = "CCTL_GUEST_CLOCK";
 
@@ -923,6 +924,29 @@ const TOOLS: &[(&str, &[&str], &str)] = &[
     ),
 ];
 
+/// The version of the QEMU that boots guests, as `qemu-system-x86_64 --version` gives it
+/// after "QEMU emulator version " (`7.2.22 (Debian 1:7.2+dfsg-7+deb12u18+b3)`); `None`
+/// when QEMU is missing or says something else. One of the inputs a virtual-clock run is a
+/// function of: runs under two QEMU versions are not expected to be identical.
+pub fn qemu_version() -> Option<String> {
+    static V: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    V.get_or_init(|| {
+        let out = Command::new(find_tool(QEMU)?)
+            .arg("--version")
+            .stdin(Stdio::null())
+            .stderr(Stdio::null())
+            .output()
+            .ok()?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        let v = text
+            .lines()
+            .next()?
+            .strip_prefix("QEMU emulator version ")?;
+        Some(v.trim().to_string())
+    })
+    .clone()
+}
+
 /// Looks for `name` on `$PATH`, then in the usual bin directories (where vng and virtme-ng
 /// look too: pip's console scripts may not be on every root `$PATH`).
 fn find_tool(name: &str) -> Option<PathBuf> {
@@ -1084,9 +1108,14 @@ fn run_attempt_inner(
     let status_path = run_dir.path.join("status");
     let kmsg_path = run_dir.path.join("kmsg");
     let started_path = run_dir.path.join("started");
+    // The QEMU version travels with the clock (spaces as `_`, one word of the line).
+    let mut clock = spec.clock_env();
+    if let Some(v) = qemu_version() {
+        clock += &format!(" qemu={}", v.replace(' ', "_"));
+    }
     let script = format!(
         "export {GUEST_CLOCK_ENV}={}\n{script}",
-        sh_quote(Path::new(&spec.clock_env()))
+        sh_quote(Path::new(&clock))
     );
     fs::write(&script_path, &script)
         .map_err(io_err(format!("writing {}", script_path.display())))?;

@@ -7,13 +7,20 @@
 //! file it opens costs guest time in proportion to how slowly the host answered: two runs of
 //! one point started 21.6 s of guest time apart after boot and differed 0.076 s into the
 //! run (2026-11-28). A sealed guest instead boots QEMU directly (no vng, no virtiofs) from an
-//! initramfs that carries everything the script needs, at the paths it has on the host:
+//! initramfs that carries everything the script needs:
 //! - static busybox (`/bin/busybox`: the shell of `/init`, `mount`, `tar`), bash, kmod as
-//!   `modprobe`, and each program the caller names, with the libraries `ldd` lists;
+//!   `modprobe`, and each program the caller names (without its debug information), with
+//!   the libraries `ldd` lists (system files, at their paths);
 //! - the guest kernel's network modules (`kernel/net/`, veth, ifb, tun; virtio_blk for the
 //!   way out) with every module they depend on, and its `/boot/config-*` (libbpf reads it);
-//! - the files and directories the caller names ([`Sealed::carry`]), the results directory
-//!   ([`Sealed::out`]) with what it already holds among them.
+//! - the files and directories the caller names ([`Sealed::carry`]), each at the fixed guest
+//!   path the caller gives it, and the results directory ([`Sealed::out`]) at [`GUEST_OUT`]
+//!   with what it already holds.
+//!
+//! Nothing of where the caller's files are on the host reaches the guest: not the results
+//! directory's path (its length alone changed a run: `X/a` and `X/aa` differed at the first
+//! queue sample, 2026-12-08), not the binary's, not the working directory (the script
+//! starts in `/`).
 //!
 //! The script's stdout and stderr go to two serial ports and the kernel's console to a
 //! third; QEMU writes each to a file the host follows (writing a port is done by the time the
@@ -26,9 +33,9 @@
 //! [`RTC_BASE`] on QEMU's virtual clock (`-rtc clock=vm`), so that nothing from the host's
 //! clock reaches the guest.
 //!
-//! What remains (measured: docs/explanation/virtual-clock.md): a QEMU behaviour. QEMU 7.2 delivers some timer
-//! interrupts a few instructions later in one run than in another (its I/O thread and the
-//! vCPU thread race for them), more often when the host is loaded.
+//! The guest reads no disk before its script has ended: its kernel is told not to ask the
+//! BIOS about disks (`edd=off`, see [`KERNEL_CMDLINE`]), because QEMU completes a disk read
+//! when the host gets to it, which made loaded hosts' runs differ.
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -41,22 +48,63 @@ use std::process::Command;
 
 use crate::{find_tool, io_err, VmError, VmSpec, ICOUNT_SHIFT};
 
+/// A host file or directory and the path the guest sees it at.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Carried {
+    /// Where it is on the host.
+    pub host: PathBuf,
+    /// Where the guest sees it: an absolute path that does not depend on the host's (a
+    /// system file's own path, or one of the caller's fixed paths such as [`GUEST_CCTL`]).
+    pub guest: PathBuf,
+}
+
+impl Carried {
+    /// `host`, seen by the guest at `guest`.
+    pub fn at(host: impl Into<PathBuf>, guest: impl Into<PathBuf>) -> Carried {
+        Carried {
+            host: host.into(),
+            guest: guest.into(),
+        }
+    }
+
+    /// A system file or directory (`/etc/fonts`), seen by the guest at its own path.
+    pub fn system(path: impl Into<PathBuf>) -> Carried {
+        let p = path.into();
+        Carried {
+            host: p.clone(),
+            guest: p,
+        }
+    }
+}
+
+/// Where a sealed guest sees its results directory ([`Sealed::out`]); the script also
+/// starts with it as its working directory's sibling, in `/`.
+pub const GUEST_OUT: &str = "/out";
+
+/// Where a sealed guest sees the `cctl` binary its caller carries in.
+pub const GUEST_CCTL: &str = "/usr/bin/cctl";
+
+/// Where a sealed guest sees input files its caller carries in (a scenario file), each
+/// under its file name.
+pub const GUEST_IN: &str = "/in";
+
 /// What a sealed guest carries in and hands back ([`VmSpec::sealed`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Sealed {
-    /// Host files and directories (directories with everything under them) the guest gets
-    /// at the same paths, read-only in effect: what the guest changes there is lost.
-    pub carry: Vec<PathBuf>,
-    /// Programs given by path (the `cctl` binary itself), carried at that path with their
-    /// libraries.
-    pub programs: Vec<PathBuf>,
+    /// Files and directories (directories with everything under them) the guest gets at
+    /// their guest paths, read-only in effect: what the guest changes there is lost.
+    pub carry: Vec<Carried>,
+    /// Programs given by path (the `cctl` binary itself), carried at their guest paths
+    /// without their debug information, with the libraries they load (at those libraries'
+    /// own paths).
+    pub programs: Vec<Carried>,
     /// Programs the script runs, found on the host's `PATH` (and in /sbin, /usr/sbin), each
     /// carried with its libraries at its host path (`ip`, `tc`).
     /// `(program, where it comes from)`, as `cctl_netem::tc::TOOLS` gives them.
     pub tools: Vec<(&'static str, &'static str)>,
     /// The directory the script writes its results into, an absolute host path: carried in
-    /// with what it holds, and copied back after the script (what the guest wrote there
-    /// replaces the host's files of the same names).
+    /// at [`GUEST_OUT`] with what it holds, and copied back after the script (what the
+    /// guest wrote there replaces the host's files of the same names).
     pub out: PathBuf,
 }
 
@@ -77,11 +125,24 @@ const OUT_DISK_BYTES: u64 = 8 << 30;
 
 /// The guest kernel's command line: the boot console on the first serial port, `/init` from
 /// the initramfs, no address-space randomisation (symbols stay where `System.map` says),
-/// power off on a panic; and two costs a network test does not need: the speculative-
+/// power off on a panic; two costs a network test does not need: the speculative-
 /// execution mitigations (retpolines, usercopy barriers, RSB filling) and the zeroing of
-/// every page the kernel allocates (Debian's `init_on_alloc` default).
+/// every page the kernel allocates (Debian's `init_on_alloc` default); and `edd=off`.
+///
+/// `edd=off` is what makes a loaded host's runs identical. Without it the kernel's real-mode
+/// setup asks the BIOS for the boot disk's EDD data and MBR signature (`query_edd`,
+/// `arch/x86/boot/edd.c`), an int 13h read of sector 0 of the results disk. SeaBIOS sends it
+/// to the virtio disk and polls the used ring with `usleep(5)` until it completes, and QEMU
+/// completes it on its main-loop thread (ioeventfd, then an asynchronous block read), as soon
+/// as the host gets to it. So the number of polls, and every guest instruction count after
+/// them, depended on the host's load: two loaded runs first went apart at guest instruction
+/// 5,830,839, in SeaBIOS's `virtio_blk_op`, after 2 polls in one run and 4 in the other.
+/// With `edd=off` two runs on a host at load 5.7 executed the same 3,697,791,861
+/// instructions in the same translation blocks (a TCG plugin's rolling hash of every block's
+/// address, 2026-12-08; docs/explanation/virtual-clock.md). The disk is not read again until
+/// the script has ended.
 const KERNEL_CMDLINE: &str =
-    "console=ttyS0 rdinit=/init nokaslr panic=-1 mitigations=off init_on_alloc=0";
+    "console=ttyS0 rdinit=/init nokaslr panic=-1 mitigations=off init_on_alloc=0 edd=off";
 
 /// QEMU's CPU model: TCG's `max` without ERMS and FSRM. With them the kernel copies and
 /// clears memory with `rep movsb`/`rep stosb`, which TCG executes one byte per iteration
@@ -118,8 +179,11 @@ pub(crate) fn prepare(
         found.insert(tool, path);
     }
     tree.symlink("/sbin/modprobe", &found["kmod"]);
-    for p in &sealed.programs {
-        tree.add_program(p)?;
+    for (i, p) in sealed.programs.iter().enumerate() {
+        let stripped = run_dir.join(format!("program-{i}"));
+        strip_debug(&p.host, &stripped)?;
+        tree.add_at(&stripped, &p.guest)?;
+        tree.add_libraries(&p.host)?;
     }
     for m in modules(&release)? {
         tree.add(&m, false)?;
@@ -134,18 +198,16 @@ pub(crate) fn prepare(
         }
     }
     tree.add(&Path::new("/boot").join(format!("config-{release}")), false)?;
-    for p in &sealed.carry {
-        tree.add(p, true)?;
+    for c in &sealed.carry {
+        if c.host == c.guest {
+            tree.add(&c.host, true)?;
+        } else {
+            tree.add_at(&c.host, &c.guest)?;
+        }
     }
-    tree.add(&sealed.out, true)?;
-    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
-    tree.dir(&cwd);
+    tree.add_at(&sealed.out, Path::new(GUEST_OUT))?;
     tree.data("/script.sh", script.as_bytes().to_vec(), 0o644);
-    tree.data(
-        "/init",
-        init_script(&found["busybox"], &cwd, &sealed.out).into_bytes(),
-        0o755,
-    );
+    tree.data("/init", init_script(&found["busybox"]).into_bytes(), 0o755);
 
     let cpio = run_dir.join(INITRAMFS);
     tree.write_cpio(&cpio)?;
@@ -154,6 +216,33 @@ pub(crate) fn prepare(
         .and_then(|f| f.set_len(OUT_DISK_BYTES))
         .map_err(io_err(format!("creating {}", disk.display())))?;
     Ok(qemu_args(spec, &cpio, &disk, run_dir))
+}
+
+/// Copies the program `from` to `to` without its debug information (`objcopy
+/// --strip-debug`; the symbol table stays, so backtraces and profiles still name
+/// functions). The guest unpacks every byte of its initramfs, and the debug information is
+/// most of a cctl binary (a release build: 122 MB, 28 MB without it); it also names the
+/// directories the build was made in.
+///
+/// Errors: objcopy missing ([`VmError::MissingTool`]) or failing.
+fn strip_debug(from: &Path, to: &Path) -> Result<(), VmError> {
+    let objcopy = find_tool("objcopy").ok_or(VmError::MissingTool {
+        tool: "objcopy",
+        package: "Debian package binutils",
+    })?;
+    let out = Command::new(objcopy)
+        .arg("--strip-debug")
+        .arg(from)
+        .arg(to)
+        .output()
+        .map_err(io_err("running objcopy (package binutils)"))?;
+    if !out.status.success() {
+        return Err(VmError::Io {
+            what: format!("stripping {} for the guest", from.display()),
+            source: io::Error::other(String::from_utf8_lossy(&out.stderr).trim().to_string()),
+        });
+    }
+    Ok(())
 }
 
 /// QEMU's command line for the sealed guest: TCG on the virtual clock, one machine, no
@@ -206,10 +295,10 @@ pub(crate) fn qemu_args(spec: &VmSpec, cpio: &Path, disk: &Path, run_dir: &Path)
     a
 }
 
-/// `/init`: mounts what a network test needs, runs the script with its output on ttyS1 and
-/// ttyS2 and its marks on ttyS3, writes `out` onto the results disk, powers off.
-fn init_script(busybox: &Path, cwd: &Path, out: &Path) -> String {
-    let q = |p: &Path| format!("'{}'", p.display().to_string().replace('\'', r"'\''"));
+/// `/init`: mounts what a network test needs, runs the script in `/` with its output on
+/// ttyS1 and ttyS2 and its marks on ttyS3, writes [`GUEST_OUT`] onto the results disk,
+/// powers off.
+fn init_script(busybox: &Path) -> String {
     format!(
         r#"#!{bb} sh
 {bb} mkdir -p /proc /sys /dev /run /tmp /bin /sbin /usr/bin /usr/sbin /root
@@ -225,18 +314,16 @@ mount -t tracefs tracefs /sys/kernel/tracing
 mount -t cgroup2 cgroup2 /sys/fs/cgroup
 ip link set lo up
 echo started >/dev/ttyS3
-cd {cwd} 2>/dev/null || cd /
+cd /
 bash /script.sh </dev/null >/dev/ttyS1 2>/dev/ttyS2
 echo "status $?" >/dev/ttyS3
 modprobe virtio_blk
 i=0; while [ ! -b /dev/vda ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done
-cd {out} && tar -cf /dev/vda . && sync && echo written >/dev/ttyS3
+cd {GUEST_OUT} && tar -cf /dev/vda . && sync && echo written >/dev/ttyS3
 echo o >/proc/sysrq-trigger
 sleep 60
 "#,
         bb = busybox.display(),
-        cwd = q(cwd),
-        out = q(out),
     )
 }
 
@@ -391,9 +478,36 @@ impl Tree {
         Ok(cur)
     }
 
+    /// Adds the host file or directory `host` (a directory with everything under it,
+    /// symlinks followed) at the guest path `guest`, with the directories on the way.
+    fn add_at(&mut self, host: &Path, guest: &Path) -> Result<(), VmError> {
+        let md = fs::metadata(host).map_err(io_err(format!("reading {}", host.display())))?;
+        if let Some(parent) = guest.parent() {
+            self.dir(parent);
+        }
+        if md.is_file() {
+            self.entries
+                .insert(guest.to_path_buf(), Entry::File(host.to_path_buf()));
+        } else if md.is_dir() {
+            self.entries.insert(guest.to_path_buf(), Entry::Dir);
+            let children =
+                fs::read_dir(host).map_err(io_err(format!("reading {}", host.display())))?;
+            for c in children {
+                let c = c.map_err(io_err(format!("reading {}", host.display())))?;
+                self.add_at(&c.path(), &guest.join(c.file_name()))?;
+            }
+        }
+        Ok(())
+    }
+
     /// Adds the program at `path` and the shared libraries `ldd` says it loads.
     fn add_program(&mut self, path: &Path) -> Result<(), VmError> {
         self.add(path, false)?;
+        self.add_libraries(path)
+    }
+
+    /// Adds the shared libraries `ldd` says the program at `path` loads, at their paths.
+    fn add_libraries(&mut self, path: &Path) -> Result<(), VmError> {
         let out = Command::new("ldd")
             .arg(path)
             .output()
@@ -459,7 +573,10 @@ impl Tree {
                         .map_err(io_err(format!("reading {}", src.display())))?
                         .permissions()
                         .mode();
-                    (0o100_000 | (perm & 0o7777), bytes)
+                    // Executable or not, nothing more: the host's umask must not reach
+                    // the guest.
+                    let mode = if perm & 0o111 != 0 { 0o755 } else { 0o644 };
+                    (0o100_000 | mode, bytes)
                 }
             };
             let mut fw = b.mode(mode).write(&mut w, bytes.len() as u32);
@@ -528,6 +645,53 @@ mod tests {
         assert!(!a
             .iter()
             .any(|s| s.contains("virtiofs") || s.contains("netdev")));
+    }
+
+    #[test]
+    fn results_directories_at_paths_of_other_lengths_and_modes_give_the_same_initramfs() {
+        let base = std::env::temp_dir().join(format!("cctl-sealed-paths-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&base);
+        let cpio = |out: &Path, exe_mode: u32| {
+            fs::create_dir_all(out.join("runs/reno")).unwrap();
+            fs::write(out.join("request.json"), b"{}").unwrap();
+            fs::write(out.join("runs/reno/x"), b"x").unwrap();
+            let exe = out.with_extension("bin");
+            fs::write(&exe, b"\x7fELF").unwrap();
+            fs::set_permissions(&exe, fs::Permissions::from_mode(exe_mode)).unwrap();
+            let mut t = Tree::default();
+            t.add_at(&exe, Path::new(GUEST_CCTL)).unwrap();
+            t.add_at(out, Path::new(GUEST_OUT)).unwrap();
+            assert!(
+                t.entries.keys().all(|p| !p.starts_with(&base)),
+                "no host path in the guest: {:?}",
+                t.entries.keys().collect::<Vec<_>>()
+            );
+            let file = out.with_extension("cpio");
+            t.write_cpio(&file).unwrap();
+            fs::read(file).unwrap()
+        };
+        let a = cpio(&base.join("X/a"), 0o755);
+        let b = cpio(
+            &base.join("X/a-much-longer-results-directory/20261208T031500Z"),
+            0o775,
+        );
+        assert!(
+            a == b,
+            "the initramfs depends on where the results are on the host"
+        );
+        fs::remove_dir_all(&base).unwrap();
+    }
+
+    #[test]
+    fn the_kernel_asks_the_bios_about_no_disk() {
+        // The BIOS's disk read completes when QEMU's main loop gets to it: with it, loaded
+        // hosts' runs differed from instruction 5,830,839 of the boot on.
+        assert!(KERNEL_CMDLINE.split(' ').any(|w| w == "edd=off"));
+        let spec = crate::tests::spec(crate::Accel::Tcg);
+        let a = qemu_args(&spec, Path::new("/r/i"), Path::new("/r/o"), Path::new("/r"));
+        assert!(a
+            .windows(2)
+            .any(|w| w[0] == "-append" && w[1] == KERNEL_CMDLINE));
     }
 
     #[test]

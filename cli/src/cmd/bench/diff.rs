@@ -15,13 +15,15 @@ use crate::out::outln;
 #[command(
     after_help = "Example: cctl bench diff results/calibrate/20261128T101500Z \
 results/calibrate/20261128T103000Z\n\n\
-Every run both directories completed is compared: samples.csv, queue.csv and delays.csv row \
+Every run both directories completed is compared by its result digest first (run.json's \
+digest, recomputed from the files; a file changed or cut short after the run shows as a \
+digest mismatch), then samples.csv, queue.csv and delays.csv row \
 by row and field by field, then close.json and run.json. Not differences: run.json's wall_s, \
 cpu_busy and cpus (the host, not the run); socket and object names (cookie, netns_cookie, \
 sport, dport, local_port, ca_map_id); where a run started on the guest's clock (ts_ns is \
 compared as time since the run's t0_ns); metadata.json and request.json (start time, paths, \
-version stamp). Both directories must hold the same scenario, profile, clock, cctl \
-build and kernel. Exit codes: 0 identical, 1 different, 2 bad input."
+version stamp). Both directories must hold the same scenario, profile, clock, QEMU, cctl \
+version and build, and kernel. Exit codes: 0 identical, 1 different, 2 bad input."
 )]
 pub struct DiffArgs {
     /// The first results directory.
@@ -95,6 +97,18 @@ fn print_json(d: &Diff) -> Result<()> {
 
 fn print_text(d: &Diff) -> Result<()> {
     for r in &d.runs {
+        if r.digest_a == r.digest_b {
+            outln!("{}: digest {}", r.run, r.digest_a)?;
+        } else {
+            outln!("{}: digest {} vs {}", r.run, r.digest_a, r.digest_b)?;
+        }
+        for side in &r.mismatched {
+            let which = if *side == 'a' { "first" } else { "second" };
+            outln!(
+                "{}: digest mismatch: the {which} directory's files no longer give the digest its run.json recorded (changed or cut short after the run)",
+                r.run
+            )?;
+        }
         match &r.first {
             None => outln!("{}: identical ({} samples)", r.run, r.samples)?,
             Some(x) => outln!(
@@ -113,6 +127,9 @@ fn print_text(d: &Diff) -> Result<()> {
     }
     match d.first() {
         _ if d.identical() => outln!("identical: {} samples compared in {} runs", d.samples(), d.runs.len())?,
+        None if d.runs.iter().any(|r| !r.mismatched.is_empty()) => outln!(
+            "different: a run's files do not match the digest its run.json recorded"
+        )?,
         Some((run, x)) => outln!("first difference: {run}, {}", place(x))?,
         None => outln!(
             "different: the directories completed different runs ({} samples of the common runs identical)",

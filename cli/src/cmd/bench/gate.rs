@@ -13,7 +13,8 @@ use crate::out::{out, outln};
 /// A baseline with its tolerances, read before anything runs (a bad one is bad input).
 pub(super) struct Baseline {
     file: SummaryFile,
-    tol: Tolerances,
+    /// `None`: no tolerance file given ([`gate`] picks the default).
+    tol: Option<Tolerances>,
 }
 
 impl Baseline {
@@ -50,32 +51,55 @@ impl Baseline {
 
     /// Compares the summary in `results` with the baseline (see [`gate`]).
     pub(super) fn gate(&self, results: &Path, json: bool) -> Result<i32> {
-        gate(results, &self.file, &self.tol, json)
+        gate(results, &self.file, self.tol.as_ref(), json)
     }
 }
 
-/// The tolerances in `path`, or the defaults.
-pub(super) fn load_tolerances(path: Option<&Path>) -> Result<Tolerances> {
+/// The tolerances in `path` (`None` without one).
+pub(super) fn load_tolerances(path: Option<&Path>) -> Result<Option<Tolerances>> {
     Ok(match path {
-        Some(p) => Tolerances::load(p)?,
-        None => Tolerances::default(),
+        Some(p) => Some(Tolerances::load(p)?),
+        None => None,
     })
 }
 
 /// Compares the summary at `results` with `baseline` and prints the verdict; exit code 8
-/// ([`exit::REGRESSION`]) when it fails.
+/// ([`exit::REGRESSION`]) when it fails. Where both are exact runs of one build, QEMU and
+/// guest kernel ([`SummaryFile::exact_with`]), the runs' digests are compared first and
+/// printed, and without `tol` every metric must be equal (tolerance 0); otherwise `tol`
+/// or the built-in default (rel 0.1).
 pub(super) fn gate(
     results: &Path,
     baseline: &SummaryFile,
-    tol: &Tolerances,
+    tol: Option<&Tolerances>,
     json: bool,
 ) -> Result<i32> {
     let results = SummaryFile::load(results)?;
     check::same_clock(&results, baseline)?;
-    let v = check::check(&results, baseline, tol);
+    let exact = results.exact_with(baseline);
+    let tol = match tol {
+        Some(t) => t.clone(),
+        None if exact => Tolerances::exact(),
+        None => Tolerances::default(),
+    };
+    let digests = exact.then(|| check::digests(&results, baseline));
+    let v = check::check(&results, baseline, &tol);
     if json {
-        outln!("{}", serde_json::to_string(&v)?)?;
+        let mut j = serde_json::to_value(&v)?;
+        j["digests"] = serde_json::to_value(&digests)?;
+        outln!("{j}")?;
     } else {
+        if let Some(d) = &digests {
+            outln!(
+                "digests: {} of {} runs identical to the baseline's (same build, QEMU and kernel{})",
+                d.identical,
+                d.identical + d.different.len(),
+                if tol.is_exact() { "; tolerance 0" } else { "" }
+            )?;
+            for x in &d.different {
+                outln!("DIGEST {x}")?;
+            }
+        }
         out!("{}", v.text())?;
     }
     Ok(if v.pass { exit::OK } else { exit::REGRESSION })

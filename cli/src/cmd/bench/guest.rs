@@ -127,7 +127,8 @@ fn profiled(cmd: &str, dir: &Path) -> String {
 
 impl Guests {
     /// A guest for the sweep's results directory `out` (its slot's with `slot`): the VM
-    /// and the command that runs `req` there, resumed into `out`.
+    /// and the command that runs `req` there, resumed into `out` (which a sealed guest
+    /// sees at [`vm::GUEST_OUT`]).
     fn spec(
         &self,
         req: &RunRequest,
@@ -136,8 +137,27 @@ impl Guests {
         seed: u64,
         json: bool,
     ) -> Result<(vm::VmSpec, String)> {
+        let exe = std::env::current_exe()?;
+        let sealed = self.clock == vm::Clock::Virtual;
+        // A sealed guest sees its inputs at fixed paths (the results at /out, cctl at
+        // /usr/bin/cctl, a scenario file under /in), so that no host path reaches it: the
+        // request it reads names those.
+        let scenario = Path::new(&req.scenario);
+        let scenario_file = scenario.is_absolute() && scenario.is_file();
+        let guest_scenario = match scenario.file_name() {
+            Some(name) if sealed && scenario_file => {
+                Path::new(vm::GUEST_IN).join(name).display().to_string()
+            }
+            _ => req.scenario.clone(),
+        };
+        let (guest_out, guest_exe) = match sealed {
+            true => (PathBuf::from(vm::GUEST_OUT), PathBuf::from(vm::GUEST_CCTL)),
+            false => (out.to_path_buf(), exe.clone()),
+        };
         let guest_req = RunRequest {
-            resume: Some(out.to_path_buf()),
+            scenario: guest_scenario.clone(),
+            out: guest_out.clone(),
+            resume: Some(guest_out.clone()),
             jobs: if slot.is_some() { 1 } else { req.jobs },
             slot,
             ..req.clone()
@@ -145,31 +165,38 @@ impl Guests {
         let file = guest_req
             .write(out)
             .with_context(|| format!("writing the guest's request into {}", out.display()))?;
-        let exe = std::env::current_exe()?;
+        let guest_file = guest_out.join(file.file_name().expect("a request file name"));
+        // The build's digest comes from the host: hashing the binary would cost the guest
+        // seconds of its clock.
+        let build = cctl_bench::run::current_build()
+            .map(|b| format!("{}={} ", cctl_bench::run::BUILD_ENV, shell_quote(&b)))
+            .unwrap_or_default();
         let mut cmd = format!(
-            "{} bench run --request {} --vm never",
-            shell_quote(&exe.display().to_string()),
-            shell_quote(&file.display().to_string()),
+            "{build}{} bench run --request {} --vm never",
+            shell_quote(&guest_exe.display().to_string()),
+            shell_quote(&guest_file.display().to_string()),
         );
         if json {
             cmd += " --json";
         }
         let mut spec = vm::VmSpec::detect()?;
-        if self.clock == vm::Clock::Virtual {
+        if sealed {
             // Sealed: the guest waits on the host for nothing while it runs, so that its
             // virtual time, and with it the run, depends on its inputs alone.
-            let mut carry = vec![exe.clone()];
-            carry.extend(PLOT_FILES.iter().map(PathBuf::from).filter(|p| p.exists()));
-            let scenario = Path::new(&req.scenario);
-            if scenario.is_absolute() {
-                carry.push(scenario.to_path_buf());
+            let mut carry: Vec<vm::Carried> = PLOT_FILES
+                .iter()
+                .filter(|p| Path::new(p).exists())
+                .map(|p| vm::Carried::system(*p))
+                .collect();
+            if scenario_file {
+                carry.push(vm::Carried::at(scenario, &guest_scenario));
             }
             let mut tools = cctl_netem::tc::TOOLS.to_vec();
             if self.profile {
                 tools.push(("perf", "Debian package linux-perf"));
             }
             spec.sealed = Some(vm::Sealed {
-                programs: vec![exe.clone()],
+                programs: vec![vm::Carried::at(&exe, vm::GUEST_CCTL)],
                 carry,
                 tools,
                 out: out.to_path_buf(),
@@ -277,7 +304,7 @@ impl Guests {
         if self.cancel.load(std::sync::atomic::Ordering::SeqCst) {
             code = exit::INTERRUPTED;
         }
-        combine(sc, out, &slots, req.jobs, json)?;
+        combine(sc, out, &slots, req.jobs, json, &req.scenario)?;
         if code == exit::INTERRUPTED {
             eprintln!(
                 "cctl bench: interrupted; the VMs were stopped, runs finished so far are in {}",
@@ -302,7 +329,7 @@ impl Guests {
         // The guest's own summary of its one run is not shown: the combined one is.
         let mut cmd = format!("{cmd} >/dev/null");
         if self.profile {
-            cmd = profiled(&cmd, slot_dir);
+            cmd = profiled(&cmd, Path::new(vm::GUEST_OUT));
         }
         spec.set_clock(self.clock)?;
         spec.echo = jobs == 1;
@@ -356,20 +383,43 @@ fn record_host_wall(slot_dir: &Path, elapsed: Duration, jobs: usize) {
     }
 }
 
+/// Gives a slot's `metadata.json` the host's path of the scenario file (`scenario_file`, the
+/// request's) where the sealed guest recorded the one it saw (under [`vm::GUEST_IN`]), so
+/// that the host's report finds the file.
+fn host_scenario_path(slot_dir: &Path, scenario_file: &str) -> Result<()> {
+    let path = slot_dir.join("metadata.json");
+    let text = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
+    let mut meta: serde_json::Value =
+        serde_json::from_slice(&text).with_context(|| format!("parsing {}", path.display()))?;
+    let in_guest = meta["scenario_path"]
+        .as_str()
+        .is_some_and(|p| Path::new(p).starts_with(vm::GUEST_IN));
+    if in_guest {
+        meta["scenario_path"] = scenario_file.into();
+        std::fs::write(&path, serde_json::to_vec_pretty(&meta)?)
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(())
+}
+
 /// Combines the slot directories the guests (`jobs` at a time) wrote into `out` and prints
-/// the summary.
+/// the summary; `scenario_file`: the request's scenario (its host path, for a file).
 fn combine(
     sc: &scenario::Scenario,
     out: &Path,
     slots: &[PathBuf],
     jobs: u32,
     json: bool,
+    scenario_file: &str,
 ) -> Result<()> {
     let written: Vec<PathBuf> = slots
         .iter()
         .filter(|d| d.join("metadata.json").exists())
         .cloned()
         .collect();
+    for d in &written {
+        host_scenario_path(d, scenario_file)?;
+    }
     if written.is_empty() {
         anyhow::bail!(
             "no guest wrote results into {}",

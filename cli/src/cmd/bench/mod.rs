@@ -73,7 +73,10 @@ the tolerance of its name in the TOML file, e.g.\n\
   \"M8 utilisation (wire)\" = { rel = 0.05 }\n\
   \"M1 flow1 (Mbit/s)\" = { rel = 0.1, abs = 0.5 }\n\n\
 An omitted rel or abs is 0; without a file or a `default`, metrics get rel 0.1, abs 0. \
-Rows match by algorithm, point index and point parameters; a baseline point or metric the \
+Results and a baseline that are virtual-clock runs of the same cctl build, QEMU and guest \
+kernel are exact: their runs' digests are compared first (a line `digests: K of N runs \
+identical`, a DIGEST line per run that differs), and without a file every metric must be \
+equal (tolerance 0). Rows match by algorithm, point index and point parameters; a baseline point or metric the \
 results lack fails the check, extra ones do not. Exit codes: 0 within, 8 outside or \
 missing, 2 bad input."
 )]
@@ -152,7 +155,7 @@ pub fn run(args: Args) -> Result<i32> {
         Cmd::Check(a) => {
             let baseline = SummaryFile::load(&a.baseline)?;
             let tol = gate::load_tolerances(a.tolerance.as_deref())?;
-            gate::gate(&a.results, &baseline, &tol, a.json)
+            gate::gate(&a.results, &baseline, tol.as_ref(), a.json)
         }
         Cmd::Report(a) => {
             let (s, sc) = if a.html && !a.dir.join("metadata.json").is_file() {
