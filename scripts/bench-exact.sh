@@ -25,6 +25,10 @@ CLONE=${CLONE:-/tmp/cctl-exact/a-second-clone/at-another-path}
 SETS=${SETS:-quiet loaded clone}
 POINTS=${POINTS:-repeat p0-250}
 [ -x target/release/cctl ] || { echo "bench-exact: target/release/cctl not found: make build" >&2; exit 2; }
+# The clone is of this commit, and the binary here must be its build: a tree with changes
+# builds another binary (its version says -modified).
+git diff --quiet HEAD -- || { echo "bench-exact: the tree has uncommitted changes; commit them and make build first" >&2; exit 2; }
+COMMIT=$(git rev-parse HEAD)
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 # A copy, so that a rebuild while this runs changes nothing of it.
@@ -74,11 +78,11 @@ for set in $SETS; do
 		pids+=($!)
 		;;
 	clone)
-		if [ ! -x "$CLONE/target/release/cctl" ] || [ "$(git -C "$CLONE" rev-parse HEAD 2>/dev/null)" != "$(git rev-parse HEAD)" ]; then
+		if [ ! -x "$CLONE/target/release/cctl" ] || [ "$(git -C "$CLONE" rev-parse HEAD 2>/dev/null)" != "$COMMIT" ]; then
 			rm -rf "$CLONE"
 			mkdir -p "$(dirname "$CLONE")"
 			git clone -q "$REPO" "$CLONE"
-			git -C "$CLONE" checkout -q "$(git rev-parse HEAD)"
+			git -C "$CLONE" checkout -q "$COMMIT"
 			echo "bench-exact: building the second clone at $CLONE"
 			make -C "$CLONE" build >"$OUT/clone-build.log" 2>&1 ||
 				{ echo "bench-exact: building $CLONE failed, see $OUT/clone-build.log" >&2; exit 1; }

@@ -96,6 +96,40 @@ fn directories_that_cannot_be_compared_exit_2_naming_the_field() {
         text(&o)
     );
 
+    // Another build, kernel or QEMU: each named with both values.
+    let virt = |qemu: &str| {
+        serde_json::json!({"clock": "virtual", "icount_shift": 0, "machine": "tcg", "qemu": qemu})
+    };
+    let cases = [
+        ("build", "build", ["sha256:aaaa", "sha256:bbbb"].map(serde_json::Value::from)),
+        ("kernel", "kernel", ["6.12.95+deb12-amd64", "6.12.57+deb12-amd64"].map(serde_json::Value::from)),
+        ("qemu", "clock", [virt("7.2.22 (Debian)"), virt("10.0.2 (Debian)")]),
+    ];
+    let shown = [
+        ["sha256:aaaa", "sha256:bbbb"],
+        ["6.12.95+deb12-amd64", "6.12.57+deb12-amd64"],
+        ["7.2.22 (Debian)", "10.0.2 (Debian)"],
+    ];
+    for ((field, key, values), shown) in cases.into_iter().zip(shown) {
+        for (dir, v) in [&a, &b].into_iter().zip(values) {
+            edit_json(&dir.join("metadata.json"), |m| {
+                m["cctl_version"] = "0.1.0 (bcd7aa4)".into();
+                m["kernel"] = "6.12.95+deb12-amd64".into();
+                m.as_object_mut().unwrap().remove("build");
+                m.as_object_mut().unwrap().remove("clock");
+                m[key] = v;
+            });
+        }
+        let o = cctl(&["bench", "diff", s(&a), s(&b)]);
+        assert_eq!(o.status.code(), Some(2), "{field}: {}", text(&o));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.contains(&format!("{field} differs: {} vs {}", shown[0], shown[1])),
+            "{field}: {}",
+            text(&o)
+        );
+    }
+
     let o = cctl(&["bench", "diff", s(&a), "/nonexistent/results"]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(
