@@ -97,13 +97,23 @@ fn directories_that_cannot_be_compared_exit_2_naming_the_field() {
     );
 
     // Another build, kernel or QEMU: each named with both values.
-    let virt = |qemu: &str| {
-        serde_json::json!({"clock": "virtual", "icount_shift": 0, "machine": "tcg", "qemu": qemu})
-    };
+    let virt = |qemu: &str| serde_json::json!({"clock": "virtual", "icount_shift": 0, "machine": "tcg", "qemu": qemu});
     let cases = [
-        ("build", "build", ["sha256:aaaa", "sha256:bbbb"].map(serde_json::Value::from)),
-        ("kernel", "kernel", ["6.12.95+deb12-amd64", "6.12.57+deb12-amd64"].map(serde_json::Value::from)),
-        ("qemu", "clock", [virt("7.2.22 (Debian)"), virt("10.0.2 (Debian)")]),
+        (
+            "build",
+            "build",
+            ["sha256:aaaa", "sha256:bbbb"].map(serde_json::Value::from),
+        ),
+        (
+            "kernel",
+            "kernel",
+            ["6.12.95+deb12-amd64", "6.12.57+deb12-amd64"].map(serde_json::Value::from),
+        ),
+        (
+            "qemu",
+            "clock",
+            [virt("7.2.22 (Debian)"), virt("10.0.2 (Debian)")],
+        ),
     ];
     let shown = [
         ["sha256:aaaa", "sha256:bbbb"],

@@ -4,8 +4,8 @@
 //! The digest covers, in this order, a run directory's `samples.csv`, `queue.csv`,
 //! `delays.csv` (row by row), then `close.json` and `run.json` (as JSON trees), each in the
 //! form `cctl bench diff` compares ([`crate::diff`]): without the host's measurements
-//! ([`crate::diff::HOST_FIELDS`]), the names the kernel gave sockets and objects
-//! ([`crate::diff::IDENTITY_FIELDS`]), `t0_ns`, and the digest itself, and with every
+//! ([`crate::canonical::HOST_FIELDS`]), the names the kernel gave sockets and objects
+//! ([`crate::canonical::IDENTITY_FIELDS`]), `t0_ns`, and the digest itself, and with every
 //! `ts_ns` counted from the run's t0. So two runs have the same digest exactly when `bench
 //! diff` finds them identical. The bytes hashed are, per file, a line `file <name>`, then
 //! `absent` for a missing file, or the CSV header and rows (fields joined by `,`) one per
@@ -15,10 +15,10 @@ use std::path::Path;
 
 use sha2::{Digest as _, Sha256};
 
-use crate::diff::{canonical_json, canonical_rows, JSON_FILES, SAMPLE_FILES};
+use crate::canonical::{canonical_json, canonical_rows, JSON_FILES, SAMPLE_FILES};
 
 /// `run.json`'s field holding the digest.
-pub const FIELD: &str = "digest";
+pub use crate::canonical::DIGEST_FIELD as FIELD;
 
 /// The digest of the run in `run_dir`, as `sha256:<64 hex digits>`; `t0_ns` is the run's
 /// t0 (`run.json`'s; `None` for runs written before it was recorded).

@@ -23,9 +23,10 @@
 //!   [`expect`]: a scenario's `[[expect]]` judged PASS or FAIL;
 //! - [`merge`]: directories of one sweep run in parts, merged; [`diff`]: two directories
 //!   compared sample by sample; [`digest`]: a run's result digest, what `diff` compares in
-//!   one line.
+//!   one line; [`canonical`]: a run's files in the form both see them.
 
 pub mod axes;
+pub mod canonical;
 pub mod check;
 pub mod compare;
 pub mod diff;

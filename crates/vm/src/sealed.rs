@@ -144,6 +144,20 @@ const OUT_DISK_BYTES: u64 = 8 << 30;
 const KERNEL_CMDLINE: &str =
     "console=ttyS0 rdinit=/init nokaslr panic=-1 mitigations=off init_on_alloc=0 edd=off";
 
+/// What `-icount` gets besides the clock: record mode, into /dev/null. Not for a replay:
+/// in record mode the vCPU thread holds QEMU's replay mutex from the start of a slice of
+/// guest instructions until they are counted, and the main-loop thread takes it before it
+/// moves an idle guest's clock to the next timer. Without it the main loop could do so
+/// while the guest had just halted and the last instructions before the `hlt` were not yet
+/// counted: the clock then overshot the timer by those instructions (204 and 331 ns were
+/// seen), whenever the host's timing put the main loop in that window. Two loaded runs went
+/// apart there, and every few-ns difference of the runs measured before was of this kind;
+/// with it, runs stayed identical beside a host process waking QEMU's main loop 2,000
+/// times a second, which made 5 of 5 runs without it differ (2026-12-08,
+/// docs/explanation/virtual-clock.md). It cost no measurable wall time. Record mode allows
+/// one vCPU only, which the virtual clock has ([`crate::VIRTUAL_VCPUS`]).
+const ICOUNT_RECORD: &str = "rr=record,rrfile=/dev/null";
+
 /// QEMU's CPU model: TCG's `max` without ERMS and FSRM. With them the kernel copies and
 /// clears memory with `rep movsb`/`rep stosb`, which TCG executes one byte per iteration
 /// (each counted as an instruction on the virtual clock); without them it uses
@@ -267,7 +281,7 @@ pub(crate) fn qemu_args(spec: &VmSpec, cpio: &Path, disk: &Path, run_dir: &Path)
     push("-smp");
     push(&spec.cpus.to_string());
     push("-icount");
-    push(&format!("shift={ICOUNT_SHIFT},sleep=off"));
+    push(&format!("shift={ICOUNT_SHIFT},sleep=off,{ICOUNT_RECORD}"));
     if let Some(seed) = spec.seed {
         push("-seed");
         push(&seed.to_string());
@@ -634,7 +648,10 @@ mod tests {
         .map(|s| s.to_string_lossy().into_owned())
         .collect();
         let has = |pair: [&str; 2]| a.windows(2).any(|w| w[0] == pair[0] && w[1] == pair[1]);
-        assert!(has(["-icount", "shift=0,sleep=off"]), "{a:?}");
+        assert!(
+            has(["-icount", "shift=0,sleep=off,rr=record,rrfile=/dev/null"]),
+            "{a:?}"
+        );
         assert!(has(["-seed", "9"]));
         assert!(has(["-rtc", "base=2026-01-01T00:00:00,clock=vm"]));
         assert!(has(["-initrd", "/r/i.cpio"]));
